@@ -1,0 +1,40 @@
+"""Tasks, their immutable datasets and rounds, importers and perturbations."""
+
+from datasets_registry.examples import ColumnMapping, canonical_jsonl, parse_mapping
+from datasets_registry.importers import detect_format, read_rows
+from datasets_registry.registry import (
+    AddedDataset,
+    add_dataset,
+    create_task,
+    derive_perturbed,
+    export_examples,
+    get_dataset,
+    get_task,
+    list_datasets,
+    list_tasks,
+    read_examples,
+    scoring_datasets,
+)
+from datasets_registry.taskspec import TaskSpec, load_task_spec, parse_task_spec
+
+__all__ = [
+    "AddedDataset",
+    "ColumnMapping",
+    "TaskSpec",
+    "add_dataset",
+    "canonical_jsonl",
+    "create_task",
+    "derive_perturbed",
+    "detect_format",
+    "export_examples",
+    "get_dataset",
+    "get_task",
+    "list_datasets",
+    "list_tasks",
+    "load_task_spec",
+    "parse_mapping",
+    "parse_task_spec",
+    "read_examples",
+    "read_rows",
+    "scoring_datasets",
+]

@@ -1,0 +1,180 @@
+"""Turn raw rows into a task's canonical examples, checking each against the task.
+
+A canonical example holds ``uid``, the task's input fields and the gold output (``label``,
+or ``answers`` for QA); perturbed copies add ``input_id`` and ``perturbation``. The
+canonical JSONL (sorted keys, compact separators, one example per line) is what the
+dataset's sha256 is taken over, so the same content always has the same address.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from datasets_registry.importers import RawRow
+from datasets_registry.taskspec import TaskSpec
+from evalboard.core.errors import InvalidDataset
+
+__all__ = [
+    "ColumnMapping",
+    "ExampleSet",
+    "canonical_jsonl",
+    "parse_mapping",
+    "to_examples",
+]
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """How a file's columns become a task's fields.
+
+    Attributes:
+        fields: task field (``uid``, an input, ``label``, ``answers``) -> column in the file.
+        labels: value in the file -> the task's label (e.g. ``0`` -> ``negative``).
+        exclude_labels: gold values whose rows are skipped and counted (``mixed``,
+            ``null`` for a missing label); every other unknown label is an error.
+    """
+
+    fields: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    exclude_labels: frozenset[str] = frozenset()
+
+    def column(self, name: str) -> str:
+        return self.fields.get(name, name)
+
+
+@dataclass(frozen=True)
+class ExampleSet:
+    examples: list[dict[str, Any]]
+    excluded: int = 0
+
+
+def parse_mapping(pairs: Iterable[str], *, what: str = "--map") -> dict[str, str]:
+    """Parse ``field=column`` pairs (also comma-separated) into a dict."""
+    mapping: dict[str, str] = {}
+    for pair in pairs:
+        for item in pair.split(","):
+            if not item.strip():
+                continue
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                raise InvalidDataset(f"{what} {item!r} is not of the form field=column")
+            mapping[key.strip()] = value.strip()
+    return mapping
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _gold_label(
+    raw: Any, task: TaskSpec, mapping: ColumnMapping, where: str, column: str
+) -> str | None:
+    """The task label for a raw gold value; None when the row is to be excluded."""
+    value = "null" if raw is None or raw == "" else _text(raw)
+    if value is None:
+        raise InvalidDataset(f"{where}: label column {column!r} holds {raw!r}, not a label")
+    value = mapping.labels.get(value, value)
+    if value in mapping.exclude_labels:
+        return None
+    if value not in task.output.labels:
+        shown = "a missing label" if value == "null" else f"unknown label {value!r}"
+        raise InvalidDataset(
+            f"{where}: {shown}; the task's labels are {', '.join(task.output.labels)}. "
+            "Map values with --label-map VALUE=LABEL or skip rows with --exclude-label VALUE"
+        )
+    return value
+
+
+def _gold_answers(raw: Any, context: str, where: str) -> list[dict[str, Any]]:
+    answers = json.loads(raw) if isinstance(raw, str) else raw
+    if not isinstance(answers, list):
+        raise InvalidDataset(
+            f"{where}: answers must be a list of {{text, answer_start}} ([] if unanswerable)"
+        )
+    checked = []
+    for answer in answers:
+        text = answer.get("text") if isinstance(answer, dict) else None
+        start = answer.get("answer_start") if isinstance(answer, dict) else None
+        if not isinstance(text, str) or not isinstance(start, int):
+            raise InvalidDataset(f"{where}: answer {answer!r} needs text and answer_start")
+        if context[start : start + len(text)] != text:
+            raise InvalidDataset(
+                f"{where}: answer {text!r} is not in the context at answer_start {start}"
+            )
+        checked.append({"text": text, "answer_start": start})
+    return checked
+
+
+def to_examples(rows: Iterable[RawRow], task: TaskSpec, mapping: ColumnMapping) -> ExampleSet:
+    """Map and check every row; the first bad row raises and nothing is returned."""
+    examples: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    excluded = 0
+    gold = task.gold_field
+    for number, row in rows:
+        where = f"line {number}"
+        example: dict[str, Any] = {}
+        for name in task.input_names:
+            column = mapping.column(name)
+            if column not in row:
+                raise InvalidDataset(
+                    f"{where}: missing field {name!r} (looked for column {column!r}; columns "
+                    f"here: {', '.join(sorted(row)) or 'none'}). Use --map {name}=COLUMN"
+                )
+            value = _text(row[column])
+            if value is None or not value.strip():
+                raise InvalidDataset(f"{where}: field {name!r} is empty or not text")
+            example[name] = value
+        gold_column = mapping.column(gold)
+        if gold_column not in row:
+            raise InvalidDataset(
+                f"{where}: missing gold field {gold!r} (looked for column {gold_column!r}). "
+                f"Use --map {gold}=COLUMN"
+            )
+        if gold == "label":
+            label = _gold_label(row[gold_column], task, mapping, where, gold_column)
+            if label is None:
+                excluded += 1
+                continue
+            example["label"] = label
+        else:
+            example["answers"] = _gold_answers(row[gold_column], example["context"], where)
+        uid_column = mapping.column("uid")
+        uid = _text(row.get(uid_column)) if uid_column in row else str(number)
+        if not uid:
+            raise InvalidDataset(f"{where}: empty uid in column {uid_column!r}")
+        if uid in seen:
+            raise InvalidDataset(
+                f"{where}: uid {uid!r} repeats line {seen[uid]}; uids must be unique"
+            )
+        seen[uid] = number
+        example["uid"] = uid
+        examples.append(example)
+    if not examples:
+        raise InvalidDataset(
+            "the file holds no examples"
+            + (f" ({excluded} excluded by label)" if excluded else "")
+            + "; check that it is the right file and not empty"
+        )
+    return ExampleSet(examples=examples, excluded=excluded)
+
+
+def canonical_jsonl(examples: Iterable[Mapping[str, Any]]) -> bytes:
+    """The bytes a dataset is addressed by: one sorted, compact JSON object per line."""
+    return b"".join(
+        json.dumps(example, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+        + b"\n"
+        for example in examples
+    )
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,309 @@
+"""The registry: tasks and their immutable, content-addressed datasets.
+
+Adding a dataset reads and checks the whole file first, then writes its artifact and its
+perturbed copies, then records all of them in one transaction: either everything is
+stored or nothing is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from datasets_registry.examples import (
+    ColumnMapping,
+    canonical_jsonl,
+    sha256_of,
+    to_examples,
+)
+from datasets_registry.importers import Format, read_rows
+from datasets_registry.taskspec import TaskSpec, parse_task_spec
+from evalboard.core.context import Context
+from evalboard.core.errors import Conflict, InvalidDataset, NotFound, PermissionDenied
+from evalboard.core.states import Access
+from evalboard.core.tables import Dataset, Task
+
+__all__ = [
+    "AddedDataset",
+    "add_dataset",
+    "create_task",
+    "derive_perturbed",
+    "export_examples",
+    "get_dataset",
+    "get_task",
+    "list_datasets",
+    "list_tasks",
+    "read_examples",
+    "scoring_datasets",
+]
+
+_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+@dataclass(frozen=True)
+class AddedDataset:
+    """What ``add_dataset`` did: the dataset, whether it was new, and what it derived."""
+
+    dataset: Dataset
+    created: bool
+    derived: list[Dataset]
+    excluded: int = 0
+
+
+# Tasks --------------------------------------------------------------------------------------
+
+
+def create_task(ctx: Context, spec: TaskSpec, *, owner_id: int | None = None) -> tuple[Task, bool]:
+    """Store a task; the same spec again is a no-op, a different one under its id a Conflict."""
+    document = spec.model_dump(mode="json")
+    with ctx.db.session() as session:
+        existing = session.get(Task, spec.id)
+        if existing is not None:
+            if existing.spec == document:
+                return existing, False
+            raise Conflict(
+                f"Task {spec.id!r} already exists with a different spec; task specs are "
+                "fixed once datasets are scored against them. Pick another id"
+            )
+        task = Task(
+            id=spec.id,
+            name=spec.name,
+            spec=document,
+            default_weights=dict(spec.default_weights),
+            owner_id=owner_id,
+        )
+        session.add(task)
+        return task, True
+
+
+def get_task(ctx: Context, task_id: str) -> TaskSpec:
+    with ctx.db.session() as session:
+        task = session.get(Task, task_id)
+        if task is None:
+            known = session.scalars(select(Task.id).order_by(Task.id)).all()
+            raise NotFound(
+                f"Unknown task {task_id!r}; known: {', '.join(known) or 'none yet'}. "
+                "Create one with `evalboard task create TASK.yaml`"
+            )
+        return parse_task_spec(task.spec, source=f"stored task {task_id}")
+
+
+def list_tasks(ctx: Context) -> list[Task]:
+    with ctx.db.session() as session:
+        return list(session.scalars(select(Task).order_by(Task.id)))
+
+
+# Datasets -----------------------------------------------------------------------------------
+
+
+def _artifact_key(sha256: str) -> str:
+    return f"datasets/{sha256}.jsonl"
+
+
+def _store(ctx: Context, data: bytes) -> tuple[str, str]:
+    sha = sha256_of(data)
+    key = _artifact_key(sha)
+    if not ctx.artifacts.exists(key):
+        ctx.artifacts.put_bytes(key, data)
+    return sha, key
+
+
+def _check_name(name: str) -> None:
+    if not re.match(_NAME_PATTERN, name) or len(name) > 100:
+        raise InvalidDataset(
+            f"Dataset name {name!r} must be letters, digits, '.', '_' or '-' (at most 100)"
+        )
+    if name.startswith(("robustness-", "fairness-")):
+        raise InvalidDataset(
+            f"Dataset names starting robustness- or fairness- are kept for derived copies; "
+            f"rename {name!r}"
+        )
+
+
+def add_dataset(
+    ctx: Context,
+    *,
+    task_id: str,
+    name: str,
+    path: Path,
+    round: int = 0,
+    access: Access = Access.SCORING,
+    weight: float = 1.0,
+    mapping: ColumnMapping | None = None,
+    format: Format | None = None,
+    perturb: bool = True,
+) -> AddedDataset:
+    """Check, store and record a dataset file (and its perturbed copies).
+
+    Raises:
+        InvalidDataset: a row does not fit the task (nothing is stored).
+        Conflict: a dataset of that name exists with other content.
+    """
+    _check_name(name)
+    if round < 0:
+        raise InvalidDataset(f"round {round} must be >= 0 (0: not tied to a round)")
+    if not weight > 0:
+        raise InvalidDataset(f"weight {weight} must be > 0")
+    spec = get_task(ctx, task_id)
+    try:
+        checked = to_examples(read_rows(path, format), spec, mapping or ColumnMapping())
+    except InvalidDataset as exc:
+        # Importer messages name the file already; row checks name only the line.
+        if exc.message.startswith(path.name):
+            raise
+        separator = ", " if exc.message.startswith("line ") else ": "
+        raise InvalidDataset(f"{path.name}{separator}{exc.message}") from None
+    data = canonical_jsonl(checked.examples)
+    sha = sha256_of(data)
+
+    with ctx.db.session() as session:
+        existing = session.scalar(
+            select(Dataset).where(Dataset.task_id == task_id, Dataset.name == name)
+        )
+        if existing is not None:
+            if existing.sha256 == sha:
+                derived = list(
+                    session.scalars(select(Dataset).where(Dataset.derived_from_id == existing.id))
+                )
+                return AddedDataset(
+                    existing, created=False, derived=derived, excluded=checked.excluded
+                )
+            raise Conflict(
+                f"Dataset {name!r} of task {task_id!r} exists with other content "
+                f"(sha256 {existing.sha256[:12]}, this file {sha[:12]}); datasets are immutable. "
+                "Add the new content under a new name"
+            )
+        _, key = _store(ctx, data)
+        dataset = Dataset(
+            task_id=task_id,
+            name=name,
+            round=round,
+            access=access.value,
+            weight=weight,
+            sha256=sha,
+            rows=len(checked.examples),
+            artifact_key=key,
+        )
+        session.add(dataset)
+        session.flush()
+        derived = _derive(ctx, session, dataset, spec, checked.examples) if perturb else []
+    return AddedDataset(dataset, created=True, derived=derived, excluded=checked.excluded)
+
+
+def _derive(
+    ctx: Context, session: Any, parent: Dataset, spec: TaskSpec, examples: list[dict[str, Any]]
+) -> list[Dataset]:
+    from datasets_registry.perturbations import PERTURBATION_FAMILIES, perturb_dataset
+
+    derived = []
+    for family in PERTURBATION_FAMILIES:
+        changed = perturb_dataset(examples, family=family, text_fields=spec.text_fields, seed=0)
+        if not changed:
+            continue
+        sha, key = _store(ctx, canonical_jsonl(changed))
+        child = Dataset(
+            task_id=parent.task_id,
+            name=f"{family}-{parent.name}",
+            round=parent.round,
+            access=parent.access,
+            weight=parent.weight,
+            sha256=sha,
+            rows=len(changed),
+            artifact_key=key,
+            derived_from_id=parent.id,
+            perturbation=family,
+        )
+        session.add(child)
+        derived.append(child)
+    session.flush()
+    return derived
+
+
+def derive_perturbed(ctx: Context, *, task_id: str, name: str) -> list[Dataset]:
+    """Make the perturbed copies of an older dataset that lacks them (on demand)."""
+    spec = get_task(ctx, task_id)
+    parent = get_dataset(ctx, task_id=task_id, name=name)
+    if parent.derived_from_id is not None:
+        raise InvalidDataset(f"{name!r} is itself a perturbed copy; perturb its original")
+    with ctx.db.session() as session:
+        have = set(
+            session.scalars(
+                select(Dataset.perturbation).where(Dataset.derived_from_id == parent.id)
+            )
+        )
+        if have:
+            return list(
+                session.scalars(select(Dataset).where(Dataset.derived_from_id == parent.id))
+            )
+        parent = session.merge(parent)
+        return _derive(ctx, session, parent, spec, read_examples(ctx, parent))
+
+
+def list_datasets(ctx: Context, task_id: str) -> list[Dataset]:
+    """A task's datasets: originals by round then name, each followed by its copies."""
+    get_task(ctx, task_id)
+    with ctx.db.session() as session:
+        rows = list(session.scalars(select(Dataset).where(Dataset.task_id == task_id)))
+    originals = sorted(
+        (d for d in rows if d.derived_from_id is None), key=lambda d: (d.round, d.name)
+    )
+    ordered: list[Dataset] = []
+    for original in originals:
+        ordered.append(original)
+        ordered.extend(
+            sorted((d for d in rows if d.derived_from_id == original.id), key=lambda d: d.name)
+        )
+    return ordered
+
+
+def get_dataset(ctx: Context, *, task_id: str, name: str) -> Dataset:
+    with ctx.db.session() as session:
+        dataset = session.scalar(
+            select(Dataset).where(Dataset.task_id == task_id, Dataset.name == name)
+        )
+        if dataset is None:
+            known = session.scalars(
+                select(Dataset.name).where(Dataset.task_id == task_id).order_by(Dataset.name)
+            ).all()
+            raise NotFound(
+                f"Task {task_id!r} has no dataset {name!r}; known: {', '.join(known) or 'none'}"
+            )
+        return dataset
+
+
+def read_examples(ctx: Context, dataset: Dataset) -> list[dict[str, Any]]:
+    """The dataset's canonical examples, gold included (never hand these to a sandbox)."""
+    data = ctx.artifacts.read_bytes(dataset.artifact_key)
+    if sha256_of(data) != dataset.sha256:
+        raise Conflict(
+            f"Stored artifact of dataset {dataset.name!r} does not match its sha256; the "
+            "artifact store was altered. Restore it from a backup"
+        )
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def export_examples(
+    ctx: Context, dataset: Dataset, *, labels: bool = True, may_see_hidden: bool = False
+) -> list[dict[str, Any]]:
+    """Examples for download; a hidden dataset's gold is only for those who may see it."""
+    if dataset.access == Access.HIDDEN and labels and not may_see_hidden:
+        raise PermissionDenied(
+            f"Dataset {dataset.name!r} is hidden: its labels are for the task owner only. "
+            "Export inputs only (--no-labels), or ask the owner"
+        )
+    examples = read_examples(ctx, dataset)
+    if not labels:
+        drop = {"label", "answers"}
+        examples = [{k: v for k, v in example.items() if k not in drop} for example in examples]
+    return examples
+
+
+def scoring_datasets(datasets: Sequence[Dataset]) -> list[Dataset]:
+    """The datasets that count for the leaderboard (scoring and hidden, not standard)."""
+    return [d for d in datasets if d.access != Access.STANDARD]

@@ -1,0 +1,207 @@
+"""Task specs: the Dynatask-style YAML a task owner writes, validated with pydantic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evalboard.core.errors import InvalidTaskSpec
+from evalboard.core.limits import SandboxLimits
+
+__all__ = [
+    "InputField",
+    "ModelWrongRule",
+    "OutputSpec",
+    "TaskSpec",
+    "load_task_spec",
+    "parse_task_spec",
+]
+
+PERF_METRICS = ("accuracy", "macro_f1", "squad_f1")
+DELTA_METRICS = ("fairness", "robustness")
+#: Metrics a Dynascore can weigh besides perf; memory enters as cap - used.
+WEIGHABLE_METRICS = ("perf", "throughput", "memory", "fairness", "robustness")
+
+Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=64)]
+
+
+class InputField(BaseModel):
+    """One input of a task's examples, e.g. ``statement`` or ``context``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+    type: Literal["string"] = "string"
+
+
+class OutputSpec(BaseModel):
+    """What a model predicts: one of ``labels`` (multiclass) or a span of the context (QA)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["multiclass", "span"]
+    labels: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _labels_match_type(self) -> OutputSpec:
+        if self.type == "multiclass" and len(self.labels) < 2:
+            raise ValueError("a multiclass output needs at least two labels")
+        if self.type == "multiclass" and len(set(self.labels)) != len(self.labels):
+            raise ValueError(f"labels repeat: {self.labels}")
+        if self.type == "span" and self.labels:
+            raise ValueError("a span output has no labels; remove `labels`")
+        return self
+
+
+class ModelWrongRule(BaseModel):
+    """When a target model counts as fooled: a wrong label, or QA string F1 under a threshold."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rule: Literal["exact_match", "string_f1"] = "exact_match"
+    threshold: float = Field(0.4, ge=0, le=1)
+
+
+class ValidationSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    num_matching: int = Field(3, ge=1, le=20)
+
+
+class TaskSpec(BaseModel):
+    """A task, as the YAML of DESIGN.md describes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Slug
+    name: str = Field(min_length=1, max_length=200)
+    description: str = ""
+    input: list[InputField] = Field(min_length=1)
+    output: OutputSpec
+    perf_metric: Literal["accuracy", "macro_f1", "squad_f1"]
+    delta_metrics: list[Literal["fairness", "robustness"]] = Field(
+        default_factory=lambda: ["fairness", "robustness"]  # type: ignore[arg-type]
+    )
+    default_weights: dict[str, float] = Field(
+        default_factory=lambda: {
+            "perf": 4.0,
+            "throughput": 1,
+            "memory": 1,
+            "fairness": 1,
+            "robustness": 1,
+        }
+    )
+    memory_cap_gib: float = Field(16, gt=0)
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    model_wrong: ModelWrongRule = Field(default_factory=ModelWrongRule)
+    validation: ValidationSpec = Field(default_factory=ValidationSpec)
+
+    @field_validator("model_wrong", mode="before")
+    @classmethod
+    def _model_wrong_shorthand(cls, value: Any) -> Any:
+        # YAML says `exact_match` or `{string_f1: 0.4}`.
+        if isinstance(value, str):
+            return {"rule": value}
+        if isinstance(value, dict) and set(value) == {"string_f1"}:
+            return {"rule": "string_f1", "threshold": value["string_f1"]}
+        return value
+
+    @field_validator("default_weights")
+    @classmethod
+    def _known_weights(cls, weights: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(weights) - set(WEIGHABLE_METRICS))
+        if unknown:
+            raise ValueError(
+                f"unknown metric(s) {', '.join(unknown)}; allowed: {', '.join(WEIGHABLE_METRICS)}"
+            )
+        if any(w < 0 for w in weights.values()):
+            raise ValueError("weights must be >= 0")
+        if not any(w > 0 for w in weights.values()):
+            raise ValueError("at least one weight must be > 0")
+        return weights
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TaskSpec:
+        names = [field.name for field in self.input]
+        if len(set(names)) != len(names):
+            raise ValueError(f"input field names repeat: {names}")
+        reserved = {"uid", "label", "answers", "input_id"} & set(names)
+        if reserved:
+            raise ValueError(f"input field name(s) {sorted(reserved)} are reserved")
+        is_span = self.output.type == "span"
+        if is_span != (self.perf_metric == "squad_f1"):
+            raise ValueError(
+                "perf_metric squad_f1 goes with output type span, accuracy or macro_f1 "
+                "with multiclass"
+            )
+        if is_span and "context" not in names:
+            raise ValueError("a span task needs an input field named `context`")
+        if self.model_wrong.rule == "string_f1" and not is_span:
+            raise ValueError("model_wrong string_f1 is for span tasks; use exact_match")
+        return self
+
+    # Convenience ---------------------------------------------------------------------------
+
+    @property
+    def input_names(self) -> list[str]:
+        return [field.name for field in self.input]
+
+    @property
+    def gold_field(self) -> str:
+        """``label`` for classification, ``answers`` for QA."""
+        return "answers" if self.output.type == "span" else "label"
+
+    @property
+    def text_fields(self) -> list[str]:
+        """The fields perturbations may change (for QA, the question, never the context)."""
+        return [name for name in self.input_names if name != "context"]
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        value = item.get("input")
+        shown = repr(value) if not isinstance(value, dict) else "{...}"
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "literal_error":
+            message = message.replace("Input should be", "allowed values are")
+        if item["type"] == "extra_forbidden":
+            message = "unknown field; remove it or check its spelling"
+        lines.append(f"  {where}: {message} (got {shown})")
+    return "\n".join(lines)
+
+
+def parse_task_spec(data: Any, *, source: str = "task spec") -> TaskSpec:
+    """Validate a parsed YAML/JSON document; errors name the field, value and allowed values."""
+    if not isinstance(data, dict):
+        raise InvalidTaskSpec(
+            f"{source} must be a YAML mapping with fields id, name, input, output, "
+            f"perf_metric...; got {type(data).__name__}"
+        )
+    try:
+        return TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidTaskSpec(f"{source} is not a valid task spec:\n{_describe(exc)}") from None
+
+
+def load_task_spec(path: Path) -> TaskSpec:
+    """Read and validate a task YAML file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidTaskSpec(f"Task file {path} does not exist") from None
+    except UnicodeDecodeError:
+        raise InvalidTaskSpec(
+            f"Task file {path} is not UTF-8 text; is it the right file?"
+        ) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InvalidTaskSpec(f"Task file {path} is not valid YAML: {exc}") from None
+    return parse_task_spec(data, source=str(path))

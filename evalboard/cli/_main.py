@@ -1,0 +1,71 @@
+"""The ``evalboard`` command: sub-commands registered here, errors mapped to exit codes here."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from evalboard import __version__
+from evalboard.cli._output import err_console
+from evalboard.core.errors import EvalboardError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="evalboard",
+    help="Evaluation-as-a-service with dynamic, utility-weighted leaderboards.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"evalboard {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True),
+) -> None:
+    """Evalboard: upload models, evaluate them in a sandbox, rank them by a Dynascore."""
+
+
+def _register() -> None:
+    # One line per command group; each module owns its commands.
+    from evalboard.cli import dataset, task
+
+    app.add_typer(task.app, name="task")
+    app.add_typer(dataset.app, name="dataset")
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; exit 0 done, 1 the evaluated thing failed, 2 bad usage or input."""
+    try:
+        result = app(args=argv, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    except click.exceptions.Abort:
+        err_console.print("Aborted.")
+        return 130
+    except EvalboardError as exc:
+        err_console.print(f"[bold red]error:[/bold red] {exc.message}", highlight=False)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err_console.print("Interrupted.")
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""How the CLI talks: rich on a terminal, plain lines otherwise, JSON when asked."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+__all__ = ["console", "err_console", "print_json", "progress", "warn"]
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def print_json(data: Any) -> None:
+    """Machine-readable output on stdout, nothing else on it."""
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def warn(message: str) -> None:
+    err_console.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+
+
+class _PlainProgress:
+    """Progress as plain lines, for logs and pipes."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[int, tuple[str, float]] = {}
+
+    def add_task(self, description: str, total: float | None = None) -> int:
+        task_id = len(self._tasks)
+        self._tasks[task_id] = (description, total or 0)
+        err_console.print(f"{description} ...", highlight=False)
+        return task_id
+
+    def update(self, task_id: int, *, completed: float | None = None, **_: Any) -> None:
+        pass
+
+    def advance(self, task_id: int, advance: float = 1) -> None:
+        pass
+
+    def finish(self, task_id: int, note: str = "done") -> None:
+        description, _ = self._tasks[task_id]
+        err_console.print(f"{description}: {note}", highlight=False)
+
+
+class _RichProgress(Progress):
+    def finish(self, task_id: int, note: str = "done") -> None:
+        task = self._tasks[task_id]  # type: ignore[index]
+        self.update(task_id, completed=task.total, description=f"{task.description} ({note})")  # type: ignore[arg-type]
+
+
+@contextmanager
+def progress() -> Iterator[Any]:
+    """A progress display: bars on a terminal, one line per step elsewhere."""
+    if err_console.is_terminal:
+        bar = _RichProgress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:.0f}/{task.total:.0f}"),
+            TimeElapsedColumn(),
+            console=err_console,
+        )
+        with bar:
+            yield bar
+    else:
+        yield _PlainProgress()

@@ -1,0 +1,96 @@
+"""The artifact store: bundles, datasets, predictions and logs on any fsspec filesystem.
+
+Keys are relative paths (``datasets/<sha256>.jsonl``). Writes go to a temporary key and are
+renamed into place, so a reader never sees half a file and a crash leaves no partial
+artifact behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import fsspec
+from fsspec.core import url_to_fs
+
+__all__ = ["ArtifactStore"]
+
+_CHUNK = 1024 * 1024
+
+
+class ArtifactStore:
+    """A folder of immutable artifacts behind an fsspec URL (a local path by default)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self.fs: fsspec.AbstractFileSystem
+        self.fs, self.root = url_to_fs(self.url)
+        self.fs.makedirs(self.root, exist_ok=True)
+
+    def _path(self, key: str) -> str:
+        if key.startswith("/") or ".." in key.split("/"):
+            raise ValueError(f"Artifact key {key!r} must be a relative path without '..'")
+        return f"{self.root}/{key}"
+
+    def exists(self, key: str) -> bool:
+        return bool(self.fs.exists(self._path(key)))
+
+    def size(self, key: str) -> int:
+        return int(self.fs.size(self._path(key)))
+
+    def local_path(self, key: str) -> Path | None:
+        """The file's path when the store is on the local disk, else None."""
+        if getattr(self.fs, "protocol", None) in ("file", ("file", "local")):
+            return Path(self._path(key))
+        return None
+
+    @contextmanager
+    def open_write(self, key: str) -> Iterator[IO[bytes]]:
+        """Write a whole artifact atomically: it appears under ``key`` only if the block ends."""
+        final = self._path(key)
+        tmp = f"{final}.partial-{uuid.uuid4().hex}"
+        self.fs.makedirs(final.rsplit("/", 1)[0], exist_ok=True)
+        try:
+            with self.fs.open(tmp, "wb") as handle:
+                yield handle
+            self.fs.mv(tmp, final)
+        finally:
+            if self.fs.exists(tmp):
+                self.fs.rm(tmp)
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        with self.open_write(key) as handle:
+            handle.write(data)
+
+    def put_file(self, key: str, source: Path) -> str:
+        """Copy a local file in; returns its sha256."""
+        digest = hashlib.sha256()
+        with source.open("rb") as src, self.open_write(key) as dst:
+            while chunk := src.read(_CHUNK):
+                digest.update(chunk)
+                dst.write(chunk)
+        return digest.hexdigest()
+
+    def open(self, key: str, mode: str = "rb") -> Any:
+        return self.fs.open(self._path(key), mode)
+
+    def read_bytes(self, key: str) -> bytes:
+        with self.open(key) as handle:
+            data: bytes = handle.read()
+            return data
+
+    def get_file(self, key: str, target: Path) -> Path:
+        """Copy an artifact to a local file (used before handing it to a sandbox)."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with self.open(key) as src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst, _CHUNK)
+        return target
+
+    def delete(self, key: str) -> None:
+        if self.exists(key):
+            self.fs.rm(self._path(key))

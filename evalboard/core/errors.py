@@ -1,0 +1,105 @@
+"""The one exception tree of Evalboard.
+
+    EvalboardError                    root; never raised itself
+    ├── UsageError                    bad input or bad usage: exit 2, HTTP 400
+    │   ├── InvalidTaskSpec           a task YAML that does not validate
+    │   ├── InvalidDataset            a dataset file that does not fit its task
+    │   ├── InvalidBundle             a model bundle or manifest that cannot be used
+    │   └── InvalidWeights            Dynascore weights that cannot be used
+    ├── NotFound                      the named thing does not exist: exit 2, 404
+    ├── Conflict                      clashes with what is stored (immutability): exit 2, 409
+    ├── PermissionDenied              the caller may not do this: exit 2, 403
+    ├── QuotaExceeded                 the caller's daily quota is spent: exit 2, 429
+    ├── EvaluationFailed              the evaluated thing failed (a model, a gate): exit 1, 422
+    └── PlatformError                 our side is missing something (no Docker engine): exit 2, 503
+
+Every message says what was wrong and how to fix it. Deep code raises these; the CLI and
+the HTTP layer map them to exit codes and statuses in one place each.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Conflict",
+    "EvalboardError",
+    "EvaluationFailed",
+    "InvalidBundle",
+    "InvalidDataset",
+    "InvalidTaskSpec",
+    "InvalidWeights",
+    "NotFound",
+    "PermissionDenied",
+    "PlatformError",
+    "QuotaExceeded",
+    "UsageError",
+]
+
+
+class EvalboardError(Exception):
+    """Root of every error Evalboard raises on purpose."""
+
+    exit_code: int = 2
+    http_status: int = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(EvalboardError):
+    """Bad input or bad usage; the message says how to fix it."""
+
+    http_status = 400
+
+
+class InvalidTaskSpec(UsageError):
+    """A task spec that does not validate."""
+
+
+class InvalidDataset(UsageError):
+    """A dataset file that does not fit its task; nothing of it was stored."""
+
+
+class InvalidBundle(UsageError):
+    """A model bundle or manifest that cannot be used."""
+
+
+class InvalidWeights(UsageError):
+    """Dynascore weights that name unknown metrics or are not usable numbers."""
+
+
+class NotFound(EvalboardError):
+    """The named thing does not exist."""
+
+    http_status = 404
+
+
+class Conflict(EvalboardError):
+    """The request clashes with what is stored (datasets are immutable, names unique)."""
+
+    http_status = 409
+
+
+class PermissionDenied(EvalboardError):
+    """The caller's role does not allow this."""
+
+    http_status = 403
+
+
+class QuotaExceeded(EvalboardError):
+    """The caller's upload quota for the day is spent."""
+
+    http_status = 429
+
+
+class EvaluationFailed(EvalboardError):
+    """The evaluated thing failed: a model crashed, a gate found regressions."""
+
+    exit_code = 1
+    http_status = 422
+
+
+class PlatformError(EvalboardError):
+    """Something the platform needs is missing or broken; not the user's fault."""
+
+    http_status = 503

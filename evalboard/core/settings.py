@@ -1,0 +1,78 @@
+"""Settings, read once from ``EVALBOARD_*`` variables and injected everywhere else."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["DEVELOPMENT_SECRET", "Settings", "get_settings"]
+
+DEVELOPMENT_SECRET = "evalboard-development-secret-change-me"
+
+
+def _default_data_dir() -> Path:
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
+    return base / "evalboard"
+
+
+class Settings(BaseSettings):
+    """Everything that differs between one laptop and a fleet of workers."""
+
+    model_config = SettingsConfigDict(env_prefix="EVALBOARD_", extra="ignore")
+
+    environment: Literal["development", "production"] = Field(
+        "development", description="`production` refuses development defaults (the secret)."
+    )
+    data_dir: Path = Field(
+        default_factory=_default_data_dir,
+        description="Where the SQLite database and local artifacts live by default.",
+    )
+    database_url: str = Field(
+        "", description="SQLAlchemy URL; empty means a SQLite file under the data dir."
+    )
+    broker_url: str = Field(
+        "", description="Celery broker (redis:// or amqp://); empty means the inline worker."
+    )
+    artifacts: str = Field(
+        "", description="fsspec URL of the artifact store; empty means data_dir/artifacts."
+    )
+    secret_key: str = Field(
+        DEVELOPMENT_SECRET, description="Signs browser sessions; must be set in production."
+    )
+    sandbox: Literal["docker", "local"] = Field(
+        "docker", description="Default sandbox for evaluations."
+    )
+    base_image: str = Field(
+        "evalboard/runtime-python:latest", description="Runtime image for python/onnx bundles."
+    )
+    torch_image: str = Field(
+        "evalboard/runtime-torch:latest", description="Runtime image for transformers bundles."
+    )
+    worker_concurrency: int = Field(1, ge=1, description="Inline worker threads.")
+    daily_upload_quota: int = Field(20, ge=0, description="Submissions per user and day.")
+    max_upload_bytes: int = Field(8 * 1024**3, description="Largest accepted upload.")
+
+    @model_validator(mode="after")
+    def _fill_defaults_and_refuse_dev_secret(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.data_dir / 'evalboard.db'}"
+        if not self.artifacts:
+            self.artifacts = str(self.data_dir / "artifacts")
+        if self.environment == "production" and self.secret_key == DEVELOPMENT_SECRET:
+            raise ValueError(
+                "EVALBOARD_SECRET_KEY is the development default; set a random secret "
+                "(e.g. `python -c 'import secrets; print(secrets.token_hex(32))'`) in production"
+            )
+        return self
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings, built on first use from the environment."""
+    return Settings()

@@ -1,0 +1,84 @@
+"""Lifecycle values shared by every layer (stored as strings in the database)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = [
+    "Access",
+    "ExampleStatus",
+    "FailureReason",
+    "JobStatus",
+    "Role",
+    "RoundStatus",
+    "Verdict",
+]
+
+
+class JobStatus(StrEnum):
+    """Where one (submission, dataset) evaluation job stands."""
+
+    QUEUED = "queued"
+    BUILDING = "building"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_final(self) -> bool:
+        return self in {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED}
+
+
+class FailureReason(StrEnum):
+    """Why a run failed; shown to the researcher with the last lines of the model's log."""
+
+    INVALID_BUNDLE = "invalid_bundle"
+    BUILD_FAILED = "build_failed"
+    OOM = "oom"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    PROTOCOL_ERROR = "protocol_error"
+    OUTPUT_LIMIT = "output_limit"
+    # Not the researcher's fault: never counted against a quota.
+    PLATFORM_ERROR = "platform_error"
+
+    @property
+    def is_platform_fault(self) -> bool:
+        return self is FailureReason.PLATFORM_ERROR
+
+
+class Access(StrEnum):
+    """Who sees a dataset and whether it counts for the leaderboard."""
+
+    SCORING = "scoring"  # shown and scored
+    STANDARD = "standard"  # shown, not scored
+    HIDDEN = "hidden"  # scored, never shown or downloadable
+
+
+class Role(StrEnum):
+    ADMIN = "admin"
+    OWNER = "owner"  # per task
+    RESEARCHER = "researcher"
+    ANNOTATOR = "annotator"
+
+
+class RoundStatus(StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class ExampleStatus(StrEnum):
+    """A collected example's way through validation."""
+
+    PENDING = "pending"  # fooled the target, awaiting validators
+    VERIFIED = "verified"
+    REJECTED = "rejected"
+    FLAGGED = "flagged"
+    NOT_FOOLING = "not_fooling"  # the target got it right; kept for vMER's denominator
+
+
+class Verdict(StrEnum):
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    FLAGGED = "flagged"

@@ -1,0 +1,260 @@
+"""The storage schema: SQLAlchemy 2 models, the same on SQLite and PostgreSQL.
+
+Migrations in ``evalboard/core/migrations`` are generated from these models; change both
+together (``alembic revision --autogenerate``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+__all__ = [
+    "ApiToken",
+    "Base",
+    "Dataset",
+    "Example",
+    "Job",
+    "Result",
+    "Round",
+    "RoleGrant",
+    "Submission",
+    "Task",
+    "Upload",
+    "User",
+    "Validation",
+    "utcnow",
+]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+def _created() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(256), default="")
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = _created()
+
+
+class RoleGrant(Base):
+    """A role held by a user, for one task (owner, annotator) or platform-wide (task_id null)."""
+
+    __tablename__ = "role_grants"
+    __table_args__ = (UniqueConstraint("user_id", "role", "task_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    role: Mapped[str] = mapped_column(String(16))
+    task_id: Mapped[str | None] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+
+
+class ApiToken(Base):
+    """An API token; only its sha256 is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    label: Mapped[str] = mapped_column(String(64), default="")
+    created_at: Mapped[datetime] = _created()
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Task(Base):
+    __tablename__ = "tasks"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # The owner's current default weights; the spec's are the initial ones.
+    default_weights: Mapped[dict[str, Any]] = mapped_column(JSON)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = _created()
+
+    datasets: Mapped[list[Dataset]] = relationship(back_populates="task")
+
+
+class Dataset(Base):
+    """An immutable, content-addressed dataset of a task."""
+
+    __tablename__ = "datasets"
+    __table_args__ = (UniqueConstraint("task_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128))
+    round: Mapped[int] = mapped_column(Integer, default=0)
+    access: Mapped[str] = mapped_column(String(16), default="scoring")
+    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    sha256: Mapped[str] = mapped_column(String(64))
+    rows: Mapped[int] = mapped_column(Integer)
+    # Artifact-store key of the canonical JSONL (labels included; never sent to a sandbox).
+    artifact_key: Mapped[str] = mapped_column(String(256))
+    derived_from_id: Mapped[int | None] = mapped_column(
+        ForeignKey("datasets.id", ondelete="CASCADE")
+    )
+    perturbation: Mapped[str | None] = mapped_column(String(32))  # robustness | fairness
+    created_at: Mapped[datetime] = _created()
+
+    task: Mapped[Task] = relationship(back_populates="datasets")
+    derived_from: Mapped[Dataset | None] = relationship(remote_side=[id])
+
+
+class Submission(Base):
+    """A model uploaded for a task; evaluated by one job per dataset."""
+
+    __tablename__ = "submissions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    name: Mapped[str] = mapped_column(String(128))
+    bundle_sha256: Mapped[str] = mapped_column(String(64))
+    artifact_key: Mapped[str] = mapped_column(String(256))
+    manifest: Mapped[dict[str, Any]] = mapped_column(JSON)
+    is_baseline: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Set when a platform fault failed it, so it does not count against the quota.
+    platform_fault: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = _created()
+
+    jobs: Mapped[list[Job]] = relationship(back_populates="submission")
+
+
+class Job(Base):
+    """One (submission, dataset) evaluation, leased by one worker at a time."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (UniqueConstraint("submission_id", "dataset_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    queue: Mapped[str] = mapped_column(String(16), default="cpu")
+    reason: Mapped[str | None] = mapped_column(String(32))
+    message: Mapped[str | None] = mapped_column(Text)
+    log_tail: Mapped[str | None] = mapped_column(Text)
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created()
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    submission: Mapped[Submission] = relationship(back_populates="jobs")
+    dataset: Mapped[Dataset] = relationship()
+    result: Mapped[Result | None] = relationship(back_populates="job")
+
+
+class Result(Base):
+    """The metrics of one finished job; written once (unique on job)."""
+
+    __tablename__ = "results"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), unique=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON)
+    provenance: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Artifact key of per-example predictions (JSONL), for drill-down and intervals.
+    predictions_key: Mapped[str | None] = mapped_column(String(256))
+    created_at: Mapped[datetime] = _created()
+
+    job: Mapped[Job] = relationship(back_populates="result")
+
+
+class Round(Base):
+    """A collection round of a task, with its target models."""
+
+    __tablename__ = "rounds"
+    __table_args__ = (UniqueConstraint("task_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    target_submission_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    dataset_id: Mapped[int | None] = mapped_column(ForeignKey("datasets.id", ondelete="SET NULL"))
+    opened_at: Mapped[datetime] = _created()
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Example(Base):
+    """An example written by an annotator (or captured from production) for a round."""
+
+    __tablename__ = "examples"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    round_id: Mapped[int | None] = mapped_column(ForeignKey("rounds.id", ondelete="CASCADE"))
+    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    target_submission_id: Mapped[int | None] = mapped_column(
+        ForeignKey("submissions.id", ondelete="SET NULL")
+    )
+    source: Mapped[str] = mapped_column(String(16), default="collection")  # or "failure"
+    inputs: Mapped[dict[str, Any]] = mapped_column(JSON)
+    gold: Mapped[dict[str, Any]] = mapped_column(JSON)
+    model_output: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    fooled: Mapped[bool] = mapped_column(Boolean, default=False)
+    explanation: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(16), default="pending", index=True)
+    created_at: Mapped[datetime] = _created()
+
+
+class Validation(Base):
+    """One validator's verdict on an example; one per (example, user)."""
+
+    __tablename__ = "validations"
+    __table_args__ = (UniqueConstraint("example_id", "user_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    example_id: Mapped[int] = mapped_column(ForeignKey("examples.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    verdict: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = _created()
+
+
+class Upload(Base):
+    """A resumable upload: bytes received so far, checked against a sha256 at the end."""
+
+    __tablename__ = "uploads"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    filename: Mapped[str] = mapped_column(String(256))
+    size: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64))
+    received: Mapped[int] = mapped_column(BigInteger, default=0)
+    completed: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = _created()

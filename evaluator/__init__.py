@@ -1,0 +1,3 @@
+"""evaluator."""
+
+__all__: list[str] = []

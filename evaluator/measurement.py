@@ -1,0 +1,137 @@
+"""Send a dataset through a started sandbox, timing every batch and checking every output.
+
+The timed phase starts with the first request and ends with the last response; start-up
+is measured apart. Outputs are checked against the task before anything is scored: one
+output per input, a known label (classification) or a string answer (QA), and finite
+probabilities over known labels. A bad output is the model's ``protocol_error``, with the
+bad value in the message.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from datasets_registry.taskspec import TaskSpec
+from evalboard.core.states import FailureReason
+from submission_sandbox.sandbox import Sandbox, SandboxFailure
+
+__all__ = ["Aborted", "Measurement", "check_outputs", "measure", "percentile"]
+
+#: Called after each batch with the number of examples done so far.
+OnBatch = Callable[[int], None]
+
+
+class Aborted(Exception):
+    """The run was stopped from outside (a cancelled job, a lost lease)."""
+
+
+@dataclass
+class Measurement:
+    """What a timed run through the sandbox gave: outputs in input order, and timings."""
+
+    outputs: list[dict[str, Any]]
+    batch_size: int
+    predict_s: float
+    batch_latencies: list[float] = field(default_factory=list)
+
+    @property
+    def throughput(self) -> float:
+        return len(self.outputs) / self.predict_s if self.predict_s > 0 else 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (linear interpolation), None for no values.
+
+    >>> percentile([1.0, 2.0, 3.0, 4.0], 50)
+    2.5
+    """
+    if not values:
+        return None
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def _protocol_error(box: Sandbox, message: str) -> SandboxFailure:
+    return SandboxFailure(FailureReason.PROTOCOL_ERROR, message, log_tail=box.log_tail())
+
+
+def _short(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 120 else shown[:117] + "..."
+
+
+def check_outputs(
+    box: Sandbox, inputs: Sequence[dict[str, Any]], outputs: Sequence[Any], task: TaskSpec
+) -> None:
+    """Refuse outputs that break the contract; raises SandboxFailure(protocol_error)."""
+    if len(outputs) != len(inputs):
+        raise _protocol_error(box, f"the model returned {len(outputs)} outputs for "
+                              f"{len(inputs)} inputs; return exactly one output per input")
+    labels = set(task.output.labels)
+    for example, output in zip(inputs, outputs, strict=True):
+        uid = example.get("uid")
+        if not isinstance(output, dict):
+            raise _protocol_error(box, f"output for uid {uid!r} is {_short(output)}, not an "
+                                  "object")
+        if task.output.type == "span":
+            if not isinstance(output.get("answer"), str):
+                raise _protocol_error(box, f"output for uid {uid!r} has answer "
+                                      f"{_short(output.get('answer'))}; a string (the span, "
+                                      "or '' for no answer) is required")
+            continue
+        label = output.get("label")
+        if label not in labels:
+            raise _protocol_error(box, f"output for uid {uid!r} has label {_short(label)}, "
+                                  f"which the task does not know; known: "
+                                  f"{', '.join(task.output.labels)}")
+        probs = output.get("probs")
+        if probs is None:
+            continue
+        if not isinstance(probs, dict) or not set(probs) <= labels:
+            raise _protocol_error(box, f"output for uid {uid!r} has probs {_short(probs)}; "
+                                  f"a mapping from the task's labels "
+                                  f"({', '.join(task.output.labels)}) to numbers is required")
+        for name, value in probs.items():
+            if (not isinstance(value, (int, float)) or isinstance(value, bool)
+                    or not math.isfinite(value) or not 0 <= value <= 1):
+                raise _protocol_error(box, f"output for uid {uid!r} has probs[{name!r}] = "
+                                      f"{_short(value)}; probabilities are numbers in [0, 1]")
+
+
+def measure(
+    box: Sandbox,
+    inputs: Sequence[dict[str, Any]],
+    task: TaskSpec,
+    *,
+    batch_size: int,
+    on_batch: OnBatch | None = None,
+    abort: threading.Event | None = None,
+) -> Measurement:
+    """Predict every input in batches of ``batch_size``; the sandbox must be started."""
+    outputs: list[dict[str, Any]] = []
+    latencies: list[float] = []
+    clock = time.perf_counter
+    started = clock()
+    for offset in range(0, len(inputs), batch_size):
+        if abort is not None and abort.is_set():
+            raise Aborted("stopped from outside")
+        batch = list(inputs[offset : offset + batch_size])
+        sent = clock()
+        got = box.predict(batch)
+        latencies.append(clock() - sent)
+        check_outputs(box, batch, got, task)
+        outputs.extend(got)
+        if on_batch is not None:
+            on_batch(len(outputs))
+    return Measurement(
+        outputs=outputs,
+        batch_size=batch_size,
+        predict_s=clock() - started,
+        batch_latencies=latencies,
+    )

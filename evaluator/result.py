@@ -1,0 +1,151 @@
+"""What an evaluation produces: per-dataset metrics, task averages, energy and provenance.
+
+These are the pydantic models that cross boundaries (the CLI's ``--json``, the ``results``
+table, the API). A stored result carries ``schema_version``; bump it when a field changes
+meaning, never silently.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "DatasetMetrics",
+    "DatasetOutcome",
+    "Energy",
+    "EvaluationResult",
+    "Failure",
+    "Provenance",
+    "TaskMetrics",
+]
+
+SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Failure(_Model):
+    """Why a model failed on a dataset, in the sandbox's exact words."""
+
+    reason: str = Field(description="A FailureReason value: oom, timeout, crashed, ...")
+    message: str = Field(description="What went wrong and how to fix it.")
+    log_tail: str = Field("", description="The last lines the model wrote.")
+
+
+class DatasetMetrics(_Model):
+    """Every figure measured on one dataset; ``None`` where it does not apply."""
+
+    perf: float | None = Field(None, description="Task metric x100 against gold (not on "
+                               "perturbed copies).")
+    perf_metric: str = Field(description="accuracy, macro_f1 or squad_f1.")
+    extra: dict[str, float] = Field(
+        default_factory=dict, description="Other task metrics x100 (e.g. squad_em, accuracy)."
+    )
+    fairness: float | None = Field(None, description="x100; fairness copies only.")
+    robustness: float | None = Field(None, description="x100; robustness copies only.")
+    examples: int = Field(ge=0, description="Examples predicted in the timed phase.")
+    throughput: float = Field(ge=0, description="Examples per second over the timed phase.")
+    batch_size: int = Field(ge=1, description="Examples per request in the timed phase.")
+    predict_s: float = Field(ge=0, description="Seconds of the timed prediction phase.")
+    startup_s: float | None = Field(None, description="Sandbox start until the model's hello.")
+    latency_p50_s: float | None = Field(None, description="Median seconds per batch.")
+    latency_p95_s: float | None = Field(None, description="95th percentile seconds per batch.")
+    memory_gib: float | None = Field(None, description="Peak memory of the sandbox, GiB.")
+    cpu_seconds: float | None = Field(None, description="CPU time used by the sandbox.")
+    ece: float | None = Field(None, description="Expected calibration error x100, where "
+                              "the model gave probabilities.")
+    energy_kwh: float | None = Field(None, description="Energy of this dataset's run "
+                                     "(codecarbon; see Energy.estimate).")
+    co2_kg: float | None = Field(None, description="CO2-equivalent of that energy.")
+
+
+class DatasetOutcome(_Model):
+    """One dataset of the evaluation: what it is, and what came of it."""
+
+    dataset: str
+    sha256: str
+    round: int = 0
+    access: str = "scoring"
+    weight: float = 1.0
+    perturbation: Literal["robustness", "fairness"] | None = None
+    derived_from: str | None = None
+    status: Literal["finished", "failed"] = "finished"
+    metrics: DatasetMetrics | None = None
+    failure: Failure | None = None
+    predictions: str | None = Field(None, description="Path or artifact key of the "
+                                    "per-example predictions (JSONL).")
+
+
+class TaskMetrics(_Model):
+    """Dataset-weighted averages over the task's scoring datasets (and their copies)."""
+
+    perf: float | None = None
+    throughput: float | None = None
+    memory_gib: float | None = None
+    fairness: float | None = None
+    robustness: float | None = None
+    latency_p50_s: float | None = None
+    latency_p95_s: float | None = None
+    startup_s: float | None = None
+    cpu_seconds: float | None = None
+    ece: float | None = None
+
+
+class Energy(_Model):
+    """Energy and emissions of the whole evaluation, from codecarbon's offline tracker."""
+
+    kwh: float | None = None
+    co2_kg: float | None = None
+    estimate: bool = Field(True, description="True when no RAPL or GPU counter was read: "
+                           "codecarbon then estimates from CPU load and a TDP table.")
+    method: str = ""
+    country_iso_code: str = ""
+
+
+class Provenance(_Model):
+    """Everything needed to reproduce (or doubt) a number."""
+
+    bundle_sha256: str
+    image_digest: str | None = None
+    dataset_sha256: dict[str, str] = Field(default_factory=dict)
+    evaluator_version: str
+    sandbox: str
+    sandbox_isolating: bool = True
+    limits: dict[str, Any] = Field(default_factory=dict)
+    cpu_model: str = ""
+    cpu_count: int = 0
+    gpu: str | None = None
+    seed: int = 0
+    python: str = ""
+    platform: str = ""
+    started_at: datetime
+    finished_at: datetime
+
+
+class EvaluationResult(_Model):
+    """A submission over every dataset of its task."""
+
+    schema_version: int = SCHEMA_VERSION
+    task: str
+    model: str = Field("", description="The bundle's name, as its hello gave it.")
+    datasets: list[DatasetOutcome]
+    summary: TaskMetrics
+    energy: Energy
+    provenance: Provenance
+
+    @property
+    def failed(self) -> list[DatasetOutcome]:
+        return [outcome for outcome in self.datasets if outcome.status == "failed"]
+
+    def outcome(self, dataset: str) -> DatasetOutcome:
+        for item in self.datasets:
+            if item.dataset == dataset:
+                return item
+        known = ", ".join(item.dataset for item in self.datasets)
+        raise KeyError(f"No dataset {dataset!r} in this result; known: {known}")

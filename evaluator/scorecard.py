@@ -1,0 +1,143 @@
+"""Quality figures of one dataset from the model's outputs, and the task's averages.
+
+Scoring itself is the ``scoring`` package's (the metric registry, the delta metric, ECE);
+this module pairs outputs with gold answers (or, for perturbed copies, with the model's
+own predictions on the originals) and builds the per-example records kept for drill-down.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from datasets_registry.taskspec import TaskSpec
+from evaluator.result import DatasetOutcome, TaskMetrics
+from scoring.calibration import calibration_error
+from scoring.delta import delta_per_example
+from scoring.registry import compute, per_example
+
+__all__ = ["Quality", "prediction_of", "score", "summarize"]
+
+_EXTRA_METRICS = {"macro_f1": ("accuracy",), "accuracy": ("macro_f1",), "squad_f1": ("squad_em",)}
+
+
+@dataclass
+class Quality:
+    """A dataset's quality figures (x100) and its per-example records."""
+
+    perf: float | None = None
+    extra: dict[str, float] = field(default_factory=dict)
+    delta: float | None = None
+    ece: float | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def jsonl(self) -> bytes:
+        """The per-example records as JSON lines (the drill-down file)."""
+        return b"".join(
+            json.dumps(record, ensure_ascii=False, sort_keys=True).encode() + b"\n"
+            for record in self.records
+        )
+
+
+def prediction_of(output: Mapping[str, Any], task: TaskSpec) -> Any:
+    """The part of an output the task metric scores: the label, or the answer span."""
+    return output["answer"] if task.output.type == "span" else output["label"]
+
+
+def _gold_of(example: Mapping[str, Any], task: TaskSpec) -> Any:
+    if task.output.type == "span":
+        return [answer["text"] if isinstance(answer, Mapping) else answer
+                for answer in example.get("answers", [])]
+    return example["label"]
+
+
+def score(
+    task: TaskSpec,
+    examples: Sequence[Mapping[str, Any]],
+    outputs: Sequence[Mapping[str, Any]],
+    *,
+    originals: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Quality:
+    """Score outputs (aligned with ``examples``).
+
+    Args:
+        originals: for a perturbed copy, the model's outputs on the original examples by
+            uid; each example's ``input_id`` picks its original. The figure is then the
+            delta metric (fairness or robustness), not perf against gold.
+    """
+    predictions = [prediction_of(output, task) for output in outputs]
+    records: list[dict[str, Any]] = [
+        {"uid": example["uid"], "output": dict(output)}
+        for example, output in zip(examples, outputs, strict=True)
+    ]
+    if originals is not None:
+        original_predictions = [
+            prediction_of(originals[str(example["input_id"])], task) for example in examples
+        ]
+        scores = delta_per_example(task.perf_metric, predictions, original_predictions)
+        for record, example, original, value in zip(
+            records, examples, original_predictions, scores, strict=True
+        ):
+            record.update(input_id=example["input_id"], original=original, score=float(value))
+        return Quality(delta=float(100.0 * scores.mean()), records=records)
+
+    golds = [_gold_of(example, task) for example in examples]
+    labels = task.output.labels or None
+    quality = Quality(perf=compute(task.perf_metric, predictions, golds, labels=labels))
+    for name in _EXTRA_METRICS.get(task.perf_metric, ()):
+        quality.extra[name] = compute(name, predictions, golds, labels=labels)
+    per_name = "squad_f1" if task.output.type == "span" else "accuracy"
+    for record, gold, value in zip(
+        records, golds, per_example(per_name, predictions, golds), strict=True
+    ):
+        record.update(gold=gold, score=float(value))
+    probs = [output.get("probs") for output in outputs]
+    if task.output.type == "multiclass" and all(isinstance(p, Mapping) and p for p in probs):
+        quality.ece = calibration_error(probs, golds, labels=task.output.labels)
+    quality.records = records
+    return quality
+
+
+def _weighted(
+    outcomes: Iterable[DatasetOutcome], value: Callable[[DatasetOutcome], float | None]
+) -> float | None:
+    total = weight = 0.0
+    for outcome in outcomes:
+        figure = value(outcome)
+        if figure is None:
+            continue
+        total += outcome.weight * figure
+        weight += outcome.weight
+    return total / weight if weight > 0 else None
+
+
+def summarize(outcomes: Sequence[DatasetOutcome]) -> TaskMetrics:
+    """Dataset-weighted averages over the finished, scored datasets.
+
+    Perf, speed, memory and calibration average over the originals; fairness and
+    robustness over the copies of each kind. ``standard`` datasets (shown, not scored) and
+    failed ones are left out; the result lists them, the averages do not.
+    """
+    done = [o for o in outcomes if o.status == "finished" and o.metrics is not None
+            and o.access != "standard"]
+    originals = [o for o in done if o.perturbation is None]
+
+    def of(name: str) -> Callable[[DatasetOutcome], float | None]:
+        return lambda o: getattr(o.metrics, name)
+
+    return TaskMetrics(
+        perf=_weighted(originals, of("perf")),
+        throughput=_weighted(originals, of("throughput")),
+        memory_gib=_weighted(originals, of("memory_gib")),
+        fairness=_weighted((o for o in done if o.perturbation == "fairness"), of("fairness")),
+        robustness=_weighted(
+            (o for o in done if o.perturbation == "robustness"), of("robustness")
+        ),
+        latency_p50_s=_weighted(originals, of("latency_p50_s")),
+        latency_p95_s=_weighted(originals, of("latency_p95_s")),
+        startup_s=_weighted(originals, of("startup_s")),
+        cpu_seconds=_weighted(originals, of("cpu_seconds")),
+        ece=_weighted(originals, of("ece")),
+    )

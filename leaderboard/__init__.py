@@ -1,0 +1,3 @@
+"""leaderboard."""
+
+__all__: list[str] = []

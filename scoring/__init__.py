@@ -1,0 +1,3 @@
+"""scoring."""
+
+__all__: list[str] = []

@@ -1,0 +1,247 @@
+"""The Dynascore (Dynaboard, Ma et al. 2021, section 5), and the ranking it gives.
+
+1. Each metric is averaged over the task's scoring datasets with the dataset weights
+   (:func:`average_datasets`).
+2. Each metric becomes a good, ``offset + direction * value``: memory is
+   ``memory_cap_gib - memory_gib`` (direction -1, offset the cap); the rest are as is.
+3. Models are sorted by perf (exact ties by name). For each metric M, AMRS(M, perf) is the
+   mean over adjacent pairs of ``|dM| / dperf``, skipping pairs whose perf gap is not above
+   ``1e-4 * max |perf|``. AMRS(perf, perf) is 1.
+4. With the weights normalised to sum 1, ``Dynascore(x) = sum_M w_M * M(x) / AMRS(M)``,
+   summed in metric-name order. A metric whose AMRS is zero or undefined (all models
+   equal on it, all equal in perf, a single model) contributes 0.
+
+This follows ``ScoreModel.dynascore`` in facebookresearch/dynabench, with three choices
+where it is silent or fragile: exact perf ties are ordered by model name (it used an
+unstable sort); the cutoff is taken on ``max |perf|`` and a pair needs a gap above zero
+(it could divide by zero when perf was all zero); undefined or zero AMRS contributes 0
+(it gave NaN or infinity). ``leaderboard/static/dynascore.js`` is the same formula for
+the browser, and a test holds the two to 1e-9.
+
+>>> table = {
+...     "a": {"perf": 70.0, "memory": 4.0},
+...     "b": {"perf": 80.0, "memory": 8.0},
+...     "c": {"perf": 90.0, "memory": 2.0},
+... }
+>>> dynascore(table, weights={"perf": 1, "memory": 1},
+...           directions={"memory": -1}, offsets={"memory": 16})
+{'a': 47.0, 'b': 48.0, 'c': 59.0}
+>>> rank(table, weights={"perf": 1, "memory": 1},
+...      directions={"memory": -1}, offsets={"memory": 16})
+['c', 'b', 'a']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from scoring._table import Matrix, Table, normalised_weights, to_goods, to_matrix
+from scoring.registry import FloatArray, ScoringError
+
+__all__ = [
+    "AMRS_CUTOFF",
+    "DEFAULT_PERF_WEIGHT",
+    "NormalisedTable",
+    "average_datasets",
+    "default_weights",
+    "dynascore",
+    "normalise",
+    "order",
+    "rank",
+]
+
+AMRS_CUTOFF = 1e-4
+"""Adjacent pairs closer in perf than this fraction of ``max |perf|`` are skipped."""
+
+DEFAULT_PERF_WEIGHT = 4.0
+"""Dynaboard's default: perf weighs 4, every other metric 1."""
+
+
+def default_weights(metrics: Iterable[str], *, perf: str = "perf") -> dict[str, float]:
+    """Dynaboard's default weights: ``perf`` 4, every other metric 1.
+
+    >>> default_weights(["perf", "throughput", "memory"])
+    {'perf': 4.0, 'throughput': 1.0, 'memory': 1.0}
+    """
+    return {m: DEFAULT_PERF_WEIGHT if m == perf else 1.0 for m in metrics}
+
+
+def average_datasets(
+    results: Mapping[str, Mapping[str, Mapping[str, float]]],
+    *,
+    dataset_weights: Mapping[str, float] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Step 1: each model's metrics averaged over the scoring datasets with their weights.
+
+    Args:
+        results: model -> dataset -> metric -> value.
+        dataset_weights: dataset -> weight (normalised here); datasets not named are not
+            scoring datasets and are ignored. Default: the first model's datasets, equal.
+
+    >>> average_datasets({"m": {"r1": {"perf": 60.0}, "r2": {"perf": 90.0}}},
+    ...                  dataset_weights={"r1": 2, "r2": 1})
+    {'m': {'perf': 70.0}}
+    """
+    if not results:
+        raise ScoringError("No results to average; score at least one model")
+    first = next(iter(results.values()))
+    weights = dict(dataset_weights) if dataset_weights is not None else dict.fromkeys(first, 1.0)
+    datasets = sorted(weights)
+    total = sum(weights.values())
+    if not datasets or any(not np.isfinite(w) or w < 0 for w in weights.values()) or total <= 0:
+        raise ScoringError(f"Dataset weights must be >= 0 with a positive sum, got {weights!r}")
+    averaged: dict[str, dict[str, float]] = {}
+    for model, per_dataset in results.items():
+        missing = [d for d in datasets if d not in per_dataset]
+        if missing:
+            raise ScoringError(
+                f"Model {model!r} has no results on {', '.join(missing)}; a model is ranked "
+                "only once it has results on every scoring dataset"
+            )
+        metrics = per_dataset[datasets[0]].keys()
+        if any(per_dataset[d].keys() != metrics for d in datasets):
+            raise ScoringError(f"Model {model!r} does not have the same metrics on every dataset")
+        averaged[model] = {
+            metric: sum(weights[d] * per_dataset[d][metric] for d in datasets) / total
+            for metric in metrics
+        }
+    return averaged
+
+
+def amrs_batch(goods: FloatArray, perf_col: int) -> FloatArray:
+    """AMRS of every metric against perf: goods ``(..., models, metrics)`` -> ``(..., metrics)``.
+
+    Models must be in name order (exact perf ties then sort by name); NaN where undefined.
+    Leading axes are independent tables (bootstrap resamples).
+    """
+    perf = goods[..., perf_col]
+    ordered = np.take_along_axis(
+        goods, np.argsort(perf, axis=-1, kind="stable")[..., None], axis=-2
+    )
+    steps = np.diff(ordered, axis=-2)
+    gaps = steps[..., perf_col]
+    kept = gaps > AMRS_CUTOFF * np.max(np.abs(perf), axis=-1, keepdims=True)
+    ratios = np.abs(steps) / np.where(kept, gaps, 1.0)[..., None]
+    sums = np.where(kept[..., None], ratios, 0.0).sum(axis=-2)
+    count = kept.sum(axis=-1)[..., None]
+    amrs = np.divide(sums, count, out=np.full(sums.shape, np.nan), where=count > 0)
+    amrs[..., perf_col] = 1.0
+    return amrs
+
+
+def scores_batch(goods: FloatArray, amrs: FloatArray, weights: FloatArray) -> FloatArray:
+    """``sum_M w_M * M / AMRS(M)`` per model, in metric order; unusable AMRS adds 0."""
+    usable = np.isfinite(amrs) & (amrs > 0)
+    safe = np.where(usable, amrs, 1.0)
+    total = np.zeros(goods.shape[:-1], dtype=np.float64)
+    for k, weight in enumerate(weights):
+        term = weight * (goods[..., k] / safe[..., k, None])
+        total = total + np.where(usable[..., k, None], term, 0.0)
+    return total
+
+
+@dataclass(frozen=True, eq=False)
+class NormalisedTable:
+    """A table turned into goods with its AMRS: re-weighting it re-ranks in microseconds.
+
+    Nothing here depends on the weights, so a page moving a slider (or a benchmark
+    re-ranking 10,000 submissions) only calls :meth:`scores` or :meth:`rank` again.
+    """
+
+    models: tuple[str, ...]
+    metrics: tuple[str, ...]
+    perf: str
+    goods: FloatArray
+    amrs: FloatArray
+    _matrix: Matrix
+    _tiebreak: NDArray[np.intp]
+
+    @property
+    def amrs_by_metric(self) -> dict[str, float]:
+        """AMRS per metric (NaN where undefined; such a metric contributes 0)."""
+        return dict(zip(self.metrics, self.amrs.tolist(), strict=True))
+
+    def scores(self, weights: Mapping[str, float]) -> FloatArray:
+        """Dynascores aligned with :attr:`models`; unnamed metrics weigh 0."""
+        return scores_batch(self.goods, self.amrs, normalised_weights(self._matrix, weights))
+
+    def rank(self, weights: Mapping[str, float]) -> list[str]:
+        """Models from best to worst.
+
+        Ties in the Dynascore go to the better perf, then the better goods in metric-name
+        order, then the model name: a model at least as good on every metric is never
+        ranked below another.
+        """
+        scores = self.scores(weights)
+        order = self._tiebreak[np.argsort(-scores[self._tiebreak], kind="stable")]
+        return [self.models[i] for i in order]
+
+
+def normalise(
+    table: Table,
+    *,
+    perf: str = "perf",
+    directions: Mapping[str, float] | None = None,
+    offsets: Mapping[str, float] | None = None,
+) -> NormalisedTable:
+    """Steps 2 and 3: goods and their AMRS, ready for any weights."""
+    matrix = to_matrix(table)
+    perf_col = matrix.column(perf, role="perf metric")
+    goods = to_goods(matrix, directions, offsets)
+    others = [k for k in range(len(matrix.metrics)) if k != perf_col]
+    keys = [np.arange(len(matrix.models))] + [-goods[:, k] for k in reversed(others)]
+    tiebreak = np.lexsort([*keys, -goods[:, perf_col]])
+    return NormalisedTable(
+        matrix.models, matrix.metrics, perf, goods, amrs_batch(goods, perf_col), matrix, tiebreak
+    )
+
+
+def dynascore(
+    table: Table,
+    *,
+    weights: Mapping[str, float],
+    perf: str = "perf",
+    directions: Mapping[str, float] | None = None,
+    offsets: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """Each model's Dynascore.
+
+    Args:
+        table: model -> metric -> value (already averaged over datasets).
+        weights: metric -> weight >= 0, normalised here; metrics not named weigh 0.
+        perf: the perf metric's name in ``table``.
+        directions: metric -> +1 (higher is better, the default) or -1.
+        offsets: metric -> offset (default 0): the good is ``offset + direction * value``.
+
+    Raises:
+        ScoringError: for an empty or ragged table, a non-finite value, weights naming
+            unknown metrics, negative weights or weights summing to 0.
+    """
+    normalised = normalise(table, perf=perf, directions=directions, offsets=offsets)
+    return dict(zip(normalised.models, normalised.scores(weights).tolist(), strict=True))
+
+
+def rank(
+    table: Table,
+    *,
+    weights: Mapping[str, float],
+    perf: str = "perf",
+    directions: Mapping[str, float] | None = None,
+    offsets: Mapping[str, float] | None = None,
+) -> list[str]:
+    """Models ordered by Dynascore, best first (ties: see :meth:`NormalisedTable.rank`)."""
+    normalised = normalise(table, perf=perf, directions=directions, offsets=offsets)
+    return normalised.rank(weights)
+
+
+def order(scores: Mapping[str, float]) -> list[str]:
+    """Models by score, highest first, ties by name, NaN last.
+
+    >>> order({"b": 1.0, "a": 1.0, "c": 2.0, "d": float("nan")})
+    ['c', 'a', 'b', 'd']
+    """
+    return sorted(scores, key=lambda m: (np.isnan(scores[m]), -scores[m], m))

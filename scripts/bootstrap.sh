@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Prepare this machine for Evalboard's demo and tests: system packages, the virtual
+# environment, the Docker engine and the runtime images. Idempotent: a second run only
+# checks. Needs root for apt and dockerd (the project's machines run as root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1m[bootstrap]\033[0m %s\n' "$*" >&2; }
+
+apt_packages=()
+command -v chromium >/dev/null 2>&1 || apt_packages+=(chromium)
+command -v debootstrap >/dev/null 2>&1 || apt_packages+=(debootstrap)
+command -v dockerd >/dev/null 2>&1 || apt_packages+=(docker.io)
+if ((${#apt_packages[@]})); then
+    log "installing ${apt_packages[*]} (apt)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]]; then
+    log "creating .venv"
+    "$PYTHON" -m venv .venv
+    .venv/bin/pip install -q --upgrade pip
+fi
+stamp=.venv/.evalboard-installed
+if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
+    log "installing evalboard[dev] into .venv"
+    .venv/bin/pip install -q -e ".[dev]"
+    touch "$stamp"
+fi
+
+# The distributed path's tests use the real servers; this kind of machine usually starts
+# them before a session, so start them only where they are down.
+if command -v pg_isready >/dev/null 2>&1 && ! pg_isready -q -h 127.0.0.1; then
+    log "starting PostgreSQL"
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql)" main start || true
+fi
+if command -v redis-server >/dev/null 2>&1 && ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
+    log "starting Redis"
+    redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no || true
+fi
+
+if [[ -f docker/bootstrap.sh ]]; then
+    log "Docker engine and runtime images"
+    bash docker/bootstrap.sh
+fi
+log "ready"

@@ -1,0 +1,3 @@
+"""submission_sandbox."""
+
+__all__: list[str] = []

@@ -1,0 +1,132 @@
+"""The bundle manifest, ``evalboard.yaml``: what a model is and how to run it."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evalboard.core.errors import InvalidBundle
+
+__all__ = ["MANIFEST_NAME", "Manifest", "Runtime", "load_manifest", "parse_manifest"]
+
+MANIFEST_NAME = "evalboard.yaml"
+
+Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=64)]
+
+
+class Runtime(StrEnum):
+    """How the in-container runner loads a bundle."""
+
+    PYTHON = "python"  # entry: module:Class with predict(batch) -> outputs
+    ONNX = "onnx"  # model: an .onnx file (+ tokenizer.json for text models)
+    TRANSFORMERS = "transformers"  # model: a save_pretrained directory
+    IMAGE = "image"  # image: a `docker save` tarball that speaks the contract
+
+
+def _relative_path(value: str, field: str) -> str:
+    path = PurePosixPath(value)
+    if path.is_absolute() or ".." in path.parts or not value.strip():
+        raise ValueError(f"{field} must be a path inside the bundle, got {value!r}")
+    return value
+
+
+class Manifest(BaseModel):
+    """``evalboard.yaml``; see docs/researchers-bundles.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Slug = Field(description="The model's name: lowercase letters, digits and dashes.")
+    task: Slug = Field(description="The task id the model is for.")
+    runtime: Runtime = Field(description="python | onnx | transformers | image.")
+    entry: str | None = Field(
+        None, description="python runtime: `module:Class` of a file in the bundle."
+    )
+    model: str | None = Field(
+        None, description="onnx: the .onnx file; transformers: the saved model directory."
+    )
+    image: str | None = Field(
+        None, description="image runtime: a `docker save` tarball in the bundle."
+    )
+    labels: list[str] | None = Field(
+        None, description="onnx runtime: the class names, in the order of the model's outputs."
+    )
+    batch_size: int = Field(32, ge=1, le=4096, description="Examples per request.")
+    gpus: int = Field(0, ge=0, le=1, description=">0 asks for a GPU worker (one device).")
+    description: str = Field("", max_length=2000, description="Free text for the leaderboard.")
+
+    @field_validator("entry")
+    @classmethod
+    def _entry_form(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        module, sep, attr = value.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(f"entry must look like module:Class (e.g. handler:Model), got {value!r}")
+        if not all(part.isidentifier() for part in [*module.split("."), attr]):
+            raise ValueError(f"entry {value!r} is not a valid module:Class name")
+        return value
+
+    @field_validator("model", "image")
+    @classmethod
+    def _inside_bundle(cls, value: str | None, info: Any) -> str | None:
+        return None if value is None else _relative_path(value, info.field_name)
+
+    @model_validator(mode="after")
+    def _runtime_fields(self) -> Manifest:
+        needed = {
+            Runtime.PYTHON: "entry",
+            Runtime.ONNX: "model",
+            Runtime.TRANSFORMERS: "model",
+            Runtime.IMAGE: "image",
+        }[self.runtime]
+        if getattr(self, needed) is None:
+            raise ValueError(f"runtime {self.runtime.value} needs `{needed}`")
+        if self.runtime is Runtime.ONNX and not self.labels:
+            raise ValueError("runtime onnx needs `labels`: the class names in output order")
+        return self
+
+
+def _describe(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "enum":
+            message = message.replace("Input should be", "allowed values are")
+        if item["type"] == "extra_forbidden":
+            message = "unknown field; remove it or check its spelling"
+        shown = repr(item.get("input"))
+        lines.append(f"  {where}: {message}" + (f" (got {shown[:60]})" if where != "(top level)" else ""))
+    return "\n".join(lines)
+
+
+def parse_manifest(data: Any, *, source: str = MANIFEST_NAME) -> Manifest:
+    """Validate a parsed manifest; errors name the field, the value and the allowed values."""
+    if not isinstance(data, dict):
+        raise InvalidBundle(
+            f"{source} must be a YAML mapping with name, task, runtime...; "
+            f"got {type(data).__name__}"
+        )
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidBundle(f"{source} is not a valid manifest:\n{_describe(exc)}") from None
+
+
+def load_manifest(bundle_dir: Path) -> Manifest:
+    """Read ``evalboard.yaml`` from an unpacked bundle."""
+    path = bundle_dir / MANIFEST_NAME
+    if not path.is_file():
+        raise InvalidBundle(
+            f"{bundle_dir} has no {MANIFEST_NAME}; create one (see "
+            "`evalboard model init --task T DIR`)"
+        )
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InvalidBundle(f"{path} is not valid YAML: {exc}") from None
+    return parse_manifest(data, source=str(path))

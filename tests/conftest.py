@@ -1,0 +1,76 @@
+"""Fixtures shared by every test package: contexts on SQLite and PostgreSQL, real data."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalboard.core.context import Context
+from evalboard.core.settings import Settings
+
+SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@pytest.fixture
+def shared_datasets() -> Path:
+    """The real public datasets beside the repository (../shared/datasets)."""
+    if not SHARED_DATASETS.is_dir():
+        pytest.skip(f"real datasets not found at {SHARED_DATASETS}")
+    return SHARED_DATASETS
+
+
+def _postgres_database() -> Iterator[str]:
+    psycopg = pytest.importorskip("psycopg")
+    name = f"evalboard_test_{uuid.uuid4().hex[:12]}"
+    try:
+        admin = psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL is not running on 127.0.0.1:5432 ({exc})")
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database, dropped afterwards."""
+    yield from _postgres_database()
+
+
+def make_settings(tmp_path: Path, database_url: str = "") -> Settings:
+    return Settings(data_dir=tmp_path / "data", database_url=database_url, sandbox="local")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path)
+
+
+@pytest.fixture
+def ctx(settings: Settings) -> Iterator[Context]:
+    """A context on a fresh SQLite database and artifact folder."""
+    context = Context.from_settings(settings)
+    yield context
+    context.db.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_ctx(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Context]:
+    """A context on SQLite, then on the real PostgreSQL: storage tests run on both."""
+    if request.param == "sqlite":
+        context = Context.from_settings(make_settings(tmp_path))
+        yield context
+        context.db.dispose()
+        return
+    for url in _postgres_database():
+        context = Context.from_settings(make_settings(tmp_path, url))
+        yield context
+        context.db.dispose()

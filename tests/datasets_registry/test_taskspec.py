@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from datasets_registry.taskspec import load_task_spec, parse_task_spec
+from evalboard.core.errors import InvalidTaskSpec
+from tests.helpers.tasks import QA, SENTIMENT
+
+
+def test_design_example_parses() -> None:
+    spec = parse_task_spec(SENTIMENT)
+    assert spec.input_names == ["statement"]
+    assert spec.gold_field == "label"
+    assert spec.limits.memory_bytes == 4 * 1024**3
+    assert spec.validation.num_matching == 3
+
+
+def test_qa_shorthand_model_wrong() -> None:
+    spec = parse_task_spec(QA)
+    assert spec.model_wrong.rule == "string_f1"
+    assert spec.model_wrong.threshold == 0.4
+    assert spec.gold_field == "answers"
+    assert spec.text_fields == ["question"]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            {"perf_metric": "acc"},
+            "perf_metric: allowed values are 'accuracy', 'macro_f1' or 'squad_f1' (got 'acc')",
+        ),
+        ({"id": "Bad Id"}, "id: String should match pattern"),
+        (
+            {"default_weights": {"perf": 1, "speed": 2}},
+            "unknown metric(s) speed; allowed: perf, throughput",
+        ),
+        ({"output": {"type": "multiclass", "labels": ["only"]}}, "at least two labels"),
+        ({"limits": {"memory": "lots"}}, "Size 'lots' is not understood"),
+        ({"colour": "blue"}, "colour: unknown field"),
+        ({"perf_metric": "squad_f1"}, "squad_f1 goes with output type span"),
+    ],
+)
+def test_invalid_spec_names_field_value_and_allowed(change: dict[str, Any], expected: str) -> None:
+    with pytest.raises(InvalidTaskSpec) as info:
+        parse_task_spec({**SENTIMENT, **change})
+    assert expected in info.value.message
+
+
+def test_bad_yaml_is_refused_with_its_position(tmp_path: Path) -> None:
+    path = tmp_path / "task.yaml"
+    path.write_text("id: x\ninput: [unclosed\n")
+    with pytest.raises(InvalidTaskSpec, match="not valid YAML"):
+        load_task_spec(path)
+
+
+def test_yaml_that_is_not_a_mapping(tmp_path: Path) -> None:
+    path = tmp_path / "task.yaml"
+    path.write_text("- just\n- a list\n")
+    with pytest.raises(InvalidTaskSpec, match="must be a YAML mapping"):
+        load_task_spec(path)
