@@ -1,3 +1,62 @@
-"""evaluator."""
+"""One evaluation: a submission over every dataset of its task, measured and scored; and
+the job queue that runs evaluations on one machine or many."""
 
-__all__: list[str] = []
+from evaluator.energy import EnergyMeter
+from evaluator.evaluation import DatasetRun, ProgressSink, evaluate, evaluate_dataset
+from evaluator.job import execute_claimed, run_job, stored_outcome
+from evaluator.lease import Lease, worker_identity
+from evaluator.measurement import Aborted, check_outputs
+from evaluator.pool import WorkerPool
+from evaluator.queue import (
+    cancel_submission,
+    claim,
+    claim_next,
+    enqueue_submission,
+    queue_missing_jobs,
+    reap_expired,
+)
+from evaluator.result import (
+    SCHEMA_VERSION,
+    DatasetMetrics,
+    DatasetOutcome,
+    Energy,
+    EvaluationResult,
+    Failure,
+    Provenance,
+    TaskMetrics,
+)
+from evaluator.scorecard import summarize
+from evaluator.testset import TestSet, model_inputs
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Aborted",
+    "DatasetMetrics",
+    "DatasetOutcome",
+    "DatasetRun",
+    "Energy",
+    "EnergyMeter",
+    "EvaluationResult",
+    "Failure",
+    "Lease",
+    "ProgressSink",
+    "Provenance",
+    "TaskMetrics",
+    "TestSet",
+    "WorkerPool",
+    "cancel_submission",
+    "check_outputs",
+    "claim",
+    "claim_next",
+    "enqueue_submission",
+    "evaluate",
+    "evaluate_dataset",
+    "execute_claimed",
+    "model_inputs",
+    "queue_missing_jobs",
+    "reap_expired",
+    "run_job",
+    "stored_outcome",
+    "summarize",
+    "worker_identity",
+]

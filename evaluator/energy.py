@@ -24,9 +24,10 @@ _warm_started = False
 
 
 def _tracker(country_iso_code: str) -> Any:
-    # codecarbon logs at INFO before it applies log_level; keep it quiet from the start.
-    logging.getLogger("codecarbon").setLevel(logging.ERROR)
     from codecarbon import OfflineEmissionsTracker
+
+    # codecarbon logs at INFO before it applies log_level (its import sets INFO).
+    logging.getLogger("codecarbon").setLevel(logging.ERROR)
 
     return OfflineEmissionsTracker(
         country_iso_code=country_iso_code, save_to_file=False, log_level="error"

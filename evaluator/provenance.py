@@ -1,8 +1,8 @@
-"""Where a number came from: the bundle's hash, the machine, the versions, the seed."""
+"""Where a number came from: the machine and the versions (the bundle's digest is
+``submission_sandbox.bundle_digest``)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import shutil
@@ -10,36 +10,14 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["bundle_sha256", "cpu_model", "evaluator_version", "gpu_name", "python_version"]
-
-_CHUNK = 1024 * 1024
-
-
-def bundle_sha256(path: Path) -> str:
-    """sha256 of an archive's bytes, or of a directory's sorted (path, content) pairs.
-
-    The directory form ignores timestamps and permissions, so the same files give the same
-    hash on every machine; ``__pycache__`` folders are left out.
-    """
-    if path.is_file():
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
-        return digest.hexdigest()
-    digest = hashlib.sha256()
-    files = sorted(
-        p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-    )
-    for file in files:
-        digest.update(file.relative_to(path).as_posix().encode() + b"\0")
-        with file.open("rb") as handle:
-            inner = hashlib.sha256()
-            while chunk := handle.read(_CHUNK):
-                inner.update(chunk)
-        digest.update(inner.hexdigest().encode() + b"\n")
-    return digest.hexdigest()
-
+__all__ = [
+    "cpu_count",
+    "cpu_model",
+    "evaluator_version",
+    "gpu_name",
+    "platform_name",
+    "python_version",
+]
 
 def evaluator_version() -> str:
     from evalboard import __version__
@@ -49,6 +27,10 @@ def evaluator_version() -> str:
 
 def python_version() -> str:
     return platform.python_version()
+
+
+def platform_name() -> str:
+    return platform.platform()
 
 
 @lru_cache(maxsize=1)

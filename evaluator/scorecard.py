@@ -95,7 +95,8 @@ def score(
         record.update(gold=gold, score=float(value))
     probs = [output.get("probs") for output in outputs]
     if task.output.type == "multiclass" and all(isinstance(p, Mapping) and p for p in probs):
-        quality.ece = calibration_error(probs, golds, labels=task.output.labels)
+        given: list[Mapping[str, float]] = [p for p in probs if isinstance(p, Mapping)]
+        quality.ece = calibration_error(given, golds, labels=task.output.labels)
     quality.records = records
     return quality
 

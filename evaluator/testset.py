@@ -57,9 +57,12 @@ class TestSet:
             raise InvalidDataset(f"Dataset {self.name!r} is perturbed but names no original")
 
     @classmethod
-    def from_table(cls, ctx: Context, dataset: Dataset) -> TestSet:
-        """Read a registered dataset through the registry."""
-        from datasets_registry import read_examples
+    def from_table(
+        cls, ctx: Context, dataset: Dataset, *, derived_from: str | None = None
+    ) -> TestSet:
+        """Read a registered dataset through the registry (``derived_from``: the original's
+        name, for a perturbed copy)."""
+        from datasets_registry.registry import read_examples
 
         return cls(
             name=dataset.name,
@@ -69,7 +72,7 @@ class TestSet:
             access=dataset.access,
             weight=dataset.weight,
             perturbation=dataset.perturbation,
-            derived_from=dataset.derived_from.name if dataset.derived_from else None,
+            derived_from=derived_from,
         )
 
     @classmethod

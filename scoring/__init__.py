@@ -1,3 +1,73 @@
-"""scoring."""
+"""Scoring: task metrics, delta metrics, the Dynascore, its uncertainty, and rankings.
 
-__all__: list[str] = []
+Pure numpy: no database, no sandbox, no files, no web. Every metric value is x100.
+"""
+
+from scoring import classification as _classification  # noqa: F401  (registers metrics)
+from scoring import squad as _squad  # noqa: F401  (registers metrics)
+from scoring.aggregates import mean_win_rate, mean_z_score, pareto_front, pareto_fronts
+from scoring.bootstrap import BootstrapResult, Interval, bootstrap
+from scoring.calibration import ReliabilityBin, calibration_error, reliability
+from scoring.delta import delta, delta_metric, delta_per_example
+from scoring.dynascore import (
+    AMRS_CUTOFF,
+    DEFAULT_PERF_WEIGHT,
+    NormalisedTable,
+    average_datasets,
+    default_weights,
+    dynascore,
+    normalise,
+    order,
+    rank,
+)
+from scoring.registry import (
+    Metric,
+    ScoringError,
+    UnknownMetric,
+    compute,
+    get_metric,
+    metric,
+    metric_names,
+    per_example,
+    statistics,
+)
+from scoring.sensitivity import LeaderStability, WeightRange, weight_ranges
+from scoring.squad import normalize_answer
+
+__all__ = [
+    "AMRS_CUTOFF",
+    "DEFAULT_PERF_WEIGHT",
+    "BootstrapResult",
+    "Interval",
+    "LeaderStability",
+    "Metric",
+    "NormalisedTable",
+    "ReliabilityBin",
+    "ScoringError",
+    "UnknownMetric",
+    "WeightRange",
+    "average_datasets",
+    "bootstrap",
+    "calibration_error",
+    "compute",
+    "default_weights",
+    "delta",
+    "delta_metric",
+    "delta_per_example",
+    "dynascore",
+    "get_metric",
+    "mean_win_rate",
+    "mean_z_score",
+    "metric",
+    "metric_names",
+    "normalise",
+    "normalize_answer",
+    "order",
+    "pareto_front",
+    "pareto_fronts",
+    "per_example",
+    "rank",
+    "reliability",
+    "statistics",
+    "weight_ranges",
+]

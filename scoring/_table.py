@@ -84,8 +84,7 @@ def to_goods(
     direction = per_metric(matrix, directions, role="directions", default=1.0)
     if not np.all(np.abs(direction) == 1.0):
         raise ScoringError(
-            f"Directions must be +1 (higher is better) or -1 (lower is better), "
-            f"got {directions!r}"
+            f"Directions must be +1 (higher is better) or -1 (lower is better), got {directions!r}"
         )
     offset = per_metric(matrix, offsets, role="offsets", default=0.0)
     return np.asarray(offset + direction * matrix.values, dtype=np.float64)

@@ -113,11 +113,9 @@ def calibration_error(
 ) -> float:
     """Expected calibration error x100 over ``bins`` equal-width bins (see :func:`reliability`).
 
-    >>> calibration_error([[0.8, 0.2], [0.8, 0.2]], [0, 1])
+    >>> round(calibration_error([[0.8, 0.2], [0.8, 0.2]], [0, 1]), 9)
     30.0
     """
     binned = reliability(probs, golds, labels=labels, bins=bins)
     total = sum(b.count for b in binned)
-    return 100.0 * sum(
-        b.count / total * abs(b.accuracy - b.confidence) for b in binned if b.count
-    )
+    return 100.0 * sum(b.count / total * abs(b.accuracy - b.confidence) for b in binned if b.count)

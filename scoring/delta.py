@@ -12,8 +12,8 @@ The caller pairs each perturbed example with its original through ``input_id``.
 
 >>> delta("macro_f1", ["pos", "neg", "pos", "pos"], ["pos", "pos", "pos", "pos"])
 75.0
->>> delta("squad_f1", ["the blue whale", "", "a"], ["blue whale", "", "whale"])
-66.66666666666667
+>>> round(delta("squad_f1", ["the blue whale", "", "a"], ["blue whale", "", "whale"]), 4)
+66.6667
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from scoring._table import Matrix, Table, normalised_weights, to_goods, to_matrix
+from scoring._table import Matrix, Table, normalised_weights, per_metric, to_goods, to_matrix
 from scoring.registry import FloatArray, ScoringError
 
 __all__ = [
@@ -125,10 +125,11 @@ def amrs_batch(goods: FloatArray, perf_col: int) -> FloatArray:
     steps = np.diff(ordered, axis=-2)
     gaps = steps[..., perf_col]
     kept = gaps > AMRS_CUTOFF * np.max(np.abs(perf), axis=-1, keepdims=True)
-    ratios = np.abs(steps) / np.where(kept, gaps, 1.0)[..., None]
+    with np.errstate(over="ignore"):  # gaps near the smallest float: AMRS inf, unusable
+        ratios = np.abs(steps) / np.where(kept, gaps, 1.0)[..., None]
     sums = np.where(kept[..., None], ratios, 0.0).sum(axis=-2)
     count = kept.sum(axis=-1)[..., None]
-    amrs = np.divide(sums, count, out=np.full(sums.shape, np.nan), where=count > 0)
+    amrs: FloatArray = np.divide(sums, count, out=np.full(sums.shape, np.nan), where=count > 0)
     amrs[..., perf_col] = 1.0
     return amrs
 
@@ -139,7 +140,10 @@ def scores_batch(goods: FloatArray, amrs: FloatArray, weights: FloatArray) -> Fl
     safe = np.where(usable, amrs, 1.0)
     total = np.zeros(goods.shape[:-1], dtype=np.float64)
     for k, weight in enumerate(weights):
-        term = weight * (goods[..., k] / safe[..., k, None])
+        if weight == 0:  # also keeps 0 * inf out, should a good / AMRS overflow
+            continue
+        with np.errstate(over="ignore"):
+            term = weight * (goods[..., k] / safe[..., k, None])
         total = total + np.where(usable[..., k, None], term, 0.0)
     return total
 
@@ -165,9 +169,17 @@ class NormalisedTable:
         """AMRS per metric (NaN where undefined; such a metric contributes 0)."""
         return dict(zip(self.metrics, self.amrs.tolist(), strict=True))
 
+    def weight_vector(self, weights: Mapping[str, float], *, normalised: bool = True) -> FloatArray:
+        """``weights`` as a vector aligned with :attr:`metrics` (unnamed metrics weigh 0),
+        checked, and normalised to sum 1 unless ``normalised`` is false."""
+        vector = normalised_weights(self._matrix, weights)
+        if normalised:
+            return vector
+        return per_metric(self._matrix, weights, role="weights", default=0.0)
+
     def scores(self, weights: Mapping[str, float]) -> FloatArray:
         """Dynascores aligned with :attr:`models`; unnamed metrics weigh 0."""
-        return scores_batch(self.goods, self.amrs, normalised_weights(self._matrix, weights))
+        return scores_batch(self.goods, self.amrs, self.weight_vector(weights))
 
     def rank(self, weights: Mapping[str, float]) -> list[str]:
         """Models from best to worst.

@@ -9,7 +9,7 @@ no gold answer is unanswerable, and its one correct prediction is the empty stri
 >>> compute("squad_em", ["The Eiffel Tower", "Paris"], [["Eiffel Tower"], ["London"]])
 50.0
 >>> compute("squad_f1", ["in Paris, France", ""], [["Paris"], []])
-83.33333333333334
+75.0
 """
 
 from __future__ import annotations
@@ -72,9 +72,7 @@ def _gold_answers(answers: Sequence[str]) -> list[str]:
 
 
 @metric("squad_em", kind="span")
-def exact_matches(
-    predictions: Sequence[str], golds: Sequence[Sequence[str]]
-) -> FloatArray:
+def exact_matches(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> FloatArray:
     """Per example, 1.0 where the normalised prediction equals some normalised gold answer.
 
     >>> exact_matches(["Tower.", "", "x"], [["the tower"], [], []])

@@ -1,3 +1,56 @@
-"""submission_sandbox."""
+"""submission_sandbox: bundles, offline image builds, and the sandboxes that run models.
 
-__all__: list[str] = []
+Open a sandbox for an unpacked bundle and speak to the model through it::
+
+    from submission_sandbox import load_bundle, open_sandbox
+
+    with open_sandbox(bundle_dir, kind="docker", limits=limits) as box:
+        outputs = box.predict([{"uid": "1", "statement": "great"}])
+"""
+
+from submission_sandbox import docker_sandbox as _docker_sandbox  # noqa: F401 - registers
+from submission_sandbox import local_sandbox as _local_sandbox  # noqa: F401 - registers
+from submission_sandbox.archive import ArchiveCaps, unpack_archive
+from submission_sandbox.build import BuiltImage, build_image
+from submission_sandbox.bundle import Bundle, bundle_digest, load_bundle, package_bundle
+from submission_sandbox.check import OutputProblem, check_outputs
+from submission_sandbox.docker_sandbox import DockerSandbox, docker_client, reap_orphans
+from submission_sandbox.local_sandbox import LocalSandbox
+from submission_sandbox.manifest import MANIFEST_NAME, Manifest, Runtime, load_manifest
+from submission_sandbox.sandbox import (
+    ModelHello,
+    ResourceUsage,
+    Sandbox,
+    SandboxFailure,
+    known_sandboxes,
+    open_sandbox,
+    sandbox,
+)
+
+__all__ = [
+    "MANIFEST_NAME",
+    "ArchiveCaps",
+    "BuiltImage",
+    "Bundle",
+    "DockerSandbox",
+    "LocalSandbox",
+    "Manifest",
+    "ModelHello",
+    "OutputProblem",
+    "ResourceUsage",
+    "Runtime",
+    "Sandbox",
+    "SandboxFailure",
+    "build_image",
+    "bundle_digest",
+    "check_outputs",
+    "docker_client",
+    "known_sandboxes",
+    "load_bundle",
+    "load_manifest",
+    "open_sandbox",
+    "package_bundle",
+    "reap_orphans",
+    "sandbox",
+    "unpack_archive",
+]

@@ -47,7 +47,12 @@ def is_archive(path: Path) -> bool:
 def _safe_relative(name: str, archive: Path) -> PurePosixPath:
     cleaned = name.replace("\\", "/")
     path = PurePosixPath(cleaned)
-    if path.is_absolute() or cleaned.startswith("/") or ".." in path.parts or ":" in path.parts[0:1]:
+    if (
+        path.is_absolute()
+        or cleaned.startswith("/")
+        or ".." in path.parts
+        or ":" in path.parts[0:1]
+    ):
         raise InvalidBundle(f"{archive.name}: member {name!r} points outside the bundle; refused")
     return PurePosixPath(*[part for part in path.parts if part not in ("", ".")])
 
@@ -169,7 +174,7 @@ def _unpack_zip(archive: Path, dest: Path, budget: _Budget) -> None:
                 _link_stays_inside(relative, link, archive)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.symlink(link, target)
-            elif mode and not stat.S_ISREG(mode):
+            elif stat.S_IFMT(mode) not in (0, stat.S_IFREG):
                 raise InvalidBundle(f"{archive.name}: member {relative} is a special file; refused")
             else:
                 try:

@@ -9,6 +9,7 @@ shipped.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import tarfile
@@ -64,8 +65,13 @@ def iter_bundle_files(root: Path) -> Iterator[tuple[PurePosixPath, Path]]:
             if real.is_dir():
                 for inner in sorted(real.rglob("*")):
                     if inner.is_file():
-                        found.append((PurePosixPath(path.relative_to(root).as_posix()) /
-                                      inner.relative_to(real).as_posix(), inner))
+                        found.append(
+                            (
+                                PurePosixPath(path.relative_to(root).as_posix())
+                                / inner.relative_to(real).as_posix(),
+                                inner,
+                            )
+                        )
                 continue
             if not real.is_file():
                 raise InvalidBundle(f"{path.relative_to(root)} is not a regular file; remove it")
@@ -157,7 +163,12 @@ def package_bundle(source: Path, output: Path | None = None) -> tuple[Path, str]
     output = output or source.resolve().parent / f"{bundle.manifest.name}.tar.gz"
     if output.resolve().is_relative_to(bundle.path):
         raise InvalidBundle(f"write the archive outside the bundle, not to {output}")
-    with tarfile.open(output, "w:gz", compresslevel=6) as tar:
+    # gzip by hand: tarfile's "w:gz" writes the file name and time into the gzip header.
+    with (
+        open(output, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zipped,
+        tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
         for relative, path in iter_bundle_files(bundle.path):
             info = tarfile.TarInfo(str(relative))
             info.size = path.stat().st_size

@@ -65,7 +65,9 @@ class Manifest(BaseModel):
             return value
         module, sep, attr = value.partition(":")
         if not sep or not module or not attr:
-            raise ValueError(f"entry must look like module:Class (e.g. handler:Model), got {value!r}")
+            raise ValueError(
+                f"entry must look like module:Class (e.g. handler:Model), got {value!r}"
+            )
         if not all(part.isidentifier() for part in [*module.split("."), attr]):
             raise ValueError(f"entry {value!r} is not a valid module:Class name")
         return value
@@ -100,7 +102,9 @@ def _describe(error: ValidationError) -> str:
         if item["type"] == "extra_forbidden":
             message = "unknown field; remove it or check its spelling"
         shown = repr(item.get("input"))
-        lines.append(f"  {where}: {message}" + (f" (got {shown[:60]})" if where != "(top level)" else ""))
+        lines.append(
+            f"  {where}: {message}" + (f" (got {shown[:60]})" if where != "(top level)" else "")
+        )
     return "\n".join(lines)
 
 

@@ -19,8 +19,8 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, Field
 
 from evalboard.core.errors import EvalboardError, UsageError
-from evalboard.core.states import FailureReason
 from evalboard.core.limits import SandboxLimits
+from evalboard.core.states import FailureReason
 
 __all__ = [
     "ModelHello",

@@ -11,13 +11,16 @@ surname ("Mr. Taylor", "John Taylor"), part of a place or business ("Madison Ave
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import zlib
+from collections.abc import Iterator
 
 from datasets_registry.perturbations.names import FirstName, Gender, name_book
 from datasets_registry.perturbations.transform import WORD, ExampleScope, match_case, perturbation
 from datasets_registry.perturbations.wordlists import (
+    ADDRESS_TERMS,
     ENTITY_FOLLOWERS,
     ENTITY_OPENERS,
     FUNCTION_WORDS,
@@ -25,10 +28,12 @@ from datasets_registry.perturbations.wordlists import (
     HONORIFICS,
     NAME_LEADERS,
     POSSESSIVE_BRANDS,
+    ROYAL_TITLES,
 )
 
 __all__ = ["swap_gendered_words", "swap_first_names"]
 
+_PRONOUNS_NEEDING_CONTEXT = frozenset({"her", "his"})
 _APOSTROPHE = re.compile(r"['’]")
 _SENTENCE_BREAK = re.compile(r"[.!?:;\"“”(\[\n]")
 
@@ -77,17 +82,29 @@ def swap_gendered_words(text: str, rng: random.Random, scope: ExampleScope) -> s
     ...                     random.Random(0), ExampleScope())
     "I told him that Mr. Lee's daughter is hers."
     """
+    words = list(WORD.finditer(text))
     out: list[str] = []
     last = 0
-    for m in WORD.finditer(text):
+    for i, m in enumerate(words):
         base, clitic = _split_clitic(m.group(0))
         low = base.lower()
-        if low in ("her", "his"):
+        nxt = _split_clitic(words[i + 1].group(0))[0] if i + 1 < len(words) else ""
+        title_follows = _is_title(nxt) and not text[m.end() : words[i + 1].start()].strip(" .")
+        if low in _PRONOUNS_NEEDING_CONTEXT:
             new = _her_or_his(low, text, m.end())
-        elif low == "miss" and base == "Miss" and _next_word(text, m.end()) not in (None, ""):
+        elif low in ROYAL_TITLES and title_follows and nxt.lower() not in ENTITY_FOLLOWERS:
+            new = GENDER_SWAPS[low]  # "King Charles" -> "Queen <a woman's name>"
+        elif low in GENDER_SWAPS and _is_title(base) and low not in ADDRESS_TERMS:
+            # Mid-sentence "King" or "Brothers" is most likely part of a name.
+            starts_sentence = i == 0 or bool(
+                _SENTENCE_BREAK.search(text[words[i - 1].end() : m.start()])
+            )
+            new = GENDER_SWAPS[low] if starts_sentence and not title_follows else low
+        elif low == "sir" and title_follows:
+            new = "dame"  # "Sir Elton John" -> "Dame Elton John"
+        elif low == "miss":
             # "Miss Smith" is a title; "miss" alone is a verb.
-            following = text[m.end() :].lstrip()
-            new = "mr" if following[:1].isupper() else low
+            new = "mr" if base == "Miss" and title_follows else low
         else:
             new = GENDER_SWAPS.get(low, low)
         if new != low:
@@ -155,6 +172,41 @@ def _names_something_else(
     return clitic.replace("’", "'").lower() == "'s" and base.lower() in POSSESSIVE_BRANDS
 
 
+def _name_candidates(
+    text: str,
+) -> Iterator[tuple[re.Match[str], str, str, FirstName, bool]]:
+    """Yield each word found in the name lexicon, and whether it is something else here."""
+    book = name_book()
+    words = list(WORD.finditer(text))
+    previous_was_name = False
+    for i, m in enumerate(words):
+        base, clitic = _split_clitic(m.group(0))
+        # Only a bare or possessive word can be a name: "Don't" is not "Don".
+        possessive = clitic.replace("’", "'") in ("", "'s")
+        known = book.lookup(base) if possessive and _is_title(base) else None
+        if known is not None:
+            yield (
+                m,
+                base,
+                clitic,
+                known,
+                _names_something_else(text, words, i, clitic, previous_was_name),
+            )
+        previous_was_name = known is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _left_alone(texts: tuple[str, ...]) -> frozenset[str]:
+    """Names that some place in the example shows to be part of something else.
+
+    Such a word stays everywhere in the example: in "Curious George" it is a title, so
+    "George" elsewhere in the same example is most likely that title too.
+    """
+    return frozenset(
+        base for text in texts for _, base, _, _, elsewise in _name_candidates(text) if elsewise
+    )
+
+
 @perturbation("names")
 def swap_first_names(text: str, rng: random.Random, scope: ExampleScope) -> str:
     """Replace first names by names of another demographic group and the other gender.
@@ -164,26 +216,17 @@ def swap_first_names(text: str, rng: random.Random, scope: ExampleScope) -> str:
 
     >>> swap_first_names("John met Mary in Chicago at Wendy's on Madison Avenue.",
     ...                  random.Random(0), ExampleScope(seed=1))
-    "... met ... in Chicago at Wendy's on Madison Avenue."
+    "Vasana met Jeet in Chicago at Wendy's on Madison Avenue."
     """
-    book = name_book()
-    words = list(WORD.finditer(text))
+    keep = scope.keep | _left_alone(scope.texts or (text,))
     out: list[str] = []
     last = 0
-    previous_was_name = False
-    for i, m in enumerate(words):
-        base, clitic = _split_clitic(m.group(0))
-        known = book.lookup(base) if _is_title(base) else None
-        is_name = (
-            known is not None
-            and base not in scope.keep
-            and not _names_something_else(text, words, i, clitic, previous_was_name)
-        )
-        if known is not None and is_name:
-            out.append(text[last : m.start()])
-            out.append(_pick(known, base, scope) + clitic)
-            last = m.end()
-        previous_was_name = known is not None
+    for m, base, clitic, known, elsewise in _name_candidates(text):
+        if elsewise or base in keep:
+            continue
+        out.append(text[last : m.start()])
+        out.append(_pick(known, base, scope) + clitic)
+        last = m.end()
     if not out:
         return text
     out.append(text[last:])

@@ -36,10 +36,6 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "east_asian": ("ja_JP",),
 }
 
-# Extra locales read only to recognise names (not to draw replacements): Faker's large
-# US list, so that "Mike" or "Jen" is found as well as "Michael".
-_RECOGNISE_ONLY: tuple[str, ...] = ("en",)
-
 
 @dataclass(frozen=True)
 class FirstName:
@@ -98,11 +94,6 @@ def name_book() -> NameBook:
             draw[(group, gender)] = tuple(names)
             for n in names:
                 group_of.setdefault(n, group)
-                genders_of.setdefault(n, set()).add(gender)
-    for loc in _RECOGNISE_ONLY:
-        for gender in genders:
-            for n in _read(loc, gender):
-                group_of.setdefault(n, "anglo_american")
                 genders_of.setdefault(n, set()).add(gender)
     lexicon = {n: FirstName(group_of[n], frozenset(genders_of[n])) for n in sorted(group_of)}
     return NameBook(draw=draw, lexicon=lexicon)

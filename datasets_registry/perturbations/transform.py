@@ -40,10 +40,13 @@ class ExampleScope:
             its hypothesis) can be derived from it.
         keep: Words that must stay as they are, such as names that also occur in a field
             the caller did not ask to perturb (a QA context).
+        texts: Every text field of the example, for decisions that must agree across
+            fields (a word left alone as part of "Peter Pan" in one place stays everywhere).
     """
 
     seed: int = 0
     keep: frozenset[str] = field(default_factory=frozenset)
+    texts: tuple[str, ...] = ()
 
 
 class Perturbation(Protocol):

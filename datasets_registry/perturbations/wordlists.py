@@ -10,6 +10,7 @@ an example's meaning and would then be counted against the model.
 from __future__ import annotations
 
 __all__ = [
+    "ADDRESS_TERMS",
     "CONTRACTIONS",
     "ENTITY_FOLLOWERS",
     "ENTITY_OPENERS",
@@ -19,6 +20,7 @@ __all__ = [
     "NAME_LEADERS",
     "NOT_NAMES",
     "POSSESSIVE_BRANDS",
+    "ROYAL_TITLES",
 ]
 
 # Gendered words as (masculine, feminine) pairs; each swaps both ways. Pronouns "her",
@@ -115,6 +117,7 @@ _ONE_WAY: dict[str, str] = {
     "lord": "lady",
     "hostess": "host",
     "hostesses": "hosts",
+    "dame": "sir",
 }
 
 GENDER_SWAPS: dict[str, str] = {
@@ -123,6 +126,21 @@ GENDER_SWAPS: dict[str, str] = {
     **_ONE_WAY,
 }
 """Lower-case gendered word -> its counterpart (her/his need context: see fairness.py)."""
+
+ADDRESS_TERMS: frozenset[str] = frozenset(
+    "mr mrs ms miss sir madam ma'am ma’am dame mom dad mum mommy daddy mama papa grandma "
+    "grandpa uncle aunt".split()
+)
+"""Gendered words used as titles or names ("Mom", "Uncle Bob"), swapped even capitalised.
+
+Other capitalised gendered nouns mid-sentence are usually part of a name ("Burger King",
+"Stephen King", "Iron Man", "Warner Brothers") and are left alone.
+"""
+
+ROYAL_TITLES: frozenset[str] = frozenset(
+    "king queen prince princess duke duchess lord lady emperor empress".split()
+)
+"""Gendered titles swapped before a name ("King Charles"), not before a place."""
 
 HONORIFICS: frozenset[str] = frozenset(
     {"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "sir", "madam", "mister", "lord", "lady"}
@@ -137,7 +155,7 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
     "toward towards under until up upon with within without "
     # conjunctions
     "and but or nor so yet because if though although while when whenever where wherever "
-    "whether than that as once unless "
+    "whether than that as once unless why how "
     # determiners and pronouns
     "a an the this these those some any every each no another all both either neither "
     "i me you he him she her it we us they them my your our their its myself yourself "
@@ -161,7 +179,7 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
 NOT_NAMES: frozenset[str] = frozenset(
     # first names that are also common English words
     "will bill mark may june april august grant faith hope joy rose art frank sunny chance "
-    "dean guy pat sue rich bob don ray drew gene miles hunter summer autumn dawn amber "
+    "dean guy pat sue rich ray drew gene miles hunter summer autumn dawn amber "
     "crystal ruby pearl iris lily daisy ivy holly page brook rock sky star major king "
     "prince princess queen duke earl baron justice honor glory harmony melody destiny "
     "trinity heaven angel precious sage river storm rain ocean royal diamond jewel ginger "
@@ -180,6 +198,10 @@ NOT_NAMES: frozenset[str] = frozenset(
     "chevy lexus alexa siri cortana wendy denny arby lee earl marriott hilton hyatt "
     "hudson kendall logan raleigh tracy montana dakota cheyenne sierra nevada "
     "santiago salvador dolores guadalupe asuncion trinidad lourdes mesa "
+    # first names that are more often a surname, a place, a faith or a word here
+    "said christian jesus christ krishna forum fella alma margarita alfredo brandy harsh "
+    "panini patty rim ria clinton franklin harrison preston dalton quincy alexandria "
+    "morgan douglas warren perry gordon ross mitchell cameron russell wayne allen "
     # months and days that appear in name lists
     "january february march october november december monday friday sunday".split()
 )

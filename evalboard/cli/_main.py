@@ -41,6 +41,10 @@ def _register() -> None:
 
     app.add_typer(task.app, name="task")
     app.add_typer(dataset.app, name="dataset")
+    from evalboard.cli import evaluate, worker
+
+    app.command("evaluate")(evaluate.evaluate)
+    app.command("worker")(worker.worker)
 
 
 _register()

@@ -1,0 +1,178 @@
+"""``evalboard evaluate``: evaluate a bundle on every dataset of its task, no server needed."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from datasets_registry.taskspec import TaskSpec, load_task_spec
+from evalboard.cli._context import context
+from evalboard.cli._output import console, err_console, print_json, progress, warn
+from evalboard.core.errors import EvaluationFailed, UsageError
+from evaluator import EvaluationResult, TestSet
+from evaluator import evaluate as run_evaluation
+
+__all__ = ["evaluate"]
+
+
+class _Bars:
+    """Adapts the CLI's progress display to the evaluator's ProgressSink."""
+
+    def __init__(self, display: Any) -> None:
+        self.display = display
+        self.ids: dict[str, int] = {}
+
+    def begin(self, dataset: str, total: int) -> None:
+        self.ids[dataset] = self.display.add_task(dataset, total=total)
+
+    def advance(self, dataset: str, done: int) -> None:
+        self.display.update(self.ids[dataset], completed=done)
+
+    def end(self, dataset: str, note: str) -> None:
+        self.display.finish(self.ids[dataset], note)
+
+
+def _registered(task_id: str) -> tuple[TaskSpec, list[TestSet]]:
+    from datasets_registry.registry import get_task, list_datasets
+
+    ctx = context()
+    spec = get_task(ctx, task_id)
+    rows = list_datasets(ctx, task_id)
+    names = {row.id: row.name for row in rows}
+    sets = [TestSet.from_table(ctx, row, derived_from=names.get(row.derived_from_id or -1))
+            for row in rows]
+    if not sets:
+        raise UsageError(f"Task {task_id!r} has no datasets yet; add one with "
+                         f"`evalboard dataset add --task {task_id} --name NAME FILE`")
+    return spec, sets
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _table(result: EvaluationResult) -> Table:
+    table = Table(title=f"{result.model or 'model'} on {result.task}")
+    for column in ("dataset", "round", "n", "perf", "fair.", "robust.", "ex/s", "batch",
+                   "start s", "p50 s", "p95 s", "mem GiB", "CPU s", "ECE", "kWh"):
+        table.add_column(column, justify="left" if column == "dataset" else "right")
+    for outcome in result.datasets:
+        m = outcome.metrics
+        if m is None:
+            reason = outcome.failure.reason if outcome.failure else "failed"
+            table.add_row(outcome.dataset, str(outcome.round), "-",
+                          f"[red]{reason}[/red]", *["-"] * 11)
+            continue
+        table.add_row(
+            outcome.dataset + ("" if outcome.access != "standard" else " (not scored)"),
+            str(outcome.round), str(m.examples), _fmt(m.perf), _fmt(m.fairness),
+            _fmt(m.robustness), _fmt(m.throughput, 1), str(m.batch_size), _fmt(m.startup_s),
+            _fmt(m.latency_p50_s, 4), _fmt(m.latency_p95_s, 4), _fmt(m.memory_gib, 3),
+            _fmt(m.cpu_seconds), _fmt(m.ece), _fmt(m.energy_kwh, 6),
+        )
+    s = result.summary
+    table.add_section()
+    table.add_row("[bold]task (weighted)[/bold]", "", "", _fmt(s.perf), _fmt(s.fairness),
+                  _fmt(s.robustness), _fmt(s.throughput, 1), "", _fmt(s.startup_s),
+                  _fmt(s.latency_p50_s, 4), _fmt(s.latency_p95_s, 4), _fmt(s.memory_gib, 3),
+                  _fmt(s.cpu_seconds), _fmt(s.ece), _fmt(result.energy.kwh, 6))
+    return table
+
+
+def _report(result: EvaluationResult) -> None:
+    console.print(_table(result))
+    energy = result.energy
+    if energy.kwh is not None:
+        note = " (an estimate: no RAPL counter here)" if energy.estimate else ""
+        console.print(f"Energy {energy.kwh:.6f} kWh, CO2 {energy.co2_kg or 0:.6f} kg "
+                      f"({energy.country_iso_code}){note}; {energy.method}")
+    p = result.provenance
+    console.print(f"bundle {p.bundle_sha256[:16]}, image {p.image_digest or '-'}, "
+                  f"sandbox {p.sandbox}, {p.cpu_model} x{p.cpu_count}, GPU {p.gpu or 'none'}, "
+                  f"seed {p.seed}, {p.evaluator_version}", highlight=False)
+
+
+def evaluate(
+    bundle: Path = typer.Argument(..., help="Bundle directory or .tar.gz/.zip archive."),
+    task: str | None = typer.Option(
+        None, "--task", "-t", help="A registered task id (default: the manifest's task)."
+    ),
+    task_file: Path | None = typer.Option(
+        None, "--task-file", help="A task YAML instead of a registered task; give --dataset."
+    ),
+    datasets: list[Path] = typer.Option(  # noqa: B008 - typer's way
+        [], "--dataset", "-d", help="With --task-file: a canonical JSONL file (repeat). "
+        "Files named robustness-X / fairness-X are perturbed copies of X."
+    ),
+    sandbox: str | None = typer.Option(
+        None, "--sandbox", help="docker or local (default: EVALBOARD_SANDBOX, else docker)."
+    ),
+    json_out: Path | None = typer.Option(
+        None, "--json", help="Write the full result as JSON to this file ('-': stdout)."
+    ),
+    predictions: Path | None = typer.Option(
+        None, "--predictions", help="Write per-example predictions (DATASET.jsonl) here."
+    ),
+    batch_size: int | None = typer.Option(None, "--batch-size", min=1,
+                                          help="Override the bundle's batch size."),
+    seed: int = typer.Option(0, "--seed", help="Recorded in the provenance."),
+    country: str = typer.Option("USA", "--country", help="ISO code for the CO2 estimate."),
+    energy: bool = typer.Option(True, "--energy/--no-energy", help="Measure energy."),
+) -> int:
+    """Evaluate a model bundle on every dataset of its task and print all the metrics.
+
+    Exit 0 when every dataset finished, 1 when the model failed on any (the reason and the
+    model's last log lines are printed), 2 for bad usage or input.
+    """
+    from submission_sandbox import load_bundle
+
+    if task is not None and task_file is not None:
+        raise UsageError("Give --task or --task-file, not both")
+    if datasets and task_file is None:
+        raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
+    kind = sandbox or context().settings.sandbox
+    with tempfile.TemporaryDirectory(prefix="evalboard-evaluate-") as tmp:
+        loaded = load_bundle(bundle, unpack_to=Path(tmp) / "bundle")
+        if task_file is not None:
+            spec = load_task_spec(task_file)
+            if not datasets:
+                raise UsageError("--task-file needs at least one --dataset FILE.jsonl")
+            test_sets = [TestSet.from_jsonl(path) for path in datasets]
+        else:
+            spec, test_sets = _registered(task or loaded.manifest.task)
+        if spec.id != loaded.manifest.task:
+            warn(f"the bundle says task {loaded.manifest.task!r}; evaluating on {spec.id!r}")
+        if kind == "local":
+            warn("the local sandbox does not isolate the model: run only code you trust")
+        with progress() as display:
+            result = run_evaluation(
+                loaded.path, task=spec, datasets=test_sets, sandbox=kind,
+                predictions_dir=predictions, progress=_Bars(display), batch_size=batch_size,
+                seed=seed, country_iso_code=country, measure_energy=energy,
+            )
+    document = result.model_dump(mode="json")
+    if json_out is not None and str(json_out) == "-":
+        print_json(document)
+    else:
+        if json_out is not None:
+            json_out.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        _report(result)
+    for outcome in result.failed:
+        failure = outcome.failure
+        assert failure is not None
+        err_console.print(f"[bold red]{outcome.dataset}: {failure.reason}[/bold red]: "
+                          f"{failure.message}", highlight=False)
+        if failure.log_tail:
+            err_console.print(f"  last lines of the model's log:\n{failure.log_tail}",
+                              highlight=False, markup=False)
+    if result.failed:
+        reasons = sorted({o.failure.reason for o in result.failed if o.failure})
+        raise EvaluationFailed(
+            f"the model failed on {len(result.failed)} of {len(result.datasets)} datasets "
+            f"({', '.join(reasons)}); see the reasons and log lines above"
+        )
+    return 0

@@ -1,0 +1,72 @@
+"""``evalboard worker``: run evaluation jobs, from a broker or straight from the database."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+
+import typer
+
+from evalboard.cli._context import context
+from evalboard.cli._output import err_console, warn
+from evalboard.core.errors import UsageError
+from evaluator import WorkerPool
+from evaluator.queue import DEFAULT_LEASE_S
+
+__all__ = ["worker"]
+
+_QUEUES = ("cpu", "gpu")
+
+
+def worker(
+    queues: str = typer.Option("cpu", "--queues", "-Q", help="Comma-separated: cpu, gpu."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", "-c", min=1,
+        help="Jobs at once (default: EVALBOARD_WORKER_CONCURRENCY, else 1).",
+    ),
+    lease_s: float = typer.Option(
+        DEFAULT_LEASE_S, "--lease-s", min=1,
+        help="Lease length; a job whose worker is silent this long is run elsewhere.",
+    ),
+    sandbox: str | None = typer.Option(
+        None, "--sandbox", help="docker or local (default: EVALBOARD_SANDBOX)."
+    ),
+    loglevel: str = typer.Option("INFO", "--loglevel", help="Celery's log level."),
+) -> None:
+    """Run evaluation jobs until stopped (SIGTERM/Ctrl-C lets running jobs finish).
+
+    With EVALBOARD_BROKER_URL set (redis:// or amqp://) this is a Celery worker of the
+    named queues; without it, a pool of threads that polls the database.
+    """
+    names = tuple(name.strip() for name in queues.split(",") if name.strip())
+    unknown = sorted(set(names) - set(_QUEUES))
+    if not names or unknown:
+        raise UsageError(f"Unknown queue(s) {', '.join(unknown) or '(none)'} in --queues; "
+                         f"known: {', '.join(_QUEUES)}")
+    if "gpu" in names:
+        from evaluator.provenance import gpu_name
+
+        if gpu_name() is None:
+            warn("--queues gpu on a machine without an NVIDIA GPU: GPU jobs taken here "
+                 "will fail; run GPU workers on GPU machines")
+    ctx = context()
+    workers = concurrency or ctx.settings.worker_concurrency
+    if ctx.settings.broker_url:
+        from evaluator.broker import run_celery_worker
+
+        run_celery_worker(ctx, queues=names, concurrency=workers, lease_s=lease_s,
+                          sandbox=sandbox, loglevel=loglevel)
+        return
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        err_console.print("Stopping: letting running jobs finish...")
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    err_console.print(f"Worker polling {ctx.db.url.render_as_string()} for queues "
+                      f"{', '.join(names)} with {workers} thread(s)", highlight=False)
+    with WorkerPool(ctx, concurrency=workers, queues=names, lease_s=lease_s, sandbox=sandbox):
+        stop.wait()

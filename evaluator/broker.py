@@ -1,0 +1,128 @@
+"""Beyond one machine: Celery over Redis or RabbitMQ, with the database as the truth.
+
+A message carries only a job id; the task claims the job in the database and runs it with
+:func:`evaluator.job.execute_claimed`, the same code as the in-process pool. Celery is set
+up for work that must not be lost: late acknowledgement (a message is acked after the job,
+not before), prefetch 1 (a busy worker holds no waiting messages), and rejection when the
+worker process is lost. The leases do the rest: every ``evalboard worker`` runs a reaper
+thread that re-queues (and re-sends) jobs whose worker stopped renewing its lease, however
+it died, so recovery does not wait for the broker's visibility timeout.
+
+GPU jobs are sent to the ``gpu`` queue, which only workers started with ``--queues gpu``
+consume.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from evalboard.core.context import Context
+from evalboard.core.settings import Settings
+from evaluator import queue
+from evaluator.energy import warm_up
+from evaluator.job import run_job
+
+__all__ = ["TASK_NAME", "CeleryDispatcher", "make_celery", "run_celery_worker"]
+
+logger = logging.getLogger(__name__)
+
+TASK_NAME = "evalboard.run_job"
+
+_apps: dict[str, Any] = {}
+_apps_lock = threading.Lock()
+_worker: dict[str, Any] = {}  # the worker process's context and options
+
+
+def make_celery(settings: Settings) -> Any:
+    """The Celery app for a broker URL (one per URL and process)."""
+    with _apps_lock:
+        app = _apps.get(settings.broker_url)
+        if app is not None:
+            return app
+        from celery import Celery
+
+        app = Celery("evalboard", broker=settings.broker_url, set_as_current=False)
+        app.conf.update(
+            task_acks_late=True,
+            worker_prefetch_multiplier=1,
+            task_reject_on_worker_lost=True,
+            task_ignore_result=True,
+            task_default_queue="cpu",
+            task_create_missing_queues=True,
+            broker_connection_retry_on_startup=True,
+            worker_hijack_root_logger=False,
+            worker_cancel_long_running_tasks_on_connection_loss=True,
+            task_serializer="json",
+            accept_content=["json"],
+        )
+        app.task(name=TASK_NAME, ignore_result=True)(_run_job_task)
+        _apps[settings.broker_url] = app
+        return app
+
+
+def _run_job_task(job_id: int) -> str:
+    ctx: Context = _worker.get("ctx") or Context.from_settings()
+    status = run_job(ctx, int(job_id), lease_s=_worker.get("lease_s", queue.DEFAULT_LEASE_S),
+                     sandbox=_worker.get("sandbox"))
+    return status.value if status is not None else "skipped"
+
+
+class CeleryDispatcher:
+    """Sends "job N is waiting" to the job's queue."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.app = make_celery(settings)
+
+    def dispatch(self, job_id: int, queue: str) -> None:
+        self.app.send_task(TASK_NAME, args=[job_id], queue=queue)
+
+
+def _reap_forever(ctx: Context, every_s: float, stop: threading.Event) -> None:
+    dispatcher = CeleryDispatcher(ctx.settings)
+    while not stop.wait(every_s):
+        try:
+            queue.reap_expired(ctx, dispatcher=dispatcher)
+        except Exception:
+            logger.warning("reaping expired leases failed", exc_info=True)
+
+
+def run_celery_worker(
+    ctx: Context,
+    *,
+    queues: Sequence[str] = ("cpu",),
+    concurrency: int = 1,
+    lease_s: float = queue.DEFAULT_LEASE_S,
+    reap_every_s: float | None = None,
+    sandbox: str | None = None,
+    loglevel: str = "INFO",
+) -> None:
+    """Consume the queues until stopped (SIGTERM: finish running jobs, then exit)."""
+    _worker.update(ctx=ctx, lease_s=lease_s, sandbox=sandbox)
+    warm_up()
+    stop = threading.Event()
+    reaper = threading.Thread(
+        target=_reap_forever, args=(ctx, reap_every_s or lease_s / 2, stop),
+        name="evalboard-reaper", daemon=True,
+    )
+    reaper.start()
+    app = make_celery(ctx.settings)
+    try:
+        app.worker_main([
+            "worker",
+            f"--queues={','.join(queues)}",
+            f"--concurrency={concurrency}",
+            # Threads: a job's work happens in its sandbox, and a SIGKILL takes the whole
+            # worker down at once (no orphaned pool children holding leases).
+            "--pool=threads",
+            f"--loglevel={loglevel}",
+            f"--hostname=evalboard-{os.getpid()}@{socket.gethostname()}",
+            "--without-gossip",
+            "--without-mingle",
+        ])
+    finally:
+        stop.set()

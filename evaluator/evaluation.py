@@ -1,0 +1,301 @@
+"""One evaluation: a model bundle over every dataset of its task, in a sandbox.
+
+Each dataset gets a fresh sandbox, so its start-up, peak memory and CPU time are its own
+and one dataset that breaks the model does not sink the others. Perturbed copies run
+after their originals and reuse the originals' predictions; run alone (one job), a copy
+predicts the originals it needs first, outside the timed phase.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from datasets_registry.taskspec import TaskSpec
+from evalboard.core.errors import UsageError
+from evalboard.core.limits import SandboxLimits
+from evalboard.core.states import FailureReason
+from evaluator import provenance
+from evaluator.energy import EnergyMeter
+from evaluator.measurement import measure, percentile
+from evaluator.result import (
+    DatasetMetrics,
+    DatasetOutcome,
+    Energy,
+    EvaluationResult,
+    Failure,
+    Provenance,
+)
+from evaluator.scorecard import score, summarize
+from evaluator.testset import TestSet, in_evaluation_order, model_inputs
+from submission_sandbox.bundle import bundle_digest
+from submission_sandbox.sandbox import Sandbox, SandboxFailure, open_sandbox
+
+__all__ = ["DatasetRun", "ProgressSink", "evaluate", "evaluate_dataset"]
+
+logger = logging.getLogger(__name__)
+_GIB = 1024**3
+#: Failures that every dataset would meet again: stop after the first.
+_FATAL = {FailureReason.INVALID_BUNDLE, FailureReason.BUILD_FAILED}
+
+
+class ProgressSink(Protocol):
+    """Told about each dataset as it goes (the CLI draws one bar per dataset)."""
+
+    def begin(self, dataset: str, total: int) -> None: ...
+
+    def advance(self, dataset: str, done: int) -> None: ...
+
+    def end(self, dataset: str, note: str) -> None: ...
+
+
+@dataclass
+class DatasetRun:
+    """Everything one dataset's run produced, for a result or a job."""
+
+    outcome: DatasetOutcome
+    energy: Energy
+    outputs: dict[str, dict[str, Any]] | None = None  # by uid, for perturbed copies
+    predictions: bytes | None = None  # JSONL drill-down records
+    model: str = ""
+    image_digest: str | None = None
+    gpu: str | None = None
+    isolating: bool = True
+
+
+def _outcome(test_set: TestSet, **fields: Any) -> DatasetOutcome:
+    return DatasetOutcome(
+        dataset=test_set.name, sha256=test_set.sha256, round=test_set.round,
+        access=test_set.access, weight=test_set.weight,
+        perturbation=test_set.perturbation,
+        derived_from=test_set.derived_from, **fields,
+    )
+
+
+def evaluate_dataset(
+    bundle_dir: Path,
+    test_set: TestSet,
+    task: TaskSpec,
+    *,
+    sandbox: str = "docker",
+    limits: SandboxLimits | None = None,
+    original: TestSet | None = None,
+    original_outputs: Mapping[str, dict[str, Any]] | None = None,
+    batch_size: int | None = None,
+    progress: ProgressSink | None = None,
+    abort: threading.Event | None = None,
+    country_iso_code: str = "USA",
+    measure_energy: bool = True,
+) -> DatasetRun:
+    """Run one dataset in a fresh sandbox and score it; a model failure is an outcome.
+
+    Raises:
+        UsageError: a perturbed copy without its original.
+        evaluator.measurement.Aborted: ``abort`` was set.
+    """
+    if test_set.perturbation and original is None and original_outputs is None:
+        raise UsageError(f"Dataset {test_set.name!r} is a {test_set.perturbation} copy of "
+                         f"{test_set.derived_from!r}; evaluate it together with that dataset")
+    inputs = model_inputs(test_set.examples, task.input_names)
+    box = open_sandbox(bundle_dir, kind=sandbox, limits=limits or task.limits)
+    meter = EnergyMeter(country_iso_code, enabled=measure_energy)
+    meter.start()
+    if progress is not None:
+        progress.begin(test_set.name, len(inputs))
+    try:
+        started = time.perf_counter()
+        hello = box.start()
+        startup_s = time.perf_counter() - started
+        size = batch_size or hello.batch_size
+        if test_set.perturbation and original_outputs is None:
+            assert original is not None
+            wanted = {str(example["input_id"]) for example in test_set.examples}
+            needed = [e for e in original.examples if str(e["uid"]) in wanted]
+            before = measure(box, model_inputs(needed, task.input_names), task,
+                             batch_size=size, abort=abort)
+            original_outputs = {str(e["uid"]): o
+                                for e, o in zip(needed, before.outputs, strict=True)}
+
+        def on_batch(done: int) -> None:
+            if progress is not None:
+                progress.advance(test_set.name, done)
+
+        measured = measure(box, inputs, task, batch_size=size, on_batch=on_batch, abort=abort)
+        usage = box.usage()
+        final = box.close()
+    except SandboxFailure as failure:
+        _close_quietly(box)
+        energy = meter.stop()
+        if progress is not None:
+            progress.end(test_set.name, f"failed: {failure.reason.value}")
+        return DatasetRun(
+            outcome=_outcome(test_set, status="failed", failure=Failure(
+                reason=failure.reason.value, message=failure.detail,
+                log_tail=failure.log_tail)),
+            energy=energy,
+            isolating=type(box).isolating,
+        )
+    except BaseException:
+        _close_quietly(box)
+        meter.stop()
+        raise
+    energy = meter.stop()
+    peak = final.peak_memory_bytes or usage.peak_memory_bytes
+    cpu = final.cpu_seconds if final.cpu_seconds is not None else usage.cpu_seconds
+    quality = score(task, test_set.examples, measured.outputs, originals=original_outputs)
+    metrics = DatasetMetrics(
+        perf=quality.perf,
+        perf_metric=task.perf_metric,
+        extra=quality.extra,
+        fairness=quality.delta if test_set.perturbation == "fairness" else None,
+        robustness=quality.delta if test_set.perturbation == "robustness" else None,
+        examples=len(measured.outputs),
+        throughput=measured.throughput,
+        batch_size=size,
+        predict_s=measured.predict_s,
+        startup_s=usage.startup_s if usage.startup_s is not None else startup_s,
+        latency_p50_s=percentile(measured.batch_latencies, 50),
+        latency_p95_s=percentile(measured.batch_latencies, 95),
+        memory_gib=peak / _GIB if peak is not None else None,
+        cpu_seconds=cpu,
+        ece=quality.ece,
+        energy_kwh=energy.kwh,
+        co2_kg=energy.co2_kg,
+    )
+    if progress is not None:
+        progress.end(test_set.name, _note(metrics))
+    return DatasetRun(
+        outcome=_outcome(test_set, metrics=metrics),
+        energy=energy,
+        outputs={str(e["uid"]): o for e, o in zip(test_set.examples, measured.outputs,
+                                                  strict=True)},
+        predictions=quality.jsonl(),
+        model=hello.name,
+        image_digest=_image_digest(box, hello.metadata),
+        gpu=usage.gpu or final.gpu,
+        isolating=type(box).isolating,
+    )
+
+
+def _close_quietly(box: Sandbox) -> None:
+    # The model already failed; a second error while removing it must not hide the first.
+    try:
+        box.close()
+    except Exception:
+        logger.warning("closing the sandbox after a failure failed", exc_info=True)
+
+
+def _note(metrics: DatasetMetrics) -> str:
+    for name in ("perf", "fairness", "robustness"):
+        value = getattr(metrics, name)
+        if value is not None:
+            return f"{name} {value:.2f}, {metrics.throughput:.1f} ex/s"
+    return "done"
+
+
+def _image_digest(box: Any, metadata: Mapping[str, Any]) -> str | None:
+    digest = getattr(box, "image_digest", None) or metadata.get("image_digest")
+    return str(digest) if digest else None
+
+
+def _total_energy(runs: Sequence[DatasetRun], country_iso_code: str) -> Energy:
+    measured = [run.energy for run in runs if run.energy.kwh is not None]
+    if not measured:
+        method = runs[0].energy.method if runs else "disabled"
+        return Energy(country_iso_code=country_iso_code, method=method)
+    return Energy(
+        kwh=sum(e.kwh or 0.0 for e in measured),
+        co2_kg=sum(e.co2_kg or 0.0 for e in measured),
+        estimate=any(e.estimate for e in measured),
+        method=measured[0].method,
+        country_iso_code=country_iso_code,
+    )
+
+
+def evaluate(
+    bundle_dir: Path,
+    *,
+    task: TaskSpec,
+    datasets: Sequence[TestSet],
+    sandbox: str = "docker",
+    limits: SandboxLimits | None = None,
+    predictions_dir: Path | None = None,
+    progress: ProgressSink | None = None,
+    batch_size: int | None = None,
+    seed: int = 0,
+    country_iso_code: str = "USA",
+    measure_energy: bool = True,
+) -> EvaluationResult:
+    """Evaluate an unpacked bundle on every dataset given (originals and their copies).
+
+    Args:
+        bundle_dir: the unpacked model bundle (with its ``evalboard.yaml``).
+        task: the task spec; its limits apply unless ``limits`` tightens them.
+        datasets: the task's datasets, perturbed copies included; gold stays on the host.
+        sandbox: ``docker`` or ``local`` (or any registered kind).
+        predictions_dir: where to write ``<dataset>.jsonl`` per-example predictions.
+        progress: told about each dataset as it runs.
+        batch_size: override the model's own batch size.
+        seed: recorded in the provenance (the evaluator itself draws nothing at random).
+    """
+    started_at = datetime.now(UTC)
+    limits = limits or task.limits
+    runs: list[DatasetRun] = []
+    outputs: dict[str, dict[str, dict[str, Any]]] = {}
+    by_name = {test_set.name: test_set for test_set in datasets}
+    fatal: DatasetOutcome | None = None
+    for test_set in in_evaluation_order(datasets):
+        if fatal is not None:
+            runs.append(DatasetRun(outcome=_outcome(test_set, status="failed",
+                                                    failure=fatal.failure),
+                                   energy=Energy(method="not run")))
+            continue
+        original = by_name.get(test_set.derived_from or "")
+        run = evaluate_dataset(
+            bundle_dir, test_set, task, sandbox=sandbox, limits=limits, original=original,
+            original_outputs=outputs.get(test_set.derived_from or ""), batch_size=batch_size,
+            progress=progress, country_iso_code=country_iso_code,
+            measure_energy=measure_energy,
+        )
+        runs.append(run)
+        if run.outputs is not None and test_set.perturbation is None:
+            outputs[test_set.name] = run.outputs
+        failure = run.outcome.failure
+        if failure is not None and FailureReason(failure.reason) in _FATAL:
+            fatal = run.outcome
+        if predictions_dir is not None and run.predictions is not None:
+            predictions_dir.mkdir(parents=True, exist_ok=True)
+            path = predictions_dir / f"{test_set.name}.jsonl"
+            path.write_bytes(run.predictions)
+            run.outcome.predictions = str(path)
+    finished = [run for run in runs if run.outcome.status == "finished"]
+    return EvaluationResult(
+        task=task.id,
+        model=next((run.model for run in finished if run.model), ""),
+        datasets=[run.outcome for run in runs],
+        summary=summarize([run.outcome for run in runs]),
+        energy=_total_energy(finished, country_iso_code),
+        provenance=Provenance(
+            bundle_sha256=bundle_digest(bundle_dir),
+            image_digest=next((r.image_digest for r in finished if r.image_digest), None),
+            dataset_sha256={test_set.name: test_set.sha256 for test_set in datasets},
+            evaluator_version=provenance.evaluator_version(),
+            sandbox=sandbox,
+            sandbox_isolating=all(run.isolating for run in runs),
+            limits=limits.model_dump(mode="json"),
+            cpu_model=provenance.cpu_model(),
+            cpu_count=provenance.cpu_count(),
+            gpu=next((r.gpu for r in finished if r.gpu), None) or provenance.gpu_name(),
+            seed=seed,
+            python=provenance.python_version(),
+            platform=provenance.platform_name(),
+            started_at=started_at,
+            finished_at=datetime.now(UTC),
+        ),
+    )

@@ -1,0 +1,198 @@
+"""Run one job: the same code under the in-process pool and under Celery.
+
+A job is one (submission, dataset). Its runner claims it (or is handed a claimed one),
+holds the lease with a heartbeat, fetches and unpacks the bundle, evaluates the dataset
+in a fresh sandbox, and writes the result once. A model failure fails the job with its
+exact reason and log tail; a fault of ours puts it back in the queue for another worker,
+up to ``MAX_ATTEMPTS``, and never counts against the researcher.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sqlalchemy import select
+
+from datasets_registry.taskspec import parse_task_spec
+from evalboard.core.context import Context
+from evalboard.core.errors import InvalidBundle
+from evalboard.core.states import FailureReason, JobStatus
+from evalboard.core.tables import Dataset, Job, Result, Submission, Task
+from evaluator import provenance, queue
+from evaluator.evaluation import DatasetRun, evaluate_dataset
+from evaluator.lease import Lease, worker_identity
+from evaluator.measurement import Aborted
+from evaluator.result import SCHEMA_VERSION, DatasetMetrics, DatasetOutcome, Provenance
+from evaluator.testset import TestSet
+from submission_sandbox.bundle import load_bundle
+
+__all__ = ["execute_claimed", "run_job", "stored_outcome"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Work:
+    job: Job
+    submission: Submission
+    dataset: Dataset
+    original: Dataset | None
+    task: Task
+    has_result: bool
+
+
+def _load(ctx: Context, job_id: int) -> _Work:
+    with ctx.db.session() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise LookupError(f"job {job_id} does not exist")
+        submission = session.get(Submission, job.submission_id)
+        dataset = session.get(Dataset, job.dataset_id)
+        assert submission is not None and dataset is not None
+        original = session.get(Dataset, dataset.derived_from_id) if dataset.derived_from_id \
+            else None
+        task = session.get(Task, dataset.task_id)
+        assert task is not None
+        has_result = session.scalar(select(Result.id).where(Result.job_id == job_id))
+        return _Work(job, submission, dataset, original, task, has_result is not None)
+
+
+def _fetch_bundle(ctx: Context, submission: Submission, workdir: Path) -> Path:
+    key = submission.artifact_key
+    local = ctx.artifacts.local_path(key)
+    if local is None or not local.exists():
+        local = ctx.artifacts.get_file(key, workdir / PurePosixPath(key).name)
+    bundle = load_bundle(local, unpack_to=workdir / "bundle")
+    return bundle.path
+
+
+class _JobProgress:
+    """Moves the job to ``running`` at the first batch and feeds the heartbeat."""
+
+    def __init__(self, ctx: Context, lease: Lease) -> None:
+        self.ctx, self.lease, self.total, self.running = ctx, lease, 1, False
+
+    def begin(self, dataset: str, total: int) -> None:
+        self.total = max(total, 1)
+
+    def advance(self, dataset: str, done: int) -> None:
+        if not self.running:
+            self.running = True
+            queue.mark_running(self.ctx, self.lease.job_id, owner=self.lease.owner)
+        self.lease.progress = done / self.total
+
+    def end(self, dataset: str, note: str) -> None:
+        pass
+
+
+def _provenance(ctx: Context, run: DatasetRun, work: _Work, sandbox: str,
+                limits: dict[str, Any]) -> dict[str, Any]:
+    from datetime import UTC, datetime
+
+    record = Provenance(
+        bundle_sha256=work.submission.bundle_sha256,
+        image_digest=run.image_digest,
+        dataset_sha256={work.dataset.name: work.dataset.sha256,
+                        **({work.original.name: work.original.sha256} if work.original else {})},
+        evaluator_version=provenance.evaluator_version(),
+        sandbox=sandbox,
+        sandbox_isolating=run.isolating,
+        limits=limits,
+        cpu_model=provenance.cpu_model(),
+        cpu_count=provenance.cpu_count(),
+        gpu=run.gpu or provenance.gpu_name(),
+        python=provenance.python_version(),
+        platform=provenance.platform_name(),
+        started_at=work.job.started_at or datetime.now(UTC),
+        finished_at=datetime.now(UTC),
+    ).model_dump(mode="json")
+    return {"schema_version": SCHEMA_VERSION, **record,
+            "energy": run.energy.model_dump(mode="json")}
+
+
+def execute_claimed(
+    ctx: Context, job_id: int, *, owner: str, lease_s: float = queue.DEFAULT_LEASE_S,
+    sandbox: str | None = None,
+) -> JobStatus | None:
+    """Run a job this owner has claimed; returns its final status (None: lease lost)."""
+    kind = sandbox or ctx.settings.sandbox
+    attempts = queue.MAX_ATTEMPTS  # until the job is read: no retry of what we cannot read
+    with Lease(ctx, job_id, owner, lease_s=lease_s) as lease:
+        try:
+            work = _load(ctx, job_id)
+            attempts = work.job.attempts
+            if work.has_result:  # a retry of a job whose first run wrote its result
+                queue.finish(ctx, job_id, metrics={}, provenance={})
+                return JobStatus.FINISHED
+            spec = parse_task_spec(work.task.spec, source=f"task {work.task.id}")
+            with tempfile.TemporaryDirectory(prefix=f"evalboard-job-{job_id}-") as tmp:
+                bundle_dir = _fetch_bundle(ctx, work.submission, Path(tmp))
+                original = TestSet.from_table(ctx, work.original) if work.original else None
+                test_set = TestSet.from_table(ctx, work.dataset, derived_from=original.name
+                                              if original is not None else None)
+                run = evaluate_dataset(
+                    bundle_dir, test_set, spec, sandbox=kind, limits=spec.limits,
+                    original=original, progress=_JobProgress(ctx, lease), abort=lease.lost,
+                )
+            if lease.lost.is_set():
+                return None
+            failure = run.outcome.failure
+            if failure is not None:
+                queue.fail(ctx, job_id, owner=owner, reason=FailureReason(failure.reason),
+                           message=failure.message, log_tail=failure.log_tail)
+                return JobStatus.FAILED
+            assert run.outcome.metrics is not None
+            key = None
+            if run.predictions is not None:
+                key = f"predictions/{work.submission.id}/job-{job_id}.jsonl"
+                ctx.artifacts.put_bytes(key, run.predictions)
+            queue.finish(
+                ctx, job_id,
+                metrics={"schema_version": SCHEMA_VERSION,
+                         **run.outcome.metrics.model_dump(mode="json")},
+                provenance=_provenance(ctx, run, work, kind, spec.limits.model_dump(mode="json")),
+                predictions_key=key,
+            )
+            return JobStatus.FINISHED
+        except Aborted:
+            return None
+        except InvalidBundle as exc:
+            queue.fail(ctx, job_id, owner=owner, reason=FailureReason.INVALID_BUNDLE,
+                       message=exc.message)
+            return JobStatus.FAILED
+        except Exception as exc:
+            logger.exception("job %s: platform error", job_id)
+            if attempts < queue.MAX_ATTEMPTS and queue.release(ctx, job_id, owner=owner):
+                return JobStatus.QUEUED
+            queue.fail(ctx, job_id, owner=owner, reason=FailureReason.PLATFORM_ERROR,
+                       message=f"{type(exc).__name__}: {exc}")
+            return JobStatus.FAILED
+
+
+def run_job(
+    ctx: Context, job_id: int, *, owner: str | None = None,
+    lease_s: float = queue.DEFAULT_LEASE_S, sandbox: str | None = None,
+) -> JobStatus | None:
+    """Claim and run a job; None when it is not queued (another worker has or had it)."""
+    owner = owner or worker_identity()
+    if not queue.claim(ctx, job_id, owner=owner, lease_s=lease_s):
+        return None
+    return execute_claimed(ctx, job_id, owner=owner, lease_s=lease_s, sandbox=sandbox)
+
+
+def stored_outcome(result: Result, dataset: Dataset, original: Dataset | None = None
+                   ) -> DatasetOutcome:
+    """A stored job result as a DatasetOutcome (for :func:`evaluator.summarize`)."""
+    metrics = {k: v for k, v in result.metrics.items() if k != "schema_version"}
+    return DatasetOutcome(
+        dataset=dataset.name, sha256=dataset.sha256, round=dataset.round,
+        access=dataset.access, weight=dataset.weight,
+        perturbation=dataset.perturbation,
+        derived_from=original.name if original is not None else None,
+        metrics=DatasetMetrics.model_validate(metrics),
+        predictions=result.predictions_key,
+    )

@@ -1,0 +1,144 @@
+"""The embedded default: a pool of worker threads polling the same database.
+
+Used by the single-machine setup (``evalboard serve``/``demo`` with no broker) and by
+``evalboard worker`` when no broker is configured. Each thread claims the oldest queued
+job of its queues and runs it with :func:`evaluator.job.execute_claimed`, the same code a
+Celery worker runs. One of the threads also reaps expired leases now and then, so a job
+whose process died is picked up again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Self
+
+from sqlalchemy import func, select
+
+from evalboard.core.context import Context
+from evalboard.core.tables import Job
+from evaluator import queue
+from evaluator.job import execute_claimed
+from evaluator.lease import worker_identity
+
+__all__ = ["WorkerPool"]
+
+logger = logging.getLogger(__name__)
+
+
+class WorkerPool:
+    """``concurrency`` threads running queued jobs until :meth:`stop`.
+
+    Example::
+
+        with WorkerPool(ctx, concurrency=2) as pool:
+            enqueue_submission(ctx, submission_id)
+            pool.wait_idle(timeout=600)
+    """
+
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        concurrency: int | None = None,
+        queues: Sequence[str] = ("cpu",),
+        lease_s: float = queue.DEFAULT_LEASE_S,
+        poll_s: float = 0.5,
+        reap_every_s: float | None = None,
+        sandbox: str | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.concurrency = concurrency or ctx.settings.worker_concurrency
+        self.queues = tuple(queues)
+        self.lease_s = lease_s
+        self.poll_s = poll_s
+        self.reap_every_s = reap_every_s if reap_every_s is not None else lease_s / 2
+        self.sandbox = sandbox
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._reap_lock = threading.Lock()
+        self._last_reap = 0.0
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for number in range(self.concurrency):
+            thread = threading.Thread(target=self._work, name=f"evalboard-worker-{number}",
+                                      daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def wake(self) -> None:
+        """Look for work now rather than at the next poll (after enqueueing)."""
+        self._wake.set()
+
+    def stop(self, *, wait: bool = True) -> None:
+        """Stop taking jobs; with ``wait``, let running ones finish first."""
+        self._stopping.set()
+        self._wake.set()
+        if wait:
+            for thread in self._threads:
+                thread.join()
+
+    def pending(self) -> int:
+        """Jobs of this pool's queues that are queued or running."""
+        with self.ctx.db.session() as session:
+            return int(session.scalar(
+                select(func.count(Job.id)).where(
+                    Job.queue.in_(self.queues),
+                    Job.status.in_(("queued", *queue.ACTIVE)))) or 0)
+
+    def wait_idle(self, *, timeout: float | None = None) -> bool:
+        """Block until no job of this pool's queues is queued or running; False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.pending():
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(self.poll_s / 2)
+        return True
+
+    def _maybe_reap(self) -> None:
+        now = time.monotonic()
+        if now - self._last_reap < self.reap_every_s or not self._reap_lock.acquire(False):
+            return
+        try:
+            self._last_reap = now
+            queue.reap_expired(self.ctx)
+        except Exception:
+            logger.warning("reaping expired leases failed", exc_info=True)
+        finally:
+            self._reap_lock.release()
+
+    def _work(self) -> None:
+        owner = worker_identity()
+        while not self._stopping.is_set():
+            self._maybe_reap()
+            try:
+                job_id = queue.claim_next(self.ctx, owner=owner, queues=self.queues,
+                                          lease_s=self.lease_s)
+            except Exception:
+                logger.warning("claiming a job failed", exc_info=True)
+                job_id = None
+            if job_id is None:
+                self._wake.wait(self.poll_s)
+                self._wake.clear()
+                continue
+            try:
+                execute_claimed(self.ctx, job_id, owner=owner, lease_s=self.lease_s,
+                                sandbox=self.sandbox)
+            except Exception:  # execute_claimed records failures; this is a last resort
+                logger.exception("job %s: unexpected error in the worker", job_id)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,227 @@
+"""Users, roles and API tokens, and the ``Principal`` that says what a caller may do.
+
+Roles: ``admin`` (``User.is_admin``: everything), ``owner`` of one task (a ``RoleGrant`` with
+that task, or ``Task.owner_id``: datasets, hidden sets, default weights, baselines, every
+submission's logs on the task), ``researcher`` (uploads models, sees its own submissions'
+logs), ``annotator`` (writes and validates examples, per task or platform-wide). Everyone,
+signed in or not, may read tasks, leaderboards and non-hidden datasets.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+
+from evalboard.core.context import Context
+from evalboard.core.errors import Conflict, NotFound, PermissionDenied, UsageError
+from evalboard.core.states import Role
+from evalboard.core.tables import ApiToken, RoleGrant, Task, User, utcnow
+from leaderboard.credentials import (
+    MIN_PASSWORD_LENGTH,
+    hash_password,
+    new_token,
+    token_hash,
+    verify_password,
+)
+
+__all__ = [
+    "ANONYMOUS",
+    "Principal",
+    "authenticate",
+    "create_token",
+    "create_user",
+    "get_user",
+    "grant_role",
+    "list_users",
+    "principal_for",
+    "principal_for_token",
+    "revoke_token",
+]
+
+_USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling, with what they may do; anonymous callers have ``user_id`` None."""
+
+    user_id: int | None
+    name: str = ""
+    is_admin: bool = False
+    roles: frozenset[tuple[str, str | None]] = field(default_factory=frozenset)
+    owned_tasks: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def signed_in(self) -> bool:
+        return self.user_id is not None
+
+    def has_role(self, role: Role, task_id: str | None = None) -> bool:
+        """A platform-wide grant counts for every task."""
+        return self.is_admin or (role, None) in self.roles or (role, task_id) in self.roles
+
+    def owns(self, task_id: str) -> bool:
+        return self.is_admin or task_id in self.owned_tasks
+
+    def may_upload(self, task_id: str) -> bool:
+        return self.owns(task_id) or self.has_role(Role.RESEARCHER, task_id)
+
+    def may_see_logs(self, *, task_id: str, submitter_id: int | None) -> bool:
+        """A submission's logs and messages: its submitter, the task's owner, an admin."""
+        return self.owns(task_id) or (self.signed_in and submitter_id == self.user_id)
+
+    def require_signed_in(self) -> None:
+        if not self.signed_in:
+            raise _NotSignedIn(
+                "Sign in first: send `Authorization: Bearer <token>` (create one with "
+                "`evalboard token create NAME`) or log in at /ui/login"
+            )
+
+    def require_owner(self, task_id: str, *, doing: str) -> None:
+        self.require_signed_in()
+        if not self.owns(task_id):
+            raise PermissionDenied(
+                f"Only the owner of task {task_id!r} (or an admin) may {doing}; "
+                f"{self.name!r} does not own it"
+            )
+
+    def require_admin(self, *, doing: str) -> None:
+        self.require_signed_in()
+        if not self.is_admin:
+            raise PermissionDenied(f"Only an admin may {doing}; {self.name!r} is not one")
+
+
+class _NotSignedIn(PermissionDenied):
+    """No credentials: HTTP 401 rather than 403."""
+
+    http_status = 401
+
+
+ANONYMOUS = Principal(user_id=None)
+
+
+def _check_name(name: str) -> None:
+    if not _USER_NAME.match(name):
+        raise UsageError(
+            f"User name {name!r} must be 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+
+
+def create_user(
+    ctx: Context,
+    name: str,
+    *,
+    password: str = "",
+    is_admin: bool = False,
+    roles: tuple[Role, ...] = (Role.RESEARCHER,),
+) -> User:
+    """Add a user (a researcher by default); an empty password means token-only access."""
+    _check_name(name)
+    if password and len(password) < MIN_PASSWORD_LENGTH:
+        raise UsageError(f"Passwords need at least {MIN_PASSWORD_LENGTH} characters")
+    with ctx.db.session() as session:
+        if session.scalar(select(User).where(User.name == name)) is not None:
+            raise Conflict(f"User {name!r} already exists; pick another name")
+        user = User(
+            name=name, password_hash=hash_password(password) if password else "", is_admin=is_admin
+        )
+        session.add(user)
+        session.flush()
+        for role in roles:
+            session.add(RoleGrant(user_id=user.id, role=role.value, task_id=None))
+        return user
+
+
+def get_user(ctx: Context, name: str) -> User:
+    with ctx.db.session() as session:
+        user = session.scalar(select(User).where(User.name == name))
+        if user is None:
+            raise NotFound(f"No user {name!r}; add one with `evalboard user add {name}`")
+        return user
+
+
+def list_users(ctx: Context) -> list[User]:
+    with ctx.db.session() as session:
+        return list(session.scalars(select(User).order_by(User.name)))
+
+
+def grant_role(ctx: Context, name: str, role: Role, *, task_id: str | None = None) -> None:
+    """Give ``role`` to a user (per task or platform-wide); granting twice is a no-op."""
+    if role is Role.ADMIN:
+        raise UsageError("admin is not a grant; create the user with --admin")
+    if role is Role.OWNER and task_id is None:
+        raise UsageError("owner is a per-task role; name the task (--task T)")
+    user = get_user(ctx, name)
+    with ctx.db.session() as session:
+        if task_id is not None and session.get(Task, task_id) is None:
+            raise NotFound(f"Unknown task {task_id!r}")
+        exists = session.scalar(
+            select(RoleGrant).where(
+                RoleGrant.user_id == user.id,
+                RoleGrant.role == role.value,
+                RoleGrant.task_id.is_(None) if task_id is None else RoleGrant.task_id == task_id,
+            )
+        )
+        if exists is None:
+            session.add(RoleGrant(user_id=user.id, role=role.value, task_id=task_id))
+
+
+def authenticate(ctx: Context, name: str, password: str) -> User | None:
+    """The user when the password matches, else None (the same for an unknown name)."""
+    with ctx.db.session() as session:
+        user = session.scalar(select(User).where(User.name == name))
+    if user is None or not verify_password(password, user.password_hash):
+        return None
+    return user
+
+
+def create_token(ctx: Context, name: str, *, label: str = "") -> tuple[str, ApiToken]:
+    """A new API token for the user: the plain token (returned once, never stored) and
+    its stored record."""
+    user = get_user(ctx, name)
+    token = new_token()
+    with ctx.db.session() as session:
+        row = ApiToken(user_id=user.id, token_hash=token_hash(token), label=label[:64])
+        session.add(row)
+    return token, row
+
+
+def revoke_token(ctx: Context, user_id: int, token_id: int) -> None:
+    with ctx.db.session() as session:
+        token = session.get(ApiToken, token_id)
+        if token is None or token.user_id != user_id:
+            raise NotFound(f"You have no token {token_id}")
+        session.delete(token)
+
+
+def principal_for(ctx: Context, user_id: int | None) -> Principal:
+    """The principal of a user id (anonymous when None or unknown)."""
+    if user_id is None:
+        return ANONYMOUS
+    with ctx.db.session() as session:
+        user = session.get(User, user_id)
+        if user is None:
+            return ANONYMOUS
+        grants = session.scalars(select(RoleGrant).where(RoleGrant.user_id == user_id)).all()
+        owned = set(session.scalars(select(Task.id).where(Task.owner_id == user_id)))
+    owned |= {g.task_id for g in grants if g.role == Role.OWNER and g.task_id is not None}
+    return Principal(
+        user_id=user.id,
+        name=user.name,
+        is_admin=user.is_admin,
+        roles=frozenset((g.role, g.task_id) for g in grants),
+        owned_tasks=frozenset(owned),
+    )
+
+
+def principal_for_token(ctx: Context, token: str) -> Principal | None:
+    """The token's principal, or None when the token is unknown; records its last use."""
+    with ctx.db.session() as session:
+        row = session.scalar(select(ApiToken).where(ApiToken.token_hash == token_hash(token)))
+        if row is None:
+            return None
+        row.last_used_at = utcnow()
+        user_id = row.user_id
+    return principal_for(ctx, user_id)

@@ -1,0 +1,89 @@
+"""The web application: the JSON API, the pages, and the static files they need.
+
+The API lives at the root (``/tasks``, ``/submissions``, ``/uploads``, ``/users``), its
+schema at ``/openapi.json`` and its docs at ``/docs``; the pages under ``/ui``. plotly.js
+is served from the installed plotly package: no page loads anything from elsewhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly
+from fastapi import FastAPI
+from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.middleware.sessions import SessionMiddleware
+
+from evalboard import __version__
+from evalboard.core.context import Context
+from leaderboard.errors import install_error_handlers
+from leaderboard.routes import datasets, leaderboards, rounds, submissions, tasks, uploads, users
+from leaderboard.routes import manage, pages
+
+__all__ = ["PLOTLY_JS", "create_app"]
+
+_HERE = Path(__file__).parent
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+_SESSION_DAYS = 14
+
+_DESCRIPTION = """\
+Evaluation-as-a-service with dynamic, utility-weighted leaderboards.
+
+Authenticate with `Authorization: Bearer <token>` (`evalboard token create NAME`, or
+`POST /users/me/tokens` while signed in). Reading tasks, leaderboards and non-hidden
+datasets needs no account. Errors are `{"detail": "..."}` saying what to fix.
+"""
+
+
+def create_app(ctx: Context | None = None) -> FastAPI:
+    """Build the application around ``ctx`` (default: from the environment's settings)."""
+    ctx = ctx or Context.from_settings()
+    app = FastAPI(
+        title="Evalboard",
+        version=__version__,
+        description=_DESCRIPTION,
+        openapi_tags=[
+            {"name": "tasks", "description": "Tasks and their default weights."},
+            {"name": "datasets", "description": "Immutable datasets; hidden ones owner-only."},
+            {"name": "leaderboards", "description": "Rankings for any weights; downloads."},
+            {"name": "uploads", "description": "Resumable model uploads."},
+            {"name": "submissions", "description": "Status, logs, cancel, re-run."},
+            {"name": "rounds", "description": "Collection rounds."},
+            {"name": "users", "description": "Accounts, roles and API tokens."},
+        ],
+    )
+    app.state.ctx = ctx
+    app.state.templates = Jinja2Templates(directory=str(_HERE / "templates"))
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=ctx.settings.secret_key,
+        session_cookie="evalboard_session",
+        max_age=_SESSION_DAYS * 24 * 3600,
+        same_site="lax",
+        https_only=ctx.settings.environment == "production",
+    )
+    install_error_handlers(app)
+    for module in (tasks, datasets, leaderboards, uploads, submissions, rounds, users):
+        app.include_router(module.router)
+    app.include_router(pages.router)
+    app.include_router(manage.router)
+
+    @app.get("/health", include_in_schema=False)
+    def health() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/ui", status_code=307)
+
+    @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
+    def plotly_js() -> FileResponse:
+        return FileResponse(
+            PLOTLY_JS, media_type="text/javascript",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+    app.mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static")
+    return app

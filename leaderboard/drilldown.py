@@ -1,0 +1,47 @@
+"""Per-example drill-down: each example's inputs, gold answer, the model's output and score.
+
+Only for datasets the caller may see (callers check access); the records come from the
+result's predictions file, the inputs from the dataset itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from datasets_registry import read_examples
+from evalboard.core.context import Context
+from evalboard.core.tables import Job, Submission
+from leaderboard.intervals import load_records
+
+__all__ = ["drilldown"]
+
+_GOLD_FIELDS = ("uid", "label", "answers", "input_id", "perturbation")
+
+
+def drilldown(
+    ctx: Context, submission: Submission, job: Job, *, offset: int = 0, limit: int = 50,
+    wrong_only: bool = False,
+) -> list[dict[str, Any]]:
+    """Examples ``offset .. offset+limit`` (after the ``wrong_only`` filter), in file order."""
+    if job.result is None or not job.result.predictions_key:
+        return []
+    records = load_records(ctx, job.result.predictions_key)
+    if wrong_only:
+        records = [r for r in records if float(r.get("score", 1.0)) < 1.0]
+    page = records[offset : offset + limit]
+    inputs = {
+        str(e["uid"]): {k: v for k, v in e.items() if k not in _GOLD_FIELDS}
+        for e in read_examples(ctx, job.dataset)
+    }
+    rows = []
+    for record in page:
+        output = record.get("output", {})
+        rows.append({
+            "uid": str(record.get("uid")),
+            "inputs": inputs.get(str(record.get("uid")), {}),
+            "gold": record.get("gold", record.get("original")),
+            "prediction": output.get("label", output.get("answer")),
+            "probs": output.get("probs"),
+            "score": record.get("score"),
+        })
+    return rows

@@ -1,0 +1,91 @@
+"""The one place where errors become HTTP responses.
+
+Deep code raises :class:`~evalboard.core.errors.EvalboardError` subclasses, each with its
+``http_status``; the handlers here turn them (and scoring's ``ScoringError``, which is a
+``ValueError``) into ``{"detail": message}`` with that status. Pages get the same message
+rendered as HTML.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from evalboard.core.errors import EvalboardError
+from scoring import ScoringError
+
+__all__ = ["ERROR_RESPONSES", "ErrorPublic", "install_error_handlers"]
+
+
+class ErrorPublic(BaseModel):
+    """Every error the API returns on purpose."""
+
+    detail: str = Field(description="What was wrong and how to fix it.")
+
+
+def _described(description: str) -> dict[str, Any]:
+    return {"model": ErrorPublic, "description": description}
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _described("Bad input; the message says how to fix it."),
+    401: _described("Not signed in: send a Bearer token or log in."),
+    403: _described("Signed in, but your role does not allow this."),
+    404: _described("No such thing (or hidden from you)."),
+    409: _described("Clashes with what is stored."),
+    413: _described("Too large."),
+    429: _described("Daily upload quota spent."),
+    503: _described("The platform lacks something it needs; not your fault."),
+}
+
+
+def _wants_html(request: Request) -> bool:
+    return request.url.path.startswith("/ui") or (
+        "text/html" in request.headers.get("accept", "")
+        and not request.url.path.startswith("/api")
+        and request.method == "GET"
+    )
+
+
+def _response(request: Request, status: int, message: str) -> Response:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if _wants_html(request):
+        templates = request.app.state.templates
+        return templates.TemplateResponse(
+            request,
+            "error.html",
+            {"status": status, "message": message},
+            status_code=status,
+            headers=headers,
+        )
+    return JSONResponse({"detail": message}, status_code=status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map domain errors, scoring errors and HTTP errors to responses."""
+
+    async def domain(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, EvalboardError)
+        return _response(request, exc.http_status, exc.message)
+
+    async def scoring(request: Request, exc: Exception) -> Response:
+        return _response(request, 400, str(exc))
+
+    async def http(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 404 and _wants_html(request):
+            return _response(request, 404, "No such page.")
+        if isinstance(exc.detail, str):
+            return JSONResponse(
+                {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+            )
+        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code)
+
+    app.add_exception_handler(EvalboardError, domain)
+    app.add_exception_handler(ScoringError, scoring)
+    app.add_exception_handler(StarletteHTTPException, http)
+

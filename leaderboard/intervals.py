@@ -1,0 +1,109 @@
+"""Bootstrap intervals for the leaderboard, from the per-example predictions kept per result.
+
+Each ranked model's drill-down file (``Result.predictions_key``, one JSON record per
+example with ``uid``, ``output`` and ``gold``) gives the perf metric's per-example
+statistics; :func:`scoring.bootstrap` resamples the same examples for every model. When a
+model lacks a file, or the models answered different examples, there are no intervals
+(shown as such), never made-up ones.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from evalboard.core.context import Context
+from leaderboard.table import ModelEntry, TaskTable
+from scoring import BootstrapResult, ScoringError, bootstrap, statistics
+
+__all__ = ["N_RESAMPLES", "leaderboard_intervals", "load_records"]
+
+logger = logging.getLogger(__name__)
+
+N_RESAMPLES = 1000
+_stats_cache: dict[tuple[str, str], Any] = {}
+_boot_cache: dict[tuple[Any, ...], BootstrapResult | None] = {}
+_CACHE_LIMIT = 256
+
+
+def load_records(ctx: Context, key: str) -> list[dict[str, Any]]:
+    """The per-example records of one result (its drill-down file)."""
+    with ctx.artifacts.open(key) as handle:
+        return [json.loads(line) for line in handle.read().decode("utf-8").splitlines() if line]
+
+
+def _prediction(output: Mapping[str, Any], span: bool) -> Any:
+    return output.get("answer", "") if span else output.get("label")
+
+
+def _statistics(ctx: Context, table: TaskTable, key: str) -> tuple[tuple[str, ...], Any]:
+    cached = _stats_cache.get((table.task.perf_metric, key))
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    span = table.task.output.type == "span"
+    records = sorted(load_records(ctx, key), key=lambda r: str(r["uid"]))
+    predictions = [_prediction(r.get("output", {}), span) for r in records]
+    golds = [r["gold"] for r in records]
+    stats = statistics(
+        table.task.perf_metric, predictions, golds, labels=table.task.output.labels or None
+    )
+    result = (tuple(str(r["uid"]) for r in records), stats)
+    if len(_stats_cache) > _CACHE_LIMIT:
+        _stats_cache.clear()
+    _stats_cache[(table.task.perf_metric, key)] = result
+    return result
+
+
+def leaderboard_intervals(
+    ctx: Context,
+    table: TaskTable,
+    models: list[ModelEntry],
+    *,
+    other_metrics: Mapping[str, Mapping[str, float]],
+    weights: Mapping[str, float],
+    directions: Mapping[str, float],
+    offsets: Mapping[str, float],
+) -> BootstrapResult | None:
+    """Perf and Dynascore intervals of ``models``; None when they cannot be computed."""
+    originals = table.originals
+    if not models or not originals:
+        return None
+    if any(d.name not in m.predictions for m in models for d in originals):
+        return None
+    cache_key = (
+        tuple((m.key, tuple(m.predictions[d.name] for d in originals)) for m in models),
+        tuple(sorted(weights.items())),
+        tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),
+    )
+    if cache_key in _boot_cache:
+        return _boot_cache[cache_key]
+    try:
+        examples: dict[str, dict[str, Any]] = {}
+        uids: dict[str, tuple[str, ...]] = {}
+        for model in models:
+            examples[model.key] = {}
+            for dataset in originals:
+                ids, stats = _statistics(ctx, table, model.predictions[dataset.name])
+                if uids.setdefault(dataset.name, ids) != ids:
+                    return None
+                examples[model.key][dataset.name] = stats
+        result: BootstrapResult | None = bootstrap(
+            examples,
+            metric=table.task.perf_metric,
+            table=other_metrics,
+            weights=weights,
+            directions=directions,
+            offsets=offsets,
+            dataset_weights={d.name: d.weight for d in originals},
+            n_resamples=N_RESAMPLES,
+            seed=0,
+        )
+    except (OSError, KeyError, ValueError, ScoringError) as exc:
+        logger.warning("no intervals for task %s: %s", table.task.id, exc)
+        result = None
+    if len(_boot_cache) > _CACHE_LIMIT:
+        _boot_cache.clear()
+    _boot_cache[cache_key] = result
+    return result

@@ -1,0 +1,74 @@
+"""The loop: target models, adversarial collection, validation, rounds and the release gate.
+
+Leaderboard winners become the targets of a round; annotators write examples meant to
+fool them; other annotators validate the ones that did; closing the round turns the
+verified examples into the task's next dataset. The release gate keeps a new model from
+getting wrong what the old one got right.
+"""
+
+from leaderboard.loop.answers import check_gold, check_inputs, gold_value, is_model_wrong
+from leaderboard.loop.collection import (
+    Collected,
+    Predictor,
+    collect_example,
+    explain_example,
+    get_example,
+)
+from leaderboard.loop.failures import Failure, capture_failure, capture_failures, read_failures
+from leaderboard.loop.gate import DatasetComparison, GateReport, Regression, compare, run_gate
+from leaderboard.loop.ranking import leaderboard_ranking
+from leaderboard.loop.rounds import (
+    ClosedRound,
+    Ranking,
+    close_round,
+    current_round,
+    dataset_name,
+    get_round,
+    list_rounds,
+    open_round,
+    round_examples,
+)
+from leaderboard.loop.targets import BundleSandboxes, SandboxFactory, TargetPool
+from leaderboard.loop.validation import decide, validate_example, validation_queue, verdicts_of
+from leaderboard.loop.vmer import AnnotatorVmer, RoundVmer, round_vmer
+
+__all__ = [
+    "AnnotatorVmer",
+    "BundleSandboxes",
+    "ClosedRound",
+    "Collected",
+    "DatasetComparison",
+    "Failure",
+    "GateReport",
+    "Predictor",
+    "Ranking",
+    "Regression",
+    "RoundVmer",
+    "SandboxFactory",
+    "TargetPool",
+    "capture_failure",
+    "capture_failures",
+    "check_gold",
+    "check_inputs",
+    "close_round",
+    "collect_example",
+    "compare",
+    "current_round",
+    "dataset_name",
+    "decide",
+    "explain_example",
+    "get_example",
+    "get_round",
+    "gold_value",
+    "is_model_wrong",
+    "leaderboard_ranking",
+    "list_rounds",
+    "open_round",
+    "read_failures",
+    "round_examples",
+    "round_vmer",
+    "run_gate",
+    "validate_example",
+    "validation_queue",
+    "verdicts_of",
+]

@@ -1,0 +1,237 @@
+"""The release gate: a candidate must not get wrong what the baseline got right.
+
+The candidate bundle is evaluated on every round and static dataset of the task (the
+originals; perturbed copies measure stability, not correctness) in the same sandbox as
+any evaluation. The baseline is a stored submission, whose per-example predictions are
+read back (and which is evaluated the same way on any dataset it has none for yet), or
+another bundle, evaluated the same way. Per example, "right" is the task's model-wrong
+rule negated. Every example the baseline got right and the candidate got wrong is a
+regression; a dataset the candidate failed to run on fails the gate too.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sqlalchemy import select
+
+from datasets_registry import get_task, list_datasets
+from datasets_registry.taskspec import TaskSpec
+from evalboard.core.context import Context
+from evalboard.core.errors import NotFound, UsageError
+from evalboard.core.tables import Result, Submission
+from evaluator.evaluation import evaluate_dataset
+from evaluator.scorecard import prediction_of
+from evaluator.testset import TestSet
+from leaderboard.loop.answers import gold_value, is_model_wrong
+from submission_sandbox.bundle import load_bundle
+
+__all__ = ["DatasetComparison", "GateReport", "Regression", "compare", "run_gate"]
+
+#: dataset name -> uid -> the model's output
+Outputs = dict[str, dict[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Regression:
+    """An example the baseline got right and the candidate got wrong."""
+
+    dataset: str
+    uid: str
+    gold: Any
+    baseline: Any
+    candidate: Any
+
+
+@dataclass(frozen=True)
+class DatasetComparison:
+    """Per dataset: how many examples, and how the two models moved on them."""
+
+    dataset: str
+    examples: int
+    regressions: int = 0
+    improvements: int = 0
+    baseline_right: int = 0
+    candidate_right: int = 0
+    failure: str | None = None
+
+
+@dataclass
+class GateReport:
+    """The gate's verdict: passed when no regression and no failed dataset."""
+
+    task: str
+    baseline: str
+    candidate: str
+    datasets: list[DatasetComparison] = field(default_factory=list)
+    regressions: list[Regression] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.regressions and not any(d.failure for d in self.datasets)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, **asdict(self)}
+
+
+def _predicted(task: TaskSpec, output: Mapping[str, Any] | None) -> Any:
+    if output is None:
+        return None
+    try:
+        return prediction_of(output, task)
+    except KeyError:
+        return None
+
+
+def compare(
+    task: TaskSpec,
+    dataset: str,
+    examples: Sequence[Mapping[str, Any]],
+    baseline: Mapping[str, Mapping[str, Any]],
+    candidate: Mapping[str, Mapping[str, Any]],
+) -> tuple[DatasetComparison, list[Regression]]:
+    """Compare two models' outputs (by uid) on one dataset's examples.
+
+    An example with no baseline output cannot regress; one with no candidate output
+    counts as wrong for the candidate.
+    """
+    regressions: list[Regression] = []
+    improvements = baseline_right = candidate_right = 0
+    for example in examples:
+        uid = str(example["uid"])
+        gold = gold_value(task, example)
+        old, new = baseline.get(uid), candidate.get(uid)
+        old_right = old is not None and not is_model_wrong(task, old, gold)
+        new_right = new is not None and not is_model_wrong(task, new, gold)
+        baseline_right += old_right
+        candidate_right += new_right
+        if old_right and not new_right:
+            regressions.append(
+                Regression(dataset, uid, gold, _predicted(task, old), _predicted(task, new))
+            )
+        elif new_right and not old_right:
+            improvements += 1
+    return (
+        DatasetComparison(
+            dataset=dataset,
+            examples=len(examples),
+            regressions=len(regressions),
+            improvements=improvements,
+            baseline_right=baseline_right,
+            candidate_right=candidate_right,
+        ),
+        regressions,
+    )
+
+
+def _evaluate(
+    bundle: Path, task: TaskSpec, test_sets: Sequence[TestSet], sandbox: str, workdir: Path
+) -> tuple[Outputs, dict[str, str]]:
+    unpacked = load_bundle(bundle, unpack_to=workdir).path
+    outputs: Outputs = {}
+    failures: dict[str, str] = {}
+    for test_set in test_sets:
+        run = evaluate_dataset(unpacked, test_set, task, sandbox=sandbox, measure_energy=False)
+        if run.outcome.failure is not None:
+            failures[test_set.name] = f"{run.outcome.failure.reason}: {run.outcome.failure.message}"
+        else:
+            outputs[test_set.name] = run.outputs or {}
+    return outputs, failures
+
+
+def _stored(ctx: Context, submission_id: int, test_sets: Sequence[TestSet]) -> Outputs:
+    """The submission's stored per-example outputs, for the datasets it has them."""
+    names = {t.name for t in test_sets}
+    from evalboard.core.tables import Dataset
+
+    with ctx.db.session() as session:
+        rows = session.execute(
+            select(Dataset.name, Result.predictions_key)
+            .join(Result, Result.dataset_id == Dataset.id)
+            .where(Result.submission_id == submission_id)
+        ).all()
+    outputs: Outputs = {}
+    for name, key in rows:
+        if name not in names or not key:
+            continue
+        records = [json.loads(line) for line in ctx.artifacts.read_bytes(key).splitlines() if line]
+        outputs[name] = {str(r["uid"]): r["output"] for r in records if "output" in r}
+    return outputs
+
+
+def _submission_bundle(ctx: Context, submission_id: int, task_id: str, workdir: Path) -> Path:
+    with ctx.db.session() as session:
+        submission = session.get(Submission, submission_id)
+        if submission is None or submission.task_id != task_id:
+            raise NotFound(f"Task {task_id!r} has no submission {submission_id}")
+        key = submission.artifact_key
+    local = ctx.artifacts.local_path(key)
+    if local is None or not local.exists():
+        local = ctx.artifacts.get_file(key, workdir / PurePosixPath(key).name)
+    return local
+
+
+def run_gate(
+    ctx: Context,
+    candidate: Path,
+    *,
+    task_id: str,
+    baseline: str,
+    sandbox: str | None = None,
+) -> GateReport:
+    """Evaluate ``candidate`` and compare it with ``baseline`` on every original dataset.
+
+    Args:
+        candidate: a bundle directory or archive.
+        baseline: a submission id of the task, or a bundle directory or archive.
+        sandbox: ``docker`` or ``local``; the settings' sandbox by default.
+
+    Raises:
+        UsageError: the task has no dataset, or ``baseline`` names neither a submission
+            nor a bundle.
+    """
+    task = get_task(ctx, task_id)
+    kind = sandbox or ctx.settings.sandbox
+    originals = [d for d in list_datasets(ctx, task_id) if d.derived_from_id is None]
+    if not originals:
+        raise UsageError(f"Task {task_id!r} has no dataset to gate on; add one first")
+    test_sets = [TestSet.from_table(ctx, d) for d in originals]
+    baseline_path = Path(baseline)
+    if not baseline_path.exists() and not baseline.isdigit():
+        raise UsageError(f"--baseline {baseline!r} is neither a submission id nor a bundle path")
+    report = GateReport(task=task_id, baseline=baseline, candidate=str(candidate))
+    with tempfile.TemporaryDirectory(prefix="evalboard-gate-") as tmp:
+        work = Path(tmp)
+        new, failed = _evaluate(candidate, task, test_sets, kind, work / "candidate")
+        if baseline_path.exists():
+            old, old_failed = _evaluate(baseline_path, task, test_sets, kind, work / "baseline")
+        else:
+            old = _stored(ctx, int(baseline), test_sets)
+            missing = [t for t in test_sets if t.name not in old]
+            old_failed = {}
+            if missing:
+                bundle = _submission_bundle(ctx, int(baseline), task_id, work)
+                more, old_failed = _evaluate(bundle, task, missing, kind, work / "baseline")
+                old.update(more)
+    for test_set in test_sets:
+        if test_set.name in failed:
+            report.datasets.append(
+                DatasetComparison(
+                    test_set.name, len(test_set.examples), failure=failed[test_set.name]
+                )
+            )
+            continue
+        if test_set.name in old_failed:  # the baseline has nothing to compare with
+            report.datasets.append(DatasetComparison(test_set.name, len(test_set.examples)))
+            continue
+        summary, regressions = compare(
+            task, test_set.name, test_set.examples, old.get(test_set.name, {}), new[test_set.name]
+        )
+        report.datasets.append(summary)
+        report.regressions.extend(regressions)
+    return report

@@ -1,0 +1,264 @@
+"""Collection rounds: opened with target models, closed into an immutable dataset.
+
+A task has at most one open round. Its number follows the task's highest round so far
+(rounds opened here and datasets added with ``--round``). Opening it adopts the failures
+captured while no round was open, so they enter its validation queue. Closing it first
+marks it closed (validation stops, so the dataset cannot miss a late verdict), then adds
+its verified examples as dataset ``round-<n>`` (with its perturbed copies) and queues the
+evaluation of every submission on the new datasets.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import func, select, update
+
+from datasets_registry import add_dataset, canonical_jsonl, get_task
+from evalboard.core.context import Context
+from evalboard.core.errors import Conflict, NotFound, UsageError
+from evalboard.core.states import Access, ExampleStatus, RoundStatus
+from evalboard.core.tables import Dataset, Example, Round, Submission, utcnow
+from evaluator.queue import Dispatcher, queue_missing_jobs
+
+__all__ = [
+    "ClosedRound",
+    "Ranking",
+    "close_round",
+    "current_round",
+    "dataset_name",
+    "get_round",
+    "list_rounds",
+    "open_round",
+    "round_examples",
+]
+
+#: Submission ids of a task, best first (the leaderboard's ranking).
+Ranking = Callable[[Context, str], list[int]]
+
+
+@dataclass(frozen=True)
+class ClosedRound:
+    """What closing a round did."""
+
+    round: Round
+    dataset: Dataset | None
+    derived: list[Dataset] = field(default_factory=list)
+    examples: int = 0
+    jobs: list[int] = field(default_factory=list)
+
+
+def dataset_name(number: int) -> str:
+    """The registry name of a round's dataset."""
+    return f"round-{number}"
+
+
+def list_rounds(ctx: Context, task_id: str) -> list[Round]:
+    get_task(ctx, task_id)
+    with ctx.db.session() as session:
+        return list(
+            session.scalars(select(Round).where(Round.task_id == task_id).order_by(Round.number))
+        )
+
+
+def get_round(ctx: Context, task_id: str, number: int) -> Round:
+    with ctx.db.session() as session:
+        found = session.scalar(
+            select(Round).where(Round.task_id == task_id, Round.number == number)
+        )
+        if found is None:
+            known = session.scalars(
+                select(Round.number).where(Round.task_id == task_id).order_by(Round.number)
+            ).all()
+            raise NotFound(
+                f"Task {task_id!r} has no round {number}; rounds: "
+                f"{', '.join(map(str, known)) or 'none yet'}. Open one with "
+                f"`evalboard promote --task {task_id} --top 1`"
+            )
+        return found
+
+
+def current_round(ctx: Context, task_id: str) -> Round | None:
+    """The task's open round, if any."""
+    with ctx.db.session() as session:
+        return session.scalar(
+            select(Round).where(Round.task_id == task_id, Round.status == RoundStatus.OPEN)
+        )
+
+
+def _targets(
+    ctx: Context,
+    task_id: str,
+    submission_ids: Sequence[int] | None,
+    top: int | None,
+    ranking: Ranking | None,
+) -> list[int]:
+    if (submission_ids is None) == (top is None):
+        raise UsageError("Choose the targets either by submission ids or as the top K, not both")
+    if top is not None:
+        if top < 1:
+            raise UsageError(f"--top {top} must be at least 1")
+        if ranking is None:
+            from leaderboard.loop.ranking import leaderboard_ranking
+
+            ranking = leaderboard_ranking
+        ranked = ranking(ctx, task_id)
+        if not ranked:
+            raise UsageError(
+                f"Task {task_id!r} has no ranked submission yet to promote; wait for its "
+                "evaluations to finish, or name submissions with --submission ID"
+            )
+        return ranked[:top]
+    assert submission_ids is not None
+    chosen = list(dict.fromkeys(submission_ids))
+    if not chosen:
+        raise UsageError("Name at least one target submission")
+    with ctx.db.session() as session:
+        found = set(
+            session.scalars(
+                select(Submission.id).where(
+                    Submission.id.in_(chosen), Submission.task_id == task_id
+                )
+            )
+        )
+    missing = [i for i in chosen if i not in found]
+    if missing:
+        raise NotFound(
+            f"Task {task_id!r} has no submission {', '.join(map(str, missing))}; "
+            "see `evalboard leaderboard --task " + task_id + "`"
+        )
+    return chosen
+
+
+def open_round(
+    ctx: Context,
+    task_id: str,
+    *,
+    submission_ids: Sequence[int] | None = None,
+    top: int | None = None,
+    ranking: Ranking | None = None,
+) -> Round:
+    """Open the task's next round with its target models.
+
+    Args:
+        submission_ids: the targets, by id; or
+        top: promote the leaderboard's best ``top`` submissions (by ``ranking``).
+
+    Raises:
+        Conflict: a round of the task is open already.
+        NotFound: a named submission is not one of the task's.
+    """
+    get_task(ctx, task_id)
+    targets = _targets(ctx, task_id, submission_ids, top, ranking)
+    with ctx.db.session() as session:
+        open_now = session.scalar(
+            select(Round).where(Round.task_id == task_id, Round.status == RoundStatus.OPEN)
+        )
+        if open_now is not None:
+            raise Conflict(
+                f"Round {open_now.number} of task {task_id!r} is open; close it first "
+                f"(`evalboard round close --task {task_id}`)"
+            )
+        last_round = session.scalar(select(func.max(Round.number)).where(Round.task_id == task_id))
+        last_dataset = session.scalar(
+            select(func.max(Dataset.round)).where(Dataset.task_id == task_id)
+        )
+        number = max(last_round or 0, last_dataset or 0) + 1
+        opened = Round(
+            task_id=task_id,
+            number=number,
+            status=RoundStatus.OPEN.value,
+            target_submission_ids=targets,
+        )
+        session.add(opened)
+        session.flush()
+        session.execute(
+            update(Example)
+            .where(Example.task_id == task_id, Example.round_id.is_(None))
+            .values(round_id=opened.id)
+        )
+        return opened
+
+
+def round_examples(
+    ctx: Context, round_id: int, *, status: ExampleStatus | None = None
+) -> list[Example]:
+    with ctx.db.session() as session:
+        query = select(Example).where(Example.round_id == round_id)
+        if status is not None:
+            query = query.where(Example.status == status.value)
+        return list(session.scalars(query.order_by(Example.id)))
+
+
+def _rows(ctx: Context, task_id: str, closing: Round) -> list[dict[str, object]]:
+    spec = get_task(ctx, task_id)
+    rows: list[dict[str, object]] = []
+    for example in round_examples(ctx, closing.id, status=ExampleStatus.VERIFIED):
+        row: dict[str, object] = {"uid": f"r{closing.number}-{example.id}", **example.inputs}
+        row[spec.gold_field] = example.gold[spec.gold_field]
+        rows.append(row)
+    return rows
+
+
+def close_round(
+    ctx: Context, task_id: str, number: int | None = None, *, dispatcher: Dispatcher | None = None
+) -> ClosedRound:
+    """Close a round (the open one by default) into dataset ``round-<n>``.
+
+    A round with no verified example closes without a dataset. The caller releases the
+    round's warm targets (:meth:`TargetPool.release`).
+
+    Raises:
+        Conflict: the round is closed already, or ``round-<n>`` exists with other content.
+    """
+    closing = get_round(ctx, task_id, number) if number is not None else current_round(ctx, task_id)
+    if closing is None:
+        raise Conflict(f"Task {task_id!r} has no open round to close")
+    with ctx.db.session() as session:
+        done = session.execute(
+            update(Round)
+            .where(Round.id == closing.id, Round.status == RoundStatus.OPEN.value)
+            .values(status=RoundStatus.CLOSED.value, closed_at=utcnow())
+        )
+        if getattr(done, "rowcount", 0) != 1:
+            raise Conflict(f"Round {closing.number} of task {task_id!r} is closed already")
+    try:
+        rows = _rows(ctx, task_id, closing)
+        added = None
+        if rows:
+            with tempfile.TemporaryDirectory(prefix="evalboard-round-") as tmp:
+                path = Path(tmp) / f"{dataset_name(closing.number)}.jsonl"
+                path.write_bytes(canonical_jsonl(rows))
+                added = add_dataset(
+                    ctx,
+                    task_id=task_id,
+                    name=dataset_name(closing.number),
+                    path=path,
+                    round=closing.number,
+                    access=Access.SCORING,
+                )
+    except BaseException:
+        with ctx.db.session() as session:  # nothing was stored: the round stays open
+            session.execute(
+                update(Round)
+                .where(Round.id == closing.id)
+                .values(status=RoundStatus.OPEN.value, closed_at=None)
+            )
+        raise
+    with ctx.db.session() as session:
+        stored = session.get(Round, closing.id)
+        assert stored is not None
+        stored.dataset_id = added.dataset.id if added is not None else None
+        session.flush()
+        closed = stored
+    jobs = queue_missing_jobs(ctx, task_id, dispatcher=dispatcher) if added is not None else []
+    return ClosedRound(
+        round=closed,
+        dataset=added.dataset if added else None,
+        derived=added.derived if added else [],
+        examples=len(rows),
+        jobs=jobs,
+    )

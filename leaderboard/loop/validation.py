@@ -1,0 +1,173 @@
+"""Validation: other annotators judge each fooling example before it enters a dataset.
+
+Each validator gives one verdict per example, never on their own example: ``correct``
+(the intended answer is right, so the model made an error), ``incorrect`` or
+``flagged`` (unclear, offensive or off-task: for the owner to look at). When
+``num_matching`` verdicts (the task's ``validation.num_matching``, 3 by default) agree,
+the example becomes ``verified``, ``rejected`` or ``flagged``. The task owner decides
+alone: one owner verdict settles the example, also one that others flagged. Once the
+round is closed its dataset is fixed, and verdicts are refused.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sqlalchemy import exists, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from datasets_registry import get_task
+from evalboard.core.context import Context
+from evalboard.core.errors import Conflict, NotFound, PermissionDenied
+from evalboard.core.states import ExampleStatus, RoundStatus, Verdict
+from evalboard.core.tables import Example, Round, Validation
+
+__all__ = ["decide", "validate_example", "validation_queue", "verdicts_of"]
+
+_OUTCOME = {
+    Verdict.CORRECT: ExampleStatus.VERIFIED,
+    Verdict.INCORRECT: ExampleStatus.REJECTED,
+    Verdict.FLAGGED: ExampleStatus.FLAGGED,
+}
+_SETTLED = {ExampleStatus.VERIFIED, ExampleStatus.REJECTED}
+
+
+def decide(verdicts: list[Verdict], *, num_matching: int) -> ExampleStatus:
+    """The status ``verdicts`` give: the first verdict to reach ``num_matching``, else pending.
+
+    >>> decide([Verdict.CORRECT, Verdict.FLAGGED, Verdict.CORRECT], num_matching=2)
+    <ExampleStatus.VERIFIED: 'verified'>
+    >>> decide([Verdict.CORRECT, Verdict.INCORRECT], num_matching=2)
+    <ExampleStatus.PENDING: 'pending'>
+    """
+    counts: Counter[Verdict] = Counter()
+    for verdict in verdicts:
+        counts[verdict] += 1
+        if counts[verdict] >= num_matching:
+            return _OUTCOME[verdict]
+    return ExampleStatus.PENDING
+
+
+def verdicts_of(ctx: Context, example_id: int) -> list[Validation]:
+    with ctx.db.session() as session:
+        return list(
+            session.scalars(
+                select(Validation)
+                .where(Validation.example_id == example_id)
+                .order_by(Validation.id)
+            )
+        )
+
+
+def _check_open(session: Session, example: Example) -> None:
+    if example.round_id is None:
+        return  # a captured failure waiting for the next round
+    round_ = session.get(Round, example.round_id)
+    if round_ is not None and round_.status != RoundStatus.OPEN:
+        raise Conflict(
+            f"Example {example.id} belongs to round {round_.number}, which is closed: its "
+            "dataset is fixed and takes no more verdicts"
+        )
+
+
+def validate_example(
+    ctx: Context, example_id: int, *, user_id: int, verdict: Verdict, as_owner: bool = False
+) -> Example:
+    """Record a verdict and update the example's status.
+
+    Args:
+        as_owner: the caller owns the task; the verdict then settles the example.
+
+    Raises:
+        PermissionDenied: the caller wrote the example.
+        Conflict: the caller judged it already, it is settled, it did not fool the
+            target, or its round is closed.
+    """
+    with ctx.db.session() as session:
+        example = session.get(Example, example_id)
+        if example is None:
+            raise NotFound(f"Example {example_id} does not exist")
+        spec = get_task(ctx, example.task_id)
+        if example.author_id == user_id:
+            raise PermissionDenied(
+                f"You wrote example {example_id}; validation is for other annotators"
+            )
+        _check_open(session, example)
+        status = ExampleStatus(example.status)
+        if status is ExampleStatus.NOT_FOOLING:
+            raise Conflict(
+                f"Example {example_id} did not fool its target; only model errors are validated"
+            )
+        if not as_owner and (status in _SETTLED or status is ExampleStatus.FLAGGED):
+            raise Conflict(
+                f"Example {example_id} is {status.value} already; the task owner may still "
+                "change that"
+            )
+        already = session.scalar(
+            select(
+                exists().where(Validation.example_id == example_id, Validation.user_id == user_id)
+            )
+        )
+        if already and not as_owner:
+            raise Conflict(f"You judged example {example_id} already")
+        if already:
+            mine = session.scalar(
+                select(Validation).where(
+                    Validation.example_id == example_id, Validation.user_id == user_id
+                )
+            )
+            assert mine is not None
+            mine.verdict = verdict.value
+        else:
+            session.add(Validation(example_id=example_id, user_id=user_id, verdict=verdict.value))
+        try:
+            session.flush()
+        except IntegrityError:  # the same user's verdict in a concurrent request
+            raise Conflict(f"You judged example {example_id} already") from None
+        if as_owner:
+            example.status = _OUTCOME[verdict].value
+        else:
+            verdicts = session.scalars(
+                select(Validation.verdict)
+                .where(Validation.example_id == example_id)
+                .order_by(Validation.id)
+            ).all()
+            example.status = decide(
+                [Verdict(v) for v in verdicts], num_matching=spec.validation.num_matching
+            ).value
+        session.flush()
+        return example
+
+
+def validation_queue(
+    ctx: Context,
+    task_id: str,
+    *,
+    user_id: int,
+    limit: int = 20,
+    flagged: bool = False,
+) -> list[Example]:
+    """Examples this user may judge, oldest first: pending ones not theirs and not yet
+    judged by them in open rounds (or captured failures); ``flagged`` lists those flagged
+    for the owner instead."""
+    get_task(ctx, task_id)
+    status = ExampleStatus.FLAGGED if flagged else ExampleStatus.PENDING
+    judged = select(Validation.example_id).where(Validation.user_id == user_id)
+    open_rounds = select(Round.id).where(
+        Round.task_id == task_id, Round.status == RoundStatus.OPEN.value
+    )
+    with ctx.db.session() as session:
+        query = (
+            select(Example)
+            .where(
+                Example.task_id == task_id,
+                Example.status == status.value,
+                (Example.author_id.is_(None)) | (Example.author_id != user_id),
+                Example.id.not_in(judged) if not flagged else Example.id.is_not(None),
+                Example.round_id.is_(None) | Example.round_id.in_(open_rounds),
+            )
+            .order_by(Example.id)
+            .limit(limit)
+        )
+        return list(session.scalars(query))

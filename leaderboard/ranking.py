@@ -1,0 +1,221 @@
+"""The leaderboard: rows of a :class:`~leaderboard.table.TaskTable` ranked by Dynascore.
+
+The API, the pages, the CSV download and ``evalboard leaderboard`` all print what
+:func:`build_leaderboard` returns, so they cannot disagree. The browser re-ranks with
+``static/dynascore.js`` from the same table, directions and offsets.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Mapping
+
+from datasets_registry.taskspec import WEIGHABLE_METRICS
+from evalboard.core.context import Context
+from evalboard.core.errors import InvalidWeights
+from leaderboard.intervals import leaderboard_intervals
+from leaderboard.schemas import (
+    IntervalPublic,
+    LeaderboardPublic,
+    MetricPublic,
+    PendingPublic,
+    RowPublic,
+)
+from leaderboard.table import ModelEntry, TaskTable
+from scoring import normalise
+
+__all__ = ["METRICS", "build_leaderboard", "parse_weights", "to_csv", "weighable_metrics"]
+
+#: Every column the leaderboard shows, in order; the first five can be weighted.
+METRICS: dict[str, tuple[str, str, str]] = {
+    "perf": ("Perf", "x100", "higher"),
+    "throughput": ("Throughput", "examples/s", "higher"),
+    "memory": ("Memory", "GiB peak", "lower"),
+    "fairness": ("Fairness", "x100", "higher"),
+    "robustness": ("Robustness", "x100", "higher"),
+    "latency_p50": ("Latency p50", "s/batch", "lower"),
+    "ece": ("Calibration error", "x100", "lower"),
+}
+
+
+def parse_weights(text: str | None) -> dict[str, float] | None:
+    """``perf:4,throughput:1`` (or ``perf=4,...``) -> a dict; None or empty -> None.
+
+    >>> parse_weights("perf:4, memory=1")
+    {'perf': 4.0, 'memory': 1.0}
+    """
+    if not text or not text.strip():
+        return None
+    weights: dict[str, float] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.replace("=", ":").partition(":")
+        name = name.strip()
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not sep or name not in WEIGHABLE_METRICS or not math.isfinite(number) or number < 0:
+            raise InvalidWeights(
+                f"Weight {item.strip()!r} is not METRIC:NUMBER with METRIC one of "
+                f"{', '.join(WEIGHABLE_METRICS)} and NUMBER >= 0; e.g. perf:4,throughput:1"
+            )
+        weights[name] = number
+    return weights
+
+
+def weighable_metrics(table: TaskTable) -> list[str]:
+    """The weighable metrics every ranked model has a value for (perf always)."""
+    ranked = table.ranked
+    present = [
+        name
+        for name in WEIGHABLE_METRICS
+        if name == "perf" or (ranked and all(m.metrics.get(name) is not None for m in ranked))
+    ]
+    if ranked and any(m.metrics.get("perf") is None for m in ranked):
+        present.remove("perf")
+    return present
+
+
+def _directions(table: TaskTable) -> tuple[dict[str, float], dict[str, float]]:
+    return {"memory": -1.0}, {"memory": float(table.task.memory_cap_gib)}
+
+
+def _usable_weights(
+    table: TaskTable, requested: Mapping[str, float] | None, metrics: list[str]
+) -> dict[str, float]:
+    weights = dict(requested) if requested is not None else dict(table.default_weights)
+    unknown = sorted(set(weights) - set(WEIGHABLE_METRICS))
+    if unknown:
+        raise InvalidWeights(
+            f"Unknown metric(s) {', '.join(unknown)}; known: {', '.join(WEIGHABLE_METRICS)}"
+        )
+    used = {name: float(w) for name, w in weights.items() if name in metrics}
+    if table.ranked and not any(w > 0 for w in used.values()):
+        raise InvalidWeights(
+            f"At least one of {', '.join(metrics)} needs a weight above 0; got {weights}"
+        )
+    return weights
+
+
+def build_leaderboard(
+    ctx: Context,
+    table: TaskTable,
+    weights: Mapping[str, float] | None = None,
+    *,
+    intervals: bool = True,
+) -> LeaderboardPublic:
+    """Rank the complete models; baselines ranked with them, the majority row not ranked."""
+    metrics = weighable_metrics(table)
+    requested = _usable_weights(table, weights, metrics)
+    used = {k: v for k, v in requested.items() if k in metrics}
+    directions, offsets = _directions(table)
+    ranked = table.ranked
+    rows: list[RowPublic] = []
+    amrs: dict[str, float | None] = {}
+    if ranked:
+        grid = {m.key: {k: float(m.metrics[k] or 0.0) for k in metrics} for m in ranked}
+        normalised = normalise(grid, directions=directions, offsets=offsets)
+        scores = dict(zip(normalised.models, normalised.scores(used).tolist(), strict=True))
+        w = normalised.weight_vector(used)
+        amrs = {k: (v if math.isfinite(v) else None) for k, v in normalised.amrs_by_metric.items()}
+        by_key = {m.key: m for m in ranked}
+        others = {k: {n: v for n, v in row.items() if n != "perf"} for k, row in grid.items()}
+        boot = (
+            leaderboard_intervals(
+                ctx, table, ranked, other_metrics=others, weights=used,
+                directions=directions, offsets=offsets,
+            )
+            if intervals and "perf" in metrics
+            else None
+        )
+        for position, key in enumerate(normalised.rank(used), start=1):
+            i = normalised.models.index(key)
+            contributions = {
+                name: float(w[k] * normalised.goods[i, k] / normalised.amrs[k])
+                if math.isfinite(normalised.amrs[k]) and normalised.amrs[k] > 0
+                else 0.0
+                for k, name in enumerate(normalised.metrics)
+            }
+            row = _row(by_key[key], position, scores[key], contributions)
+            if boot is not None:
+                row.intervals = {
+                    "perf": IntervalPublic(low=boot.perf[key].low, high=boot.perf[key].high),
+                    "dynascore": IntervalPublic(
+                        low=boot.dynascore[key].low, high=boot.dynascore[key].high
+                    ),
+                }
+                row.p_first = boot.p_first[key]
+            rows.append(row)
+    if table.majority_perf is not None:
+        rows.append(
+            RowPublic(
+                rank=None, key="majority", submission_id=None, name="majority-class baseline",
+                user=None, kind="majority", metrics={"perf": table.majority_perf},
+                dynascore=None,
+            )
+        )
+    return LeaderboardPublic(
+        task=table.task.id,
+        perf_metric=table.task.perf_metric,
+        weights={k: float(v) for k, v in requested.items()},
+        metrics=[
+            MetricPublic(
+                name=name, label=label, unit=unit, direction=direction,  # type: ignore[arg-type]
+                weighable=name in metrics, offset=offsets.get(name, 0.0),
+            )
+            for name, (label, unit, direction) in METRICS.items()
+            if name in metrics or any(m.metrics.get(name) is not None for m in ranked)
+        ],
+        rows=rows,
+        pending=[
+            PendingPublic(submission_id=m.submission_id, name=m.name, user=m.user, status=m.status)
+            for m in table.models
+            if not m.complete
+        ],
+        amrs=amrs,
+    )
+
+
+def _row(
+    entry: ModelEntry, rank: int, score: float, contributions: dict[str, float]
+) -> RowPublic:
+    return RowPublic(
+        rank=rank,
+        key=entry.key,
+        submission_id=entry.submission_id,
+        name=entry.name,
+        user=entry.user,
+        kind="baseline" if entry.is_baseline else "model",
+        metrics=dict(entry.metrics),
+        dynascore=score,
+        contributions=contributions,
+    )
+
+
+def to_csv(board: LeaderboardPublic) -> str:
+    """The whole table as CSV: one row per model, intervals as ``_low``/``_high`` columns."""
+    names = [m.name for m in board.metrics]
+    header = ["rank", "name", "user", "kind", "submission_id", "dynascore",
+              "dynascore_low", "dynascore_high", *names, "perf_low", "perf_high"]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for row in board.rows:
+        ds = row.intervals.get("dynascore")
+        perf = row.intervals.get("perf")
+        writer.writerow([
+            row.rank if row.rank is not None else "", row.name, row.user or "", row.kind,
+            row.submission_id if row.submission_id is not None else "",
+            _fmt(row.dynascore), _fmt(ds.low if ds else None), _fmt(ds.high if ds else None),
+            *(_fmt(row.metrics.get(n)) for n in names),
+            _fmt(perf.low if perf else None), _fmt(perf.high if perf else None),
+        ])
+    return out.getvalue()
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.6g}"

@@ -1,0 +1,49 @@
+"""Rendering pages: every template gets the caller, the CSRF token and the flash message."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from leaderboard.accounts import Principal
+from leaderboard.auth import check_csrf, csrf_token
+
+__all__ = ["flash", "form_csrf", "redirect", "render"]
+
+
+def render(
+    request: Request, template: str, principal: Principal, status_code: int = 200,
+    **context: Any,
+) -> HTMLResponse:
+    templates = request.app.state.templates
+    message = request.session.pop("flash", None)
+    response: HTMLResponse = templates.TemplateResponse(
+        request,
+        template,
+        {"principal": principal, "csrf": csrf_token(request), "flash": message, **context},
+        status_code=status_code,
+    )
+    return response
+
+
+def flash(request: Request, message: str, kind: str = "ok") -> None:
+    request.session["flash"] = {"text": message, "kind": kind}
+
+
+def redirect(path: str) -> RedirectResponse:
+    return RedirectResponse(path, status_code=303)
+
+
+async def form_csrf(request: Request) -> dict[str, Any]:
+    """The submitted form, after checking its CSRF token."""
+    form = await request.form()
+    token = form.get("csrf_token")
+    check_csrf(request, token if isinstance(token, str) else None)
+    return dict(form)
+
+
+def login_path(next_path: str) -> str:
+    return f"/ui/login?next={quote(next_path)}"

@@ -1,0 +1,152 @@
+"""A task's datasets: list, add (task owner), show, and download examples.
+
+A hidden dataset is invisible to everyone but the task owner and admins: it is left out
+of listings and answers 404, so not even its name leaks.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path as FilePath
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, Path, Query, UploadFile, status
+from fastapi.responses import Response
+
+from datasets_registry import (
+    ColumnMapping,
+    add_dataset,
+    export_examples,
+    get_dataset,
+    get_task,
+    list_datasets,
+    parse_mapping,
+)
+from evalboard.core.context import Context
+from evalboard.core.errors import NotFound
+from evalboard.core.states import Access
+from evalboard.core.tables import Dataset
+from evaluator import queue_missing_jobs
+from leaderboard.accounts import Principal
+from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.errors import ERROR_RESPONSES
+from leaderboard.routes.tasks import TaskId
+from leaderboard.schemas import DatasetPublic
+
+__all__ = ["add_uploaded_dataset", "dataset_public", "router", "visible_datasets"]
+
+router = APIRouter(prefix="/tasks/{task_id}/datasets", tags=["datasets"],
+                   responses=ERROR_RESPONSES)
+
+DatasetName = Annotated[str, Path(max_length=128, description="Dataset name.")]
+
+
+def dataset_public(dataset: Dataset, names: dict[int, str]) -> DatasetPublic:
+    return DatasetPublic(
+        name=dataset.name, round=dataset.round, access=Access(dataset.access),
+        weight=dataset.weight, rows=dataset.rows, sha256=dataset.sha256,
+        derived_from=names.get(dataset.derived_from_id) if dataset.derived_from_id else None,
+        perturbation=dataset.perturbation, created_at=dataset.created_at,
+    )
+
+
+def visible_datasets(ctx: Context, principal: Principal, task_id: str) -> list[Dataset]:
+    datasets = list_datasets(ctx, task_id)
+    if principal.owns(task_id):
+        return datasets
+    return [d for d in datasets if d.access != Access.HIDDEN]
+
+
+def _visible(ctx: Context, principal: Principal, task_id: str, name: str) -> Dataset:
+    dataset = get_dataset(ctx, task_id=task_id, name=name)
+    if dataset.access == Access.HIDDEN and not principal.owns(task_id):
+        raise NotFound(f"Task {task_id!r} has no dataset {name!r} you may see")
+    return dataset
+
+
+@router.get("", summary="List the datasets you may see")
+def list_(task_id: TaskId, ctx: CtxDep, principal: PrincipalDep) -> list[DatasetPublic]:
+    datasets = visible_datasets(ctx, principal, task_id)
+    names = {d.id: d.name for d in list_datasets(ctx, task_id)}
+    return [dataset_public(d, names) for d in datasets]
+
+
+def add_uploaded_dataset(
+    ctx: Context, principal: Principal, task_id: str, *, upload: UploadFile, name: str,
+    round: int, access: Access, weight: float, mapping: str, label_map: str,
+) -> list[Dataset]:
+    """Store an uploaded dataset file (and its perturbed copies); queue its evaluations."""
+    get_task(ctx, task_id)
+    principal.require_owner(task_id, doing="add datasets")
+    suffix = FilePath(upload.filename or "data.jsonl").suffix or ".jsonl"
+    with tempfile.TemporaryDirectory(prefix="evalboard-dataset-") as tmp:
+        path = FilePath(tmp) / f"{name}{suffix}"
+        with path.open("wb") as out:
+            shutil.copyfileobj(upload.file, out)
+        added = add_dataset(
+            ctx, task_id=task_id, name=name, path=path, round=round, access=access,
+            weight=weight,
+            mapping=ColumnMapping(
+                fields=parse_mapping([mapping]),
+                labels=parse_mapping([label_map], what="label map"),
+            ),
+        )
+    if added.created:
+        queue_missing_jobs(ctx, task_id)
+    return [added.dataset, *added.derived]
+
+
+@router.post("", status_code=status.HTTP_201_CREATED,
+             summary="Add a dataset (task owner); returns it and its perturbed copies")
+def add(
+    task_id: TaskId,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    file: Annotated[UploadFile, File(description="JSONL, CSV, TSV or SQuAD JSON.")],
+    name: Annotated[str, Form(max_length=100)],
+    round: Annotated[int, Form(ge=0, le=10_000)] = 0,
+    access: Annotated[Access, Form()] = Access.SCORING,
+    weight: Annotated[float, Form(gt=0, le=1e6)] = 1.0,
+    mapping: Annotated[str, Form(max_length=2000, description="field=column,...")] = "",
+    label_map: Annotated[str, Form(max_length=2000, description="value=label,...")] = "",
+) -> list[DatasetPublic]:
+    datasets = add_uploaded_dataset(
+        ctx, principal, task_id, upload=file, name=name, round=round, access=access,
+        weight=weight, mapping=mapping, label_map=label_map,
+    )
+    names = {d.id: d.name for d in list_datasets(ctx, task_id)}
+    return [dataset_public(d, names) for d in datasets]
+
+
+@router.get("/{name}", summary="One dataset")
+def show(
+    task_id: TaskId, name: DatasetName, ctx: CtxDep, principal: PrincipalDep
+) -> DatasetPublic:
+    dataset = _visible(ctx, principal, task_id, name)
+    names = {d.id: d.name for d in list_datasets(ctx, task_id)}
+    return dataset_public(dataset, names)
+
+
+@router.get(
+    "/{name}/examples",
+    summary="Download the examples as JSON lines",
+    response_class=Response,
+    responses={200: {"content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                     "description": "One example per line."}},
+)
+def examples(
+    task_id: TaskId,
+    name: DatasetName,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    labels: Annotated[bool, Query(description="Include the gold output.")] = True,
+) -> Response:
+    dataset = _visible(ctx, principal, task_id, name)
+    rows = export_examples(ctx, dataset, labels=labels, may_see_hidden=principal.owns(task_id))
+    body = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    return Response(
+        body, media_type="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="{dataset.name}.jsonl"'},
+    )

@@ -1,0 +1,89 @@
+"""The task owner's page: add datasets, set the default weights, mark baselines."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, UploadFile
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from datasets_registry import get_task
+from datasets_registry.taskspec import WEIGHABLE_METRICS
+from evalboard.core.errors import InvalidDataset, InvalidWeights
+from evalboard.core.states import Access
+from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.routes._page import flash, form_csrf, login_path, redirect, render
+from leaderboard.routes.datasets import add_uploaded_dataset, visible_datasets
+from leaderboard.routes.tasks import set_default_weights, task_public
+from leaderboard.submissions import list_submissions, set_baseline
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/ui/tasks/{task_id}/manage", include_in_schema=False)
+
+
+@router.get("", response_class=HTMLResponse, response_model=None)
+def manage_page(
+    task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> HTMLResponse | RedirectResponse:
+    get_task(ctx, task_id)
+    if not principal.signed_in:
+        return redirect(login_path(f"/ui/tasks/{task_id}/manage"))
+    principal.require_owner(task_id, doing="manage it")
+    return render(
+        request, "manage.html", principal, task=task_public(ctx, task_id),
+        datasets=visible_datasets(ctx, principal, task_id),
+        submissions=list_submissions(ctx, task_id), metrics=WEIGHABLE_METRICS,
+        accesses=[a.value for a in Access],
+    )
+
+
+def _number(text: object, what: str) -> float:
+    try:
+        return float(str(text))
+    except ValueError:
+        raise InvalidWeights(f"{what} must be a number, got {text!r}") from None
+
+
+@router.post("/weights")
+async def weights(
+    task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    form = await form_csrf(request)
+    principal.require_owner(task_id, doing="set its default weights")
+    values = {m: _number(form.get(f"w_{m}", 0), m) for m in WEIGHABLE_METRICS}
+    set_default_weights(ctx, task_id, {m: w for m, w in values.items() if w > 0})
+    flash(request, "Default weights saved.")
+    return redirect(f"/ui/tasks/{task_id}/manage")
+
+
+@router.post("/datasets")
+async def datasets(
+    task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    form = await form_csrf(request)
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile) or not upload.filename:
+        raise InvalidDataset("Choose a dataset file (JSONL, CSV, TSV or SQuAD JSON)")
+    try:
+        access = Access(str(form.get("access", "scoring")))
+    except ValueError:
+        raise InvalidDataset(f"access must be one of {', '.join(a.value for a in Access)}") from None
+    added = add_uploaded_dataset(
+        ctx, principal, task_id, upload=upload, name=str(form.get("name", "")).strip(),
+        round=int(_number(form.get("round", 0) or 0, "round")), access=access,
+        weight=_number(form.get("weight", 1) or 1, "weight"),
+        mapping=str(form.get("mapping", "")), label_map=str(form.get("label_map", "")),
+    )
+    names = ", ".join(f"{d.name} ({d.rows} rows)" for d in added)
+    flash(request, f"Added {names}. Every submission will be evaluated on it.")
+    return redirect(f"/ui/tasks/{task_id}/manage")
+
+
+@router.post("/baseline/{submission_id}")
+async def baseline(
+    task_id: str, submission_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    form = await form_csrf(request)
+    value = form.get("is_baseline") == "true"
+    set_baseline(ctx, principal, submission_id, value)
+    flash(request, f"Submission {submission_id} is {'now' if value else 'no longer'} a baseline.")
+    return redirect(f"/ui/tasks/{task_id}/manage")

@@ -1,0 +1,184 @@
+"""The viewer's pages: tasks, the leaderboard with weight sliders, a model's charts and
+drill-down, a submission's status, and signing in."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from datasets_registry import list_tasks
+from evalboard.core.errors import NotFound
+from evalboard.core.states import Access
+from leaderboard.accounts import authenticate
+from leaderboard.auth import CtxDep, PrincipalDep, sign_in, sign_out
+from leaderboard.charts import contributions_figure, datasets_figure, pareto_figure, rounds_figure
+from leaderboard.drilldown import drilldown
+from leaderboard.ranking import build_leaderboard, parse_weights
+from leaderboard.routes._page import flash, form_csrf, redirect, render
+from leaderboard.routes.tasks import task_public
+from leaderboard.submissions import cancel, get_submission, rerun, submission_status
+from leaderboard.table import TaskTable, load_table
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+WeightsQuery = Annotated[str | None, Query(max_length=500)]
+
+
+@router.get("", response_class=HTMLResponse)
+def index(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:
+    tasks = [task_public(ctx, t.id) for t in list_tasks(ctx)]
+    return render(request, "index.html", principal, tasks=tasks)
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(
+    request: Request, principal: PrincipalDep, next: Annotated[str, Query(max_length=300)] = "/ui"
+) -> HTMLResponse:
+    return render(request, "login.html", principal, next=_local(next), error=None)
+
+
+@router.post("/login", response_class=HTMLResponse, response_model=None)
+async def login(request: Request, ctx: CtxDep, principal: PrincipalDep) -> Any:
+    form = await form_csrf(request)
+    user = authenticate(ctx, str(form.get("name", "")), str(form.get("password", "")))
+    target = _local(str(form.get("next", "/ui")))
+    if user is None:
+        return render(request, "login.html", principal, status_code=401, next=target,
+                      error="Wrong name or password.")
+    sign_in(request, user.id)
+    flash(request, f"Signed in as {user.name}.")
+    return redirect(target)
+
+
+@router.post("/logout")
+async def logout(request: Request) -> RedirectResponse:
+    await form_csrf(request)
+    sign_out(request)
+    return redirect("/ui")
+
+
+def _local(path: str) -> str:
+    # Only same-site paths: no open redirect through ?next=.
+    return path if path.startswith("/") and not path.startswith("//") else "/ui"
+
+
+def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
+    weighable = [m.name for m in board.metrics if m.weighable]
+    return {
+        "perf": "perf",
+        "metrics": weighable,
+        "table": {r.key: {m: r.metrics.get(m) for m in weighable}
+                  for r in board.rows if r.rank is not None},
+        "directions": {"memory": -1},
+        "offsets": {"memory": table.task.memory_cap_gib},
+        "weights": {m: board.weights.get(m, 0.0) for m in weighable},
+        "task": table.task.id,
+    }
+
+
+@router.get("/tasks/{task_id}", response_class=HTMLResponse)
+def task_page(
+    task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep,
+    weights: WeightsQuery = None,
+) -> HTMLResponse:
+    table = load_table(ctx, task_id)
+    board = build_leaderboard(ctx, table, parse_weights(weights))
+    return render(
+        request, "task.html", principal, task=task_public(ctx, task_id), board=board,
+        data=_client_data(table, board), owner=principal.owns(task_id),
+        datasets=[d for d in table.datasets if d.access != Access.HIDDEN
+                  or principal.owns(task_id)],
+    )
+
+
+def _dataset_scores(table: TaskTable, per_dataset: dict[str, dict[str, Any]],
+                    may_see_hidden: bool) -> list[tuple[str, str, float]]:
+    scores = []
+    for dataset in table.datasets:
+        if dataset.access == Access.HIDDEN and not may_see_hidden:
+            continue
+        metrics = per_dataset.get(dataset.name) or {}
+        for kind in ("perf", "robustness", "fairness"):
+            if metrics.get(kind) is not None:
+                scores.append((dataset.name, kind, float(metrics[kind])))
+    return scores
+
+
+def _perf_by_round(table: TaskTable, per_dataset: dict[str, dict[str, Any]]) -> dict[int, float]:
+    sums: dict[int, list[float]] = {}
+    for dataset in table.originals:
+        perf = (per_dataset.get(dataset.name) or {}).get("perf")
+        if perf is not None:
+            acc = sums.setdefault(dataset.round, [0.0, 0.0])
+            acc[0] += dataset.weight * float(perf)
+            acc[1] += dataset.weight
+    return {r: total / weight for r, (total, weight) in sums.items() if weight > 0}
+
+
+@router.get("/tasks/{task_id}/models/{submission_id}", response_class=HTMLResponse)
+def model_page(
+    task_id: str, submission_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep,
+    weights: WeightsQuery = None,
+    dataset: Annotated[str | None, Query(max_length=128)] = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    wrong_only: bool = False,
+) -> HTMLResponse:
+    table = load_table(ctx, task_id)
+    entry = table.entry(submission_id)
+    if entry is None:
+        raise NotFound(f"Task {task_id!r} has no submission {submission_id}")
+    board = build_leaderboard(ctx, table, parse_weights(weights))
+    row = next((r for r in board.rows if r.submission_id == submission_id), None)
+    labels = {m.name: m.label for m in board.metrics}
+    see_hidden = principal.owns(task_id)
+    charts: dict[str, Any] = {
+        "datasets": datasets_figure(_dataset_scores(table, entry.per_dataset, see_hidden)),
+        "rounds": rounds_figure(_perf_by_round(table, entry.per_dataset)),
+    }
+    if row is not None:
+        charts["contributions"] = contributions_figure(row, labels)
+        for metric in ("throughput", "memory"):
+            if any(m.name == metric for m in board.metrics):
+                charts[f"pareto_{metric}"] = pareto_figure(board, metric, row.key)
+    browsable = [d for d in table.datasets if d.access != Access.HIDDEN and d.name in
+                 entry.predictions]
+    chosen = next((d for d in browsable if d.name == dataset), browsable[0] if browsable else None)
+    examples: list[dict[str, Any]] = []
+    if chosen is not None:
+        submission = get_submission(ctx, submission_id)
+        job = next(j for j in submission.jobs if j.dataset_id == chosen.id)
+        examples = drilldown(ctx, submission, job, offset=offset, limit=25, wrong_only=wrong_only)
+    return render(
+        request, "model.html", principal, task=task_public(ctx, task_id), entry=entry, row=row,
+        board=board, charts=charts, browsable=browsable, chosen=chosen, examples=examples,
+        offset=offset, wrong_only=wrong_only, see_hidden=see_hidden, table=table,
+    )
+
+
+@router.get("/submissions/{submission_id}", response_class=HTMLResponse)
+def submission_page(
+    submission_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> HTMLResponse:
+    status = submission_status(ctx, principal, submission_id)
+    active = any(not job.status.is_final for job in status.jobs)
+    return render(request, "submission.html", principal, status=status, active=active)
+
+
+@router.post("/submissions/{submission_id}/{action}")
+async def submission_action(
+    submission_id: int, action: str, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    await form_csrf(request)
+    if action == "cancel":
+        count = cancel(ctx, principal, submission_id)
+        flash(request, f"Cancelled {count} job(s).")
+    elif action == "rerun":
+        count = rerun(ctx, principal, submission_id)
+        flash(request, f"Queued {count} job(s) again.")
+    else:
+        raise NotFound(f"No action {action!r}; use cancel or rerun")
+    return redirect(f"/ui/submissions/{submission_id}")

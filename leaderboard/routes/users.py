@@ -1,0 +1,103 @@
+"""Users, roles and API tokens."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, status
+from sqlalchemy import select
+
+from evalboard.core.context import Context
+from evalboard.core.states import Role
+from evalboard.core.tables import ApiToken, RoleGrant, User
+from leaderboard.accounts import create_token, create_user, get_user, grant_role, revoke_token
+from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.errors import ERROR_RESPONSES
+from leaderboard.schemas import (
+    RoleGrantCreate,
+    TokenCreate,
+    TokenCreated,
+    TokenPublic,
+    UserCreate,
+    UserPublic,
+)
+
+__all__ = ["router", "user_public"]
+
+router = APIRouter(tags=["users"], responses=ERROR_RESPONSES)
+
+UserName = Annotated[str, Path(max_length=64)]
+
+
+def user_public(ctx: Context, user: User) -> UserPublic:
+    with ctx.db.session() as session:
+        grants = session.scalars(select(RoleGrant).where(RoleGrant.user_id == user.id)).all()
+    return UserPublic(
+        name=user.name, is_admin=user.is_admin, created_at=user.created_at,
+        roles=[{"role": g.role, "task": g.task_id} for g in grants],
+    )
+
+
+@router.get("/users/me", summary="Who you are, with your roles")
+def me(ctx: CtxDep, principal: PrincipalDep) -> UserPublic:
+    principal.require_signed_in()
+    return user_public(ctx, get_user(ctx, principal.name))
+
+
+@router.get("/users", summary="All users (admin)")
+def list_(ctx: CtxDep, principal: PrincipalDep) -> list[UserPublic]:
+    principal.require_admin(doing="list users")
+    with ctx.db.session() as session:
+        users = session.scalars(select(User).order_by(User.name)).all()
+    return [user_public(ctx, u) for u in users]
+
+
+@router.post("/users", status_code=status.HTTP_201_CREATED, summary="Add a user (admin)")
+def create(body: UserCreate, ctx: CtxDep, principal: PrincipalDep) -> UserPublic:
+    principal.require_admin(doing="add users")
+    platform_roles = tuple(Role(g.role) for g in body.roles if g.task is None)
+    user = create_user(ctx, body.name, password=body.password, is_admin=body.is_admin,
+                       roles=platform_roles)
+    for grant in body.roles:
+        if grant.task is not None:
+            grant_role(ctx, body.name, Role(grant.role), task_id=grant.task)
+    return user_public(ctx, user)
+
+
+@router.post("/users/{name}/roles", summary="Grant a role (admin)")
+def add_role(
+    name: UserName, body: RoleGrantCreate, ctx: CtxDep, principal: PrincipalDep
+) -> UserPublic:
+    principal.require_admin(doing="grant roles")
+    grant_role(ctx, name, Role(body.role), task_id=body.task)
+    return user_public(ctx, get_user(ctx, name))
+
+
+@router.get("/users/me/tokens", summary="Your API tokens (never the secrets)")
+def tokens(ctx: CtxDep, principal: PrincipalDep) -> list[TokenPublic]:
+    principal.require_signed_in()
+    with ctx.db.session() as session:
+        rows = session.scalars(
+            select(ApiToken).where(ApiToken.user_id == principal.user_id).order_by(ApiToken.id)
+        ).all()
+    return [TokenPublic(id=t.id, label=t.label, created_at=t.created_at,
+                        last_used_at=t.last_used_at) for t in rows]
+
+
+@router.post("/users/me/tokens", status_code=status.HTTP_201_CREATED,
+             summary="Create an API token (shown once)")
+def new_token(body: TokenCreate, ctx: CtxDep, principal: PrincipalDep) -> TokenCreated:
+    principal.require_signed_in()
+    token, row = create_token(ctx, principal.name, label=body.label)
+    return TokenCreated(id=row.id, label=row.label, created_at=row.created_at,
+                        last_used_at=row.last_used_at, token=token)
+
+
+@router.delete("/users/me/tokens/{token_id}", status_code=status.HTTP_204_NO_CONTENT,
+               summary="Revoke one of your tokens")
+def delete_token(
+    token_id: Annotated[int, Path(ge=1, le=2**31 - 1)], ctx: CtxDep, principal: PrincipalDep
+) -> None:
+    principal.require_signed_in()
+    assert principal.user_id is not None
+    revoke_token(ctx, principal.user_id, token_id)

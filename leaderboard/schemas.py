@@ -1,0 +1,246 @@
+"""The API's pydantic schemas, split by direction: ``*Create`` / ``*Update`` come in,
+``*Public`` go out (as the FastAPI full-stack template does)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalboard.core.states import Access, JobStatus, Role, RoundStatus
+
+__all__ = [
+    "BaselineUpdate",
+    "DatasetPublic",
+    "IntervalPublic",
+    "JobPublic",
+    "LeaderboardPublic",
+    "MetricPublic",
+    "PendingPublic",
+    "RoleGrantCreate",
+    "RoundPublic",
+    "RowPublic",
+    "SubmissionPublic",
+    "SubmissionStatusPublic",
+    "TaskCreate",
+    "TaskPublic",
+    "TokenCreate",
+    "TokenCreated",
+    "TokenPublic",
+    "UploadCreate",
+    "UploadPublic",
+    "UserCreate",
+    "UserPublic",
+    "WeightsPublic",
+    "WeightsUpdate",
+]
+
+Weight = Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# Tasks and datasets -------------------------------------------------------------------------
+
+
+class TaskCreate(_In):
+    spec: dict[str, Any] = Field(description="The task spec, as its YAML (see docs/api.md).")
+    owner: str | None = Field(None, max_length=64, description="User name of the task owner.")
+
+
+class TaskPublic(BaseModel):
+    id: str
+    name: str
+    description: str
+    inputs: list[str]
+    output_type: Literal["multiclass", "span"]
+    labels: list[str]
+    perf_metric: str
+    delta_metrics: list[str]
+    default_weights: dict[str, float]
+    memory_cap_gib: float
+    limits: dict[str, Any] = Field(description="Sandbox limits every model of the task runs in.")
+    owner: str | None
+
+
+class WeightsUpdate(_In):
+    weights: dict[str, Weight] = Field(
+        description="metric -> weight >= 0 (perf, throughput, memory, fairness, robustness)."
+    )
+
+
+class WeightsPublic(BaseModel):
+    task: str
+    weights: dict[str, float]
+
+
+class DatasetPublic(BaseModel):
+    name: str
+    round: int
+    access: Access
+    weight: float
+    rows: int
+    sha256: str
+    derived_from: str | None
+    perturbation: str | None
+    created_at: datetime
+
+
+class RoundPublic(BaseModel):
+    number: int
+    status: RoundStatus
+    target_submission_ids: list[int]
+    dataset: str | None
+    opened_at: datetime
+    closed_at: datetime | None
+
+
+# Uploads and submissions --------------------------------------------------------------------
+
+
+class UploadCreate(_In):
+    task: str = Field(max_length=64, description="Task id the model is for.")
+    filename: str = Field(
+        min_length=1, max_length=200, description="Archive name: .tar.gz, .tgz, .tar or .zip."
+    )
+    size: int = Field(gt=0, description="Total bytes that will be sent.")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the whole file.")
+
+
+class UploadPublic(BaseModel):
+    id: str
+    task: str
+    filename: str
+    size: int
+    sha256: str
+    received: int = Field(description="Bytes stored so far: send the next chunk from here.")
+    completed: bool
+    chunk_size: int = Field(description="Suggested bytes per PATCH.")
+    submission_id: int | None = None
+
+
+class JobPublic(BaseModel):
+    dataset: str = Field(description="The dataset's name ('hidden' when you may not see it).")
+    status: JobStatus
+    reason: str | None = Field(description="Why it failed: oom, timeout, crashed, ...")
+    progress: float = Field(description="0..1")
+    message: str | None = Field(None, description="Submitter, task owner and admin only.")
+    log_tail: str | None = Field(None, description="Submitter, task owner and admin only.")
+    started_at: datetime | None
+    finished_at: datetime | None
+    metrics: dict[str, Any] | None = None
+
+
+class SubmissionPublic(BaseModel):
+    id: int
+    task: str
+    name: str
+    user: str | None
+    runtime: str | None
+    bundle_sha256: str
+    is_baseline: bool
+    status: JobStatus = Field(description="Summary of the per-dataset jobs.")
+    created_at: datetime
+
+
+class SubmissionStatusPublic(SubmissionPublic):
+    jobs: list[JobPublic]
+    may_manage: bool = Field(description="Whether you may cancel, re-run and read logs.")
+
+
+class BaselineUpdate(_In):
+    is_baseline: bool
+
+
+# Leaderboards -------------------------------------------------------------------------------
+
+
+class MetricPublic(BaseModel):
+    name: str
+    label: str
+    unit: str
+    direction: Literal["higher", "lower"] = Field(description="Which way is better.")
+    weighable: bool = Field(description="Whether it enters the Dynascore.")
+    offset: float = Field(0.0, description="The good is offset + sign * value (memory: cap).")
+
+
+class IntervalPublic(BaseModel):
+    low: float
+    high: float
+
+
+class RowPublic(BaseModel):
+    rank: int | None = Field(description="1 is best; None for reference rows not ranked.")
+    key: str = Field(description="Row id: the submission id, or 'majority'.")
+    submission_id: int | None
+    name: str
+    user: str | None
+    kind: Literal["model", "baseline", "majority"]
+    metrics: dict[str, float | None]
+    dynascore: float | None
+    contributions: dict[str, float] = Field(
+        default_factory=dict, description="Each metric's share of the Dynascore."
+    )
+    intervals: dict[str, IntervalPublic] = Field(
+        default_factory=dict, description="95% bootstrap intervals (perf, dynascore)."
+    )
+    p_first: float | None = Field(None, description="Share of resamples ranking it first.")
+
+
+class PendingPublic(BaseModel):
+    submission_id: int
+    name: str
+    user: str | None
+    status: JobStatus
+
+
+class LeaderboardPublic(BaseModel):
+    task: str
+    perf_metric: str
+    weights: dict[str, float] = Field(description="The weights used (not normalised).")
+    metrics: list[MetricPublic]
+    rows: list[RowPublic]
+    pending: list[PendingPublic] = Field(description="Submissions not yet ranked.")
+    amrs: dict[str, float | None]
+
+
+# Users --------------------------------------------------------------------------------------
+
+
+class RoleGrantCreate(_In):
+    role: Literal[Role.OWNER, Role.RESEARCHER, Role.ANNOTATOR]
+    task: str | None = Field(None, max_length=64, description="None: platform-wide.")
+
+
+class UserCreate(_In):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    password: str = Field("", max_length=256, description="Empty: API tokens only.")
+    is_admin: bool = False
+    roles: list[RoleGrantCreate] = Field(
+        default_factory=lambda: [RoleGrantCreate(role=Role.RESEARCHER)]
+    )
+
+
+class UserPublic(BaseModel):
+    name: str
+    is_admin: bool
+    roles: list[dict[str, str | None]]
+    created_at: datetime
+
+
+class TokenCreate(_In):
+    label: str = Field("", max_length=64)
+
+
+class TokenPublic(BaseModel):
+    id: int
+    label: str
+    created_at: datetime
+    last_used_at: datetime | None
+
+
+class TokenCreated(TokenPublic):
+    token: str = Field(description="Shown once; only its sha256 is stored.")

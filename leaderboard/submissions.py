@@ -1,0 +1,201 @@
+"""Submissions: the daily quota, creation (which queues the jobs), status, cancel, re-run,
+and the baseline mark.
+
+The evaluator owns the job queue; this module only calls it (``enqueue_submission``,
+``cancel_submission``). Re-running puts a submission's failed and cancelled jobs back in
+the queue, keeping those that finished.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, time
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import selectinload
+
+from evalboard.core.context import Context
+from evalboard.core.errors import NotFound, PermissionDenied, QuotaExceeded
+from evalboard.core.states import Access, JobStatus
+from evalboard.core.tables import Job, Submission, User, utcnow
+from evaluator import cancel_submission, enqueue_submission
+from evaluator.queue import dispatcher_for
+from leaderboard.accounts import Principal
+from leaderboard.schemas import JobPublic, SubmissionPublic, SubmissionStatusPublic
+from leaderboard.table import summary_status
+
+__all__ = [
+    "cancel",
+    "check_quota",
+    "create_submission",
+    "get_submission",
+    "list_submissions",
+    "rerun",
+    "set_baseline",
+    "submission_public",
+    "submission_status",
+    "uploads_today",
+]
+
+
+def uploads_today(ctx: Context, user_id: int) -> int:
+    """Submissions the user made since midnight UTC, platform faults not counted."""
+    midnight = datetime.combine(utcnow().date(), time(0), tzinfo=utcnow().tzinfo)
+    with ctx.db.session() as session:
+        return int(
+            session.scalar(
+                select(func.count(Submission.id)).where(
+                    Submission.user_id == user_id,
+                    Submission.created_at >= midnight,
+                    Submission.platform_fault.is_(False),
+                )
+            )
+            or 0
+        )
+
+
+def check_quota(ctx: Context, principal: Principal) -> None:
+    """Refuse when the daily quota is spent (admins have none)."""
+    if principal.is_admin or principal.user_id is None:
+        return
+    quota = ctx.settings.daily_upload_quota
+    used = uploads_today(ctx, principal.user_id)
+    if used >= quota:
+        raise QuotaExceeded(
+            f"{principal.name!r} has made {used} submissions today, the daily quota of {quota}; "
+            "try again after midnight UTC (failures of the platform itself are not counted)"
+        )
+
+
+def create_submission(
+    ctx: Context, principal: Principal, *, task_id: str, manifest: dict[str, Any],
+    bundle_sha256: str, artifact_key: str,
+) -> Submission:
+    """Record a validated bundle as a submission and queue one job per dataset."""
+    with ctx.db.session() as session:
+        submission = Submission(
+            task_id=task_id, user_id=principal.user_id, name=str(manifest["name"]),
+            bundle_sha256=bundle_sha256, artifact_key=artifact_key, manifest=manifest,
+        )
+        session.add(submission)
+    enqueue_submission(ctx, submission.id)
+    return submission
+
+
+def get_submission(ctx: Context, submission_id: int) -> Submission:
+    with ctx.db.session() as session:
+        submission = session.scalar(
+            select(Submission)
+            .where(Submission.id == submission_id)
+            .options(selectinload(Submission.jobs).selectinload(Job.dataset),
+                     selectinload(Submission.jobs).selectinload(Job.result))
+        )
+    if submission is None:
+        raise NotFound(f"No submission {submission_id}")
+    return submission
+
+
+def _user_name(ctx: Context, user_id: int | None) -> str | None:
+    if user_id is None:
+        return None
+    with ctx.db.session() as session:
+        return session.scalar(select(User.name).where(User.id == user_id))
+
+
+def submission_public(
+    submission: Submission, user: str | None, jobs: list[Job] | None = None
+) -> SubmissionPublic:
+    statuses = [job.status for job in (jobs if jobs is not None else submission.jobs)]
+    return SubmissionPublic(
+        id=submission.id, task=submission.task_id, name=submission.name, user=user,
+        runtime=submission.manifest.get("runtime"), bundle_sha256=submission.bundle_sha256,
+        is_baseline=submission.is_baseline, status=summary_status(statuses),
+        created_at=submission.created_at,
+    )
+
+
+def submission_status(
+    ctx: Context, principal: Principal, submission_id: int
+) -> SubmissionStatusPublic:
+    """Per-dataset status for anyone; messages, logs and hidden names for those allowed."""
+    submission = get_submission(ctx, submission_id)
+    manage = principal.may_see_logs(task_id=submission.task_id, submitter_id=submission.user_id)
+    see_hidden = principal.owns(submission.task_id)
+    jobs = sorted(submission.jobs, key=lambda j: (j.dataset.round, j.dataset.name))
+    public = submission_public(submission, _user_name(ctx, submission.user_id), jobs)
+    views = []
+    for index, job in enumerate(jobs, start=1):
+        hidden = job.dataset.access == Access.HIDDEN and not see_hidden
+        metrics = None
+        if job.result is not None and not hidden:
+            metrics = {k: v for k, v in job.result.metrics.items() if k != "schema_version"}
+        views.append(JobPublic(
+            dataset=f"hidden-{index}" if hidden else job.dataset.name,
+            status=JobStatus(job.status), reason=job.reason, progress=job.progress,
+            message=job.message if manage else None, log_tail=job.log_tail if manage else None,
+            started_at=job.started_at, finished_at=job.finished_at, metrics=metrics,
+        ))
+    return SubmissionStatusPublic(**public.model_dump(), jobs=views, may_manage=manage)
+
+
+def list_submissions(ctx: Context, task_id: str) -> list[SubmissionPublic]:
+    with ctx.db.session() as session:
+        rows = session.scalars(
+            select(Submission).where(Submission.task_id == task_id)
+            .options(selectinload(Submission.jobs)).order_by(Submission.id.desc())
+        ).all()
+        users = dict(session.execute(select(User.id, User.name)).tuples())
+    return [
+        submission_public(s, users.get(s.user_id) if s.user_id else None) for s in rows
+    ]
+
+
+def _manageable(ctx: Context, principal: Principal, submission_id: int) -> Submission:
+    principal.require_signed_in()
+    submission = get_submission(ctx, submission_id)
+    if not principal.may_see_logs(task_id=submission.task_id, submitter_id=submission.user_id):
+        raise PermissionDenied(
+            f"Submission {submission_id} is not yours; only its submitter, the task owner or an "
+            "admin may cancel or re-run it"
+        )
+    return submission
+
+
+def cancel(ctx: Context, principal: Principal, submission_id: int) -> int:
+    """Cancel unfinished jobs; returns how many were cancelled."""
+    _manageable(ctx, principal, submission_id)
+    return cancel_submission(ctx, submission_id)
+
+
+def rerun(ctx: Context, principal: Principal, submission_id: int) -> int:
+    """Queue failed and cancelled jobs again (and jobs for datasets added since)."""
+    _manageable(ctx, principal, submission_id)
+    again = (JobStatus.FAILED.value, JobStatus.CANCELLED.value)
+    with ctx.db.session() as session:
+        jobs = session.execute(
+            select(Job.id, Job.queue).where(Job.submission_id == submission_id,
+                                            Job.status.in_(again))
+        ).all()
+        session.execute(
+            update(Job).where(Job.submission_id == submission_id, Job.status.in_(again))
+            .values(status=JobStatus.QUEUED.value, reason=None, message=None, progress=0.0,
+                    attempts=0, started_at=None, finished_at=None)
+        )
+    dispatcher = dispatcher_for(ctx)
+    for job_id, queue in jobs:
+        dispatcher.dispatch(job_id, queue)
+    return len(jobs) + len(enqueue_submission(ctx, submission_id))
+
+
+def set_baseline(
+    ctx: Context, principal: Principal, submission_id: int, is_baseline: bool
+) -> Submission:
+    submission = get_submission(ctx, submission_id)
+    principal.require_owner(submission.task_id, doing="mark baselines")
+    with ctx.db.session() as session:
+        session.execute(
+            update(Submission).where(Submission.id == submission_id)
+            .values(is_baseline=is_baseline)
+        )
+    submission.is_baseline = is_baseline
+    return submission

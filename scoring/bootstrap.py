@@ -1,0 +1,200 @@
+"""Bootstrap intervals for perf and the Dynascore, and how likely each model is to lead.
+
+Examples are resampled with replacement within each dataset, with the *same* resample
+for every model (the models answered the same examples, so their scores are paired);
+perf is recomputed from each resample and the Dynascore after it, AMRS included. The
+other metrics (throughput, memory, fairness, robustness) are measurements of the run,
+not of the examples, and stay at their values. Intervals are percentile intervals; the
+estimate is the value on the full data. A seed makes the result reproducible.
+
+Input is per-example statistics (see :func:`scoring.statistics`): for a mean metric
+(accuracy, SQuAD F1) simply the per-example scores in [0, 1]; for macro-F1 the per-class
+confusion indicators, which resampling sums before macro-F1 is taken, so the metric is
+recomputed on every resample rather than averaged.
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(1)
+>>> examples = {"strong": {"test": (rng.random(500) < 0.8).astype(float)},
+...             "weak": {"test": (rng.random(500) < 0.6).astype(float)}}
+>>> result = bootstrap(examples, metric="accuracy", n_resamples=200, seed=7)
+>>> interval = result.perf["strong"]
+>>> interval.low < interval.estimate < interval.high
+True
+>>> result.p_first
+{'strong': 1.0, 'weak': 0.0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from scoring._table import Table
+from scoring.dynascore import amrs_batch, default_weights, normalise, scores_batch
+from scoring.registry import FloatArray, ScoringError, get_metric
+
+__all__ = ["BootstrapResult", "Interval", "bootstrap"]
+
+_CHUNK_CELLS = 4_000_000  # resample counts held at once: rows x examples
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its bootstrap interval."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Per model: perf and Dynascore intervals, and the share of resamples it ranks first."""
+
+    perf: dict[str, Interval]
+    dynascore: dict[str, Interval]
+    p_first: dict[str, float]
+    p_first_perf: dict[str, float]
+    n_resamples: int
+    level: float
+    seed: int
+
+
+def _stack(
+    examples: Mapping[str, Mapping[str, ArrayLike]], models: list[str], dataset: str
+) -> FloatArray:
+    """One dataset's statistics of every model as an ``(n, models, s)`` array."""
+    arrays = []
+    for model in models:
+        if dataset not in examples[model]:
+            raise ScoringError(f"Model {model!r} has no examples of dataset {dataset!r}")
+        array = np.asarray(examples[model][dataset], dtype=np.float64)
+        arrays.append(array[:, None] if array.ndim == 1 else array)
+    shapes = {a.shape for a in arrays}
+    if len(shapes) != 1 or arrays[0].ndim != 2 or arrays[0].shape[0] == 0:
+        raise ScoringError(
+            f"Dataset {dataset!r}: every model needs statistics for the same non-empty list "
+            f"of examples, got shapes {sorted(shapes)}"
+        )
+    if not np.all(np.isfinite(np.stack(arrays))):
+        raise ScoringError(f"Dataset {dataset!r} has non-finite per-example statistics")
+    return np.stack(arrays, axis=1)
+
+
+def bootstrap(
+    examples: Mapping[str, Mapping[str, ArrayLike]],
+    *,
+    metric: str = "accuracy",
+    table: Table | None = None,
+    weights: Mapping[str, float] | None = None,
+    perf: str = "perf",
+    directions: Mapping[str, float] | None = None,
+    offsets: Mapping[str, float] | None = None,
+    dataset_weights: Mapping[str, float] | None = None,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> BootstrapResult:
+    """Seeded bootstrap intervals for perf and the Dynascore.
+
+    Args:
+        examples: model -> dataset -> per-example statistics of the perf metric, an
+            ``(n,)`` or ``(n, s)`` array, the same examples in the same order for every
+            model.
+        metric: the perf metric, whose reduce turns summed statistics into its value.
+        table: model -> the other metrics (already averaged over datasets); ``perf`` in
+            it, if present, is replaced by the value computed from ``examples``.
+        weights, perf, directions, offsets: as for :func:`scoring.dynascore`; weights
+            default to :func:`scoring.default_weights`.
+        dataset_weights: dataset -> weight; default: every dataset of the first model,
+            equally.
+        n_resamples: how many resamples.
+        level: the intervals' coverage, e.g. 0.95.
+        seed: seeds numpy's default generator.
+    """
+    reduce = get_metric(metric).reduce
+    if not examples:
+        raise ScoringError("No examples to resample; pass at least one model")
+    if n_resamples < 1 or not 0 < level < 1:
+        raise ScoringError(f"Need n_resamples >= 1 and 0 < level < 1, got {n_resamples}, {level}")
+    models = sorted(examples)
+    first = examples[models[0]]
+    dataset_w = dict(dataset_weights) if dataset_weights is not None else dict.fromkeys(first, 1.0)
+    datasets = sorted(dataset_w)
+    total_w = sum(dataset_w.values())
+    if not datasets or any(w < 0 for w in dataset_w.values()) or not total_w > 0:
+        raise ScoringError(f"Dataset weights must be >= 0 with a positive sum, got {dataset_w}")
+    stacked = [_stack(examples, models, d) for d in datasets]
+    shares = [dataset_w[d] / total_w for d in datasets]
+
+    estimate = np.zeros(len(models))
+    for share, x in zip(shares, stacked, strict=True):
+        estimate += share * reduce(x.sum(axis=0), len(x))
+
+    rows: dict[str, dict[str, float]] = {m: {} for m in models}
+    if table is not None:
+        if set(table) != set(models):
+            raise ScoringError(
+                f"The table's models {sorted(table)} are not the examples' models {models}"
+            )
+        rows = {m: {k: v for k, v in table[m].items() if k != perf} for m in models}
+    for i, model in enumerate(models):
+        rows[model][perf] = float(estimate[i])
+    normalised = normalise(rows, perf=perf, directions=directions, offsets=offsets)
+    weights = weights if weights is not None else default_weights(normalised.metrics, perf=perf)
+    w = normalised.weight_vector(weights)
+    perf_col = normalised.metrics.index(perf)
+    direction = (directions or {}).get(perf, 1.0)
+    offset = (offsets or {}).get(perf, 0.0)
+    others = [k for k in range(len(normalised.metrics)) if k != perf_col]
+    arange = np.arange(len(models))
+
+    rng = np.random.default_rng(seed)
+    perf_samples = np.empty((n_resamples, len(models)))
+    score_samples = np.empty((n_resamples, len(models)))
+    first_counts = np.zeros(len(models))
+    first_perf_counts = np.zeros(len(models))
+    largest = max(len(x) for x in stacked)
+    chunk = max(1, _CHUNK_CELLS // largest)
+    for start in range(0, n_resamples, chunk):
+        c = min(chunk, n_resamples - start)
+        boot = np.zeros((c, len(models)))
+        for share, x in zip(shares, stacked, strict=True):
+            n = len(x)
+            picks = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
+            counts = np.bincount(picks.ravel(), minlength=c * n).reshape(c, n)
+            sums = (counts.astype(np.float64) @ x.reshape(n, -1)).reshape(c, len(models), -1)
+            boot += share * reduce(sums, n)
+        goods = np.broadcast_to(normalised.goods, (c, *normalised.goods.shape)).copy()
+        goods[..., perf_col] = offset + direction * boot
+        scores = scores_batch(goods, amrs_batch(goods, perf_col), w)
+        perf_samples[start : start + c] = boot
+        score_samples[start : start + c] = scores
+        ids = np.broadcast_to(arange, scores.shape)
+        keys = [ids, *(-goods[..., k] for k in reversed(others)), -goods[..., perf_col], -scores]
+        first_counts += np.bincount(np.lexsort(keys, axis=-1)[:, 0], minlength=len(models))
+        first_perf = np.lexsort([ids, -goods[..., perf_col]], axis=-1)[:, 0]
+        first_perf_counts += np.bincount(first_perf, minlength=len(models))
+
+    tail = (1 - level) / 2
+    perf_q = np.quantile(perf_samples, [tail, 1 - tail], axis=0)
+    score_q = np.quantile(score_samples, [tail, 1 - tail], axis=0)
+    point = normalised.scores(weights)
+    return BootstrapResult(
+        perf={
+            m: Interval(float(estimate[i]), float(perf_q[0, i]), float(perf_q[1, i]))
+            for i, m in enumerate(models)
+        },
+        dynascore={
+            m: Interval(float(point[i]), float(score_q[0, i]), float(score_q[1, i]))
+            for i, m in enumerate(models)
+        },
+        p_first={m: float(first_counts[i] / n_resamples) for i, m in enumerate(models)},
+        p_first_perf={m: float(first_perf_counts[i] / n_resamples) for i, m in enumerate(models)},
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+    )

@@ -1,0 +1,210 @@
+"""Per-submission images, built offline and tagged by bundle digest.
+
+``evalboard/submission:<bundle sha256>`` is the runtime base (``Settings.base_image``, or
+``Settings.torch_image`` for transformers bundles) plus the runner and the bundle, owned
+by root and readable by all, run as an unprivileged user. An image is reused when its
+tag exists and was built from the same runner and the same base image id; anything else
+rebuilds it. ``image`` bundles are ``docker load``-ed and tagged the same way.
+
+The legacy builder runs here (the Engine API's /build without BuildKit); nothing is
+pulled and no build step has a network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalboard.core.errors import PlatformError
+from evalboard.core.states import FailureReason
+from submission_sandbox.bundle import Bundle, iter_bundle_files
+from submission_sandbox.manifest import Runtime
+from submission_sandbox.sandbox import SandboxFailure
+
+__all__ = [
+    "CONTAINER_BUNDLE",
+    "LABEL",
+    "RUNNER_PATH",
+    "SANDBOX_USER",
+    "BuiltImage",
+    "build_image",
+    "runner_digest",
+]
+
+RUNNER_PATH = Path(__file__).with_name("_runner.py")
+CONTAINER_BUNDLE = "/opt/bundle"
+SANDBOX_USER = "10001:10001"
+#: Prefix of every label Evalboard puts on images and containers.
+LABEL = "org.evalboard"
+
+_DOCKERFILE = f"""\
+ARG BASE_IMAGE
+FROM ${{BASE_IMAGE}}
+COPY runner.py /opt/evalboard/runner.py
+COPY bundle/ {CONTAINER_BUNDLE}/
+ENV EVALBOARD_BUNDLE={CONTAINER_BUNDLE} PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 HOME=/tmp
+WORKDIR {CONTAINER_BUNDLE}
+USER {SANDBOX_USER}
+ENTRYPOINT ["python3", "/opt/evalboard/runner.py"]
+"""
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    """A per-submission image, ready to run."""
+
+    tag: str
+    id: str
+    reused: bool
+    build_s: float
+    #: True when the image is the researcher's own (``image`` runtime): it brings its
+    #: entrypoint, and the runner is not in it.
+    custom: bool = False
+
+
+def runner_digest() -> str:
+    return hashlib.sha256(RUNNER_PATH.read_bytes()).hexdigest()
+
+
+def _image_id(client: Any, name: str) -> str | None:
+    import docker.errors
+
+    try:
+        return str(client.images.get(name).id)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def _stage(bundle: Bundle, context: Path) -> None:
+    shutil.copyfile(RUNNER_PATH, context / "runner.py")
+    (context / "Dockerfile").write_text(_DOCKERFILE)
+    target = context / "bundle"
+    target.mkdir()
+    for relative, path in iter_bundle_files(bundle.path):
+        destination = target / str(relative)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, destination)
+        # save_pretrained writes 0600 files: the sandbox user must read everything.
+        os.chmod(destination, 0o755 if os.access(path, os.X_OK) else 0o644)
+    for directory in [target, *[p for p in target.rglob("*") if p.is_dir()]]:
+        os.chmod(directory, 0o755)
+
+
+def _load_image(client: Any, bundle: Bundle, tag: str) -> BuiltImage:
+    import docker.errors
+
+    started = time.monotonic()
+    existing = _image_id(client, tag)
+    if existing:
+        return BuiltImage(tag, existing, True, 0.0, custom=True)
+    assert bundle.manifest.image is not None
+    try:
+        with open(bundle.path / bundle.manifest.image, "rb") as handle:
+            images = client.images.load(handle)
+    except docker.errors.APIError as exc:
+        raise SandboxFailure(
+            FailureReason.BUILD_FAILED,
+            f"`docker load` refused {bundle.manifest.image}: {exc.explanation or exc}",
+        ) from None
+    if len(images) != 1:
+        raise SandboxFailure(
+            FailureReason.BUILD_FAILED,
+            f"{bundle.manifest.image} holds {len(images)} images; save exactly one",
+        )
+    image = images[0]
+    config = image.attrs.get("Config") or {}
+    if not config.get("Entrypoint") and not config.get("Cmd"):
+        raise SandboxFailure(
+            FailureReason.BUILD_FAILED,
+            f"{bundle.manifest.image} has no ENTRYPOINT or CMD; it must start the model",
+        )
+    image.tag(tag)
+    return BuiltImage(tag, str(image.id), False, time.monotonic() - started, custom=True)
+
+
+def build_image(
+    bundle: Bundle,
+    *,
+    client: Any,
+    base_image: str,
+    torch_image: str | None = None,
+    force: bool = False,
+) -> BuiltImage:
+    """The bundle's image: reused when already built from the same runner and base.
+
+    Raises:
+        SandboxFailure: ``build_failed``, with the build log's tail.
+        PlatformError: the runtime base image is missing (run docker/bootstrap.sh).
+    """
+    import docker.errors
+
+    tag = f"evalboard/submission:{bundle.sha256[:40]}"
+    if bundle.manifest.runtime is Runtime.IMAGE:
+        return _load_image(client, bundle, tag)
+    base = (
+        torch_image
+        if bundle.manifest.runtime is Runtime.TRANSFORMERS and torch_image
+        else base_image
+    )
+    base_id = _image_id(client, base)
+    if base_id is None:
+        raise PlatformError(
+            f"the runtime image {base} is missing on this Docker engine; build it with "
+            "`bash docker/bootstrap.sh`"
+            + (" --torch" if bundle.manifest.runtime is Runtime.TRANSFORMERS else "")
+        )
+    labels = {
+        f"{LABEL}.bundle": bundle.sha256,
+        f"{LABEL}.runner": runner_digest(),
+        f"{LABEL}.base": base_id,
+    }
+    if not force:
+        try:
+            image = client.images.get(tag)
+            if all(image.labels.get(k) == v for k, v in labels.items()):
+                return BuiltImage(tag, str(image.id), True, 0.0)
+        except docker.errors.ImageNotFound:
+            pass
+    started = time.monotonic()
+    log = io.StringIO()
+    with tempfile.TemporaryDirectory(prefix="evalboard-build-") as context:
+        _stage(bundle, Path(context))
+        try:
+            for chunk in client.api.build(
+                path=context,
+                tag=tag,
+                buildargs={"BASE_IMAGE": base},
+                labels=labels,
+                rm=True,
+                forcerm=True,
+                pull=False,
+                network_mode="none",
+                decode=True,
+            ):
+                if "stream" in chunk:
+                    log.write(str(chunk["stream"]))
+                if "error" in chunk:
+                    raise SandboxFailure(
+                        FailureReason.BUILD_FAILED,
+                        f"building the image failed: {chunk['error'].strip()}",
+                        log_tail=log.getvalue()[-4000:],
+                    )
+        except docker.errors.APIError as exc:
+            raise SandboxFailure(
+                FailureReason.BUILD_FAILED,
+                f"building the image failed: {exc.explanation or exc}",
+                log_tail=log.getvalue()[-4000:],
+            ) from None
+    image_id = _image_id(client, tag)
+    if image_id is None:
+        raise SandboxFailure(
+            FailureReason.BUILD_FAILED, "the build left no image", log_tail=log.getvalue()[-4000:]
+        )
+    return BuiltImage(tag, image_id, False, time.monotonic() - started)

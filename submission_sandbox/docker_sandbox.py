@@ -1,0 +1,462 @@
+"""The ``docker`` sandbox: the default, and the only one that isolates a model.
+
+Policy (DESIGN.md, "Sandbox policy"), all of it on every container:
+no network; read-only root; a size-capped tmpfs /tmp; an unprivileged user (10001);
+every capability dropped; no-new-privileges; a pids limit; memory = memory + swap (no
+swap); a CPU quota; an init process; a wall-clock limit enforced from outside (a
+watchdog kills the container at the deadline); a cap on each response line and on the
+log kept; labels on every container and :func:`reap_orphans` for those whose owner died;
+a GPU only when the bundle asks, the limits allow and the engine has one, and then one
+device. Nothing from the host is mounted but the directory holding the channel's
+socket, read-only; the bundle is baked into the image (:mod:`submission_sandbox.build`),
+and gold labels never leave the evaluator.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from evalboard.core.errors import InvalidBundle, PlatformError
+from evalboard.core.limits import SandboxLimits
+from evalboard.core.settings import get_settings
+from evalboard.core.states import FailureReason
+from submission_sandbox._failures import ExitInfo, classify
+from submission_sandbox.build import LABEL, SANDBOX_USER, BuiltImage, build_image
+from submission_sandbox.bundle import Bundle, load_bundle
+from submission_sandbox.cgroup import CgroupFiles, find_cgroup
+from submission_sandbox.contract import (
+    ChannelError,
+    ChannelTimeout,
+    ContractClient,
+    OutputTooLarge,
+    ProtocolViolation,
+    UnixListener,
+    docker_stdio_reader,
+    socket_reader,
+)
+from submission_sandbox.sandbox import (
+    ModelHello,
+    ResourceUsage,
+    Sandbox,
+    SandboxFailure,
+    sandbox,
+)
+
+__all__ = ["CHANNEL_DIR", "DockerSandbox", "docker_client", "reap_orphans"]
+
+CHANNEL_DIR = "/run/evalboard"
+_OWNER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def docker_client(timeout: int = 60) -> Any:
+    """A client of the local engine, or PlatformError saying how to get one."""
+    import docker.errors
+
+    # importlib: mypy would otherwise resolve `docker` to the repository's docker/ folder.
+    sdk: Any = importlib.import_module("docker")
+    try:
+        client = sdk.from_env(timeout=timeout)
+        client.ping()
+    except (docker.errors.DockerException, OSError) as exc:
+        raise PlatformError(
+            f"the Docker engine is not reachable ({exc}); start it (as root: "
+            "`bash docker/bootstrap.sh`), or use `--sandbox local` for trusted code"
+        ) from None
+    return client
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's: leave it to the deadline
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_orphans(client: Any = None, *, grace_s: float = 60.0) -> list[str]:
+    """Remove sandbox containers whose owner process died or whose deadline passed.
+
+    Safe while other runs are live: a container is only removed when the process that
+    started it (on this machine) is gone, or its wall-clock deadline is ``grace_s`` past.
+    Returns the ids removed.
+    """
+    import docker.errors
+
+    client = client or docker_client()
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": f"{LABEL}.sandbox"}):
+        labels = container.labels
+        try:
+            deadline = float(labels.get(f"{LABEL}.deadline", "inf"))
+        except ValueError:
+            deadline = math.inf
+        if _owner_alive(labels.get(f"{LABEL}.owner", "")) and time.time() < deadline + grace_s:
+            continue
+        try:
+            container.remove(force=True)
+            removed.append(str(container.id))
+        except docker.errors.NotFound:
+            pass
+    return removed
+
+
+@sandbox("docker")
+class DockerSandbox(Sandbox):
+    """A model in a hardened container, reached over a unix socket (or attached stdio).
+
+    Args:
+        bundle_dir: an unpacked bundle directory.
+        limits: the run's limits.
+        channel: ``unix`` (default; about 3x cheaper per message) or ``stdio``.
+        client: a docker client (default: the local engine).
+        base_image / torch_image: runtime bases (default: from Settings).
+        gpu_available: whether the engine can give a GPU (default: asks the engine).
+    """
+
+    isolating = True
+
+    def __init__(
+        self,
+        bundle_dir: Path,
+        *,
+        limits: SandboxLimits,
+        channel: Literal["unix", "stdio"] = "unix",
+        client: Any = None,
+        base_image: str | None = None,
+        torch_image: str | None = None,
+        gpu_available: bool | None = None,
+    ) -> None:
+        super().__init__(bundle_dir, limits=limits)
+        if channel not in ("unix", "stdio"):
+            raise ValueError(f"Unknown channel {channel!r}; known: unix, stdio")
+        settings = get_settings()
+        self.channel = channel
+        self.base_image = base_image or settings.base_image
+        self.torch_image = torch_image or settings.torch_image
+        self._client = client
+        self._gpu_available = gpu_available
+        self.bundle: Bundle | None = None
+        self.image: BuiltImage | None = None
+        self.container_id: str | None = None
+        self._run_dir: Path | None = None
+        self._listener: UnixListener | None = None
+        self._conn: socket.socket | None = None
+        self._contract: ContractClient | None = None
+        self._cgroup: CgroupFiles | None = None
+        self._deadline = math.inf
+        self._watchdog: threading.Timer | None = None
+        self._timed_out = threading.Event()
+        self._failure: SandboxFailure | None = None
+        self._usage_seen = ResourceUsage()
+        self._final_log: str | None = None
+        self._gpu: str | None = None
+
+    # Start ---------------------------------------------------------------------------------
+
+    def _start(self) -> ModelHello:
+        try:
+            self.bundle = load_bundle(self.bundle_dir)
+        except InvalidBundle as exc:
+            raise SandboxFailure(FailureReason.INVALID_BUNDLE, exc.message) from exc
+        self._client = self._client or docker_client()
+        self.image = build_image(
+            self.bundle,
+            client=self._client,
+            base_image=self.base_image,
+            torch_image=self.torch_image,
+        )
+        try:
+            return self._launch()
+        except BaseException:
+            self._close()
+            raise
+
+    def _wants_gpu(self) -> bool:
+        assert self.bundle is not None
+        if self.bundle.manifest.gpus < 1 or self.limits.gpus < 1:
+            return False
+        if self._gpu_available is None:
+            runtimes = self._client.info().get("Runtimes") or {}
+            self._gpu_available = "nvidia" in runtimes
+        return bool(self._gpu_available)
+
+    def _container_config(self) -> dict[str, Any]:
+        import docker.types
+
+        assert self.bundle is not None and self.image is not None
+        limits = self.limits
+        threads = str(max(1, math.ceil(limits.cpus)))
+        environment = {
+            "EVALBOARD_CHANNEL": "stdio"
+            if self.channel == "stdio"
+            else f"unix:{CHANNEL_DIR}/model.sock",
+            "EVALBOARD_SOCKET": "" if self.channel == "stdio" else f"{CHANNEL_DIR}/model.sock",
+            "EVALBOARD_THREADS": threads,
+            "OMP_NUM_THREADS": threads,
+            "HOME": "/tmp",
+        }
+        device_requests = None
+        if self._wants_gpu():
+            device_requests = [docker.types.DeviceRequest(count=1, capabilities=[["gpu"]])]
+            self._gpu = "1 device"
+        host_config = self._client.api.create_host_config(
+            binds={str(self._run_dir): {"bind": CHANNEL_DIR, "mode": "ro"}},
+            network_mode="none",
+            read_only=True,
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_bytes},mode=1777"},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            pids_limit=limits.pids,
+            mem_limit=limits.memory_bytes,
+            memswap_limit=limits.memory_bytes,
+            mem_swappiness=0 if self._swappiness_supported() else None,
+            nano_cpus=int(limits.cpus * 1e9),
+            init=True,
+            ipc_mode="private",
+            log_config=docker.types.LogConfig(
+                type="json-file",
+                config={"max-size": str(max(limits.max_log_bytes, 64 * 1024)), "max-file": "1"},
+            ),
+            device_requests=device_requests,
+        )
+        config: dict[str, Any] = self._client.api.create_container_config(
+            image=self.image.id,
+            command=None,
+            user=SANDBOX_USER,
+            environment=environment,
+            labels={
+                f"{LABEL}.sandbox": "docker",
+                f"{LABEL}.bundle": self.bundle.sha256,
+                f"{LABEL}.owner": _OWNER,
+                f"{LABEL}.deadline": f"{time.time() + limits.timeout_s:.0f}",
+            },
+            network_disabled=True,
+            stdin_open=self.channel == "stdio",
+            host_config=host_config,
+        )
+        if self.channel == "stdio":
+            config["StdinOnce"] = True  # stdin closes when we detach: the model sees EOF
+            config["AttachStdin"] = config["AttachStdout"] = True
+        return config
+
+    def _swappiness_supported(self) -> bool:
+        # cgroup v2 has no per-cgroup swappiness; the engine refuses the option there.
+        info = self._client.info()
+        return str(info.get("CgroupVersion", "1")) == "1"
+
+    def _launch(self) -> ModelHello:
+        import docker.errors
+
+        self._run_dir = Path(tempfile.mkdtemp(prefix="evalboard-run-"))
+        os.chmod(self._run_dir, 0o755)
+        if self.channel == "unix":
+            self._listener = UnixListener(self._run_dir)
+        created = self._client.api.create_container_from_config(self._container_config())
+        self.container_id = str(created["Id"])
+        if self.channel == "stdio":
+            attached = self._client.api.attach_socket(
+                self.container_id, params={"stdin": 1, "stdout": 1, "stream": 1}
+            )
+            self._conn = attached._sock
+        started = time.monotonic()
+        self._deadline = started + self.limits.timeout_s
+        try:
+            self._client.api.start(self.container_id)
+        except docker.errors.APIError as exc:
+            raise SandboxFailure(
+                FailureReason.CRASHED,
+                f"the container did not start: {exc.explanation or exc}",
+                log_tail=self._log_tail(50),
+            ) from None
+        self._watchdog = threading.Timer(self.limits.timeout_s, self._kill_for_timeout)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+        try:
+            if self._listener is not None:
+                self._conn = self._listener.accept(self._deadline, self._running)
+                read = socket_reader(self._conn)
+            else:
+                assert self._conn is not None
+                read = docker_stdio_reader(self._conn)
+            conn = self._conn
+            assert conn is not None
+            self._contract = ContractClient(
+                read, conn.sendall, max_line_bytes=self.limits.max_output_bytes
+            )
+            self._cgroup = self._find_cgroup()
+            hello = self._contract.hello(self._deadline)
+        except ChannelError as exc:
+            raise self._fail(exc) from None
+        self._usage_seen = ResourceUsage(startup_s=time.monotonic() - started, gpu=self._gpu)
+        return hello
+
+    def _find_cgroup(self) -> CgroupFiles | None:
+        state = self._client.api.inspect_container(self.container_id)["State"]
+        pid = int(state.get("Pid") or 0)
+        return find_cgroup(pid) if pid else None
+
+    def _running(self) -> bool:
+        import docker.errors
+
+        try:
+            state = self._client.api.inspect_container(self.container_id)["State"]
+        except docker.errors.NotFound:
+            return False
+        return bool(state.get("Running"))
+
+    def _kill_for_timeout(self) -> None:
+        import docker.errors
+
+        self._timed_out.set()
+        try:
+            self._client.api.kill(self.container_id)
+        except docker.errors.APIError:
+            pass
+
+    # Failures ----------------------------------------------------------------------------
+
+    def _exit_info(self, wait_s: float) -> ExitInfo:
+        import docker.errors
+        import requests.exceptions
+
+        try:
+            self._client.api.wait(self.container_id, timeout=wait_s)
+        except (requests.exceptions.ConnectionError, requests.exceptions.ReadTimeout):
+            self._client.api.kill(self.container_id)
+            self._client.api.wait(self.container_id, timeout=10)
+        except docker.errors.APIError:
+            return ExitInfo(None)
+        state = self._client.api.inspect_container(self.container_id)["State"]
+        return ExitInfo(int(state.get("ExitCode", -1)), bool(state.get("OOMKilled")))
+
+    def _fail(self, error: ChannelError) -> SandboxFailure:
+        """Stop the model, classify what happened, remember it, return the failure."""
+        import docker.errors
+
+        self._read_usage()
+        if isinstance(error, ChannelTimeout | OutputTooLarge | ProtocolViolation):
+            try:
+                self._client.api.kill(self.container_id)
+            except docker.errors.APIError:
+                pass
+        exit_info = self._exit_info(wait_s=5)
+        self._final_log = self._read_logs(50)
+        self._failure = classify(
+            error,
+            exit_info,
+            timed_out=self._timed_out.is_set(),
+            timeout_s=self.limits.timeout_s,
+            memory=self.limits.memory,
+            max_output_bytes=self.limits.max_output_bytes,
+            log_tail=self._final_log,
+        )
+        return self._failure
+
+    # Requests ------------------------------------------------------------------------------
+
+    def _predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self._failure is not None:
+            raise self._failure
+        assert self._contract is not None
+        if time.monotonic() >= self._deadline:
+            self._kill_for_timeout()
+        try:
+            return self._contract.request(inputs, self._deadline)
+        except ChannelError as exc:
+            raise self._fail(exc) from None
+
+    # Resources -------------------------------------------------------------------------------
+
+    def _read_usage(self) -> ResourceUsage:
+        peak: int | None = None
+        cpu: float | None = None
+        if self._cgroup is not None:
+            peak, cpu = self._cgroup.peak_memory_bytes(), self._cgroup.cpu_seconds()
+        elif self.container_id is not None:
+            try:
+                stats = self._client.api.stats(self.container_id, stream=False, one_shot=True)
+                memory = stats.get("memory_stats") or {}
+                peak = memory.get("max_usage") or memory.get("usage")
+                cpu_ns = ((stats.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage")
+                cpu = cpu_ns / 1e9 if cpu_ns else None
+            except Exception:  # noqa: BLE001 - stats are best effort once the model is gone
+                pass
+        seen = self._usage_seen
+        if peak is not None or cpu is not None:
+            self._usage_seen = seen.model_copy(
+                update={
+                    "peak_memory_bytes": max(peak or 0, seen.peak_memory_bytes or 0) or None,
+                    "cpu_seconds": cpu if cpu is not None else seen.cpu_seconds,
+                }
+            )
+        return self._usage_seen
+
+    def _usage(self) -> ResourceUsage:
+        return self._read_usage()
+
+    # Logs ------------------------------------------------------------------------------------
+
+    def _read_logs(self, lines: int) -> str:
+        import docker.errors
+
+        if self.container_id is None:
+            return ""
+        try:
+            raw = self._client.api.logs(
+                self.container_id, stdout=self.channel != "stdio", stderr=True, tail=lines
+            )
+        except docker.errors.APIError:
+            return ""
+        text: str = raw.decode("utf-8", "replace")
+        return text[-self.limits.max_log_bytes :]
+
+    def _log_tail(self, lines: int) -> str:
+        if self._final_log is not None:
+            return "\n".join(self._final_log.splitlines()[-lines:])
+        return self._read_logs(lines)
+
+    # Close -----------------------------------------------------------------------------------
+
+    def _close(self) -> ResourceUsage:
+        import docker.errors
+
+        usage = self._usage_seen
+        try:
+            if self.container_id is not None:
+                if self._failure is None and self._contract is not None:
+                    usage = self._read_usage()  # before the cgroup goes with the process
+                    self._contract.shutdown()
+                    if self._conn is not None and self.channel == "stdio":
+                        self._conn.shutdown(socket.SHUT_WR)
+                    self._exit_info(wait_s=5)
+                if self._final_log is None:
+                    self._final_log = self._read_logs(200)
+        finally:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+            if self._conn is not None:
+                self._conn.close()
+            if self._listener is not None:
+                self._listener.close()
+            if self.container_id is not None:
+                try:
+                    self._client.api.remove_container(self.container_id, force=True)
+                except docker.errors.NotFound:
+                    pass
+            if self._run_dir is not None:
+                shutil.rmtree(self._run_dir, ignore_errors=True)
+        return usage

@@ -1,0 +1,292 @@
+"""The ``local`` sandbox: the runner as a plain subprocess. IT DOES NOT ISOLATE.
+
+For trusted code only: a researcher's own machine, or tests. The model runs as the
+calling user with its network, files and environment (minus ``EVALBOARD_*`` secrets);
+there is no memory limit, no read-only root, no pids limit. What it does enforce: the
+wall-clock limit (the process group is killed), the output cap, the contract, and the
+same failure reasons as ``docker`` where they can be told apart. Memory and CPU are read
+with psutil (peak resident memory sampled over the process tree, CPU seconds of the
+process and its children). ``isolating = False``: callers must say so wherever it runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import psutil
+
+from evalboard.core.errors import InvalidBundle
+from evalboard.core.limits import SandboxLimits
+from evalboard.core.states import FailureReason
+from submission_sandbox._failures import ExitInfo, classify
+from submission_sandbox.build import RUNNER_PATH
+from submission_sandbox.bundle import load_bundle
+from submission_sandbox.contract import (
+    ChannelError,
+    ChannelTimeout,
+    ContractClient,
+    OutputTooLarge,
+    ProtocolViolation,
+    UnixListener,
+    fd_reader,
+    socket_reader,
+)
+from submission_sandbox.manifest import Runtime
+from submission_sandbox.sandbox import ModelHello, ResourceUsage, Sandbox, SandboxFailure, sandbox
+
+__all__ = ["LocalSandbox"]
+
+
+@sandbox("local")
+class LocalSandbox(Sandbox):
+    """The runner as a subprocess of this Python; NOT isolating (see the module docstring).
+
+    Args:
+        bundle_dir: an unpacked bundle directory.
+        limits: only ``timeout_s``, ``max_output_bytes`` and ``max_log_bytes`` apply.
+        channel: ``unix`` (default) or ``stdio``.
+        python: the interpreter to run the model with (default: this one).
+    """
+
+    isolating = False
+
+    def __init__(
+        self,
+        bundle_dir: Path,
+        *,
+        limits: SandboxLimits,
+        channel: Literal["unix", "stdio"] = "unix",
+        python: str | None = None,
+    ) -> None:
+        super().__init__(bundle_dir, limits=limits)
+        if channel not in ("unix", "stdio"):
+            raise ValueError(f"Unknown channel {channel!r}; known: unix, stdio")
+        self.channel = channel
+        self.python = python or sys.executable
+        self._process: subprocess.Popen[bytes] | None = None
+        self._run_dir: Path | None = None
+        self._log: IO[bytes] | None = None
+        self._listener: UnixListener | None = None
+        self._conn: socket.socket | None = None
+        self._contract: ContractClient | None = None
+        self._deadline = float("inf")
+        self._timed_out = threading.Event()
+        self._watchdog: threading.Timer | None = None
+        self._failure: SandboxFailure | None = None
+        self._peak = 0
+        self._sampling = threading.Event()
+        self._sampler: threading.Thread | None = None
+        self._cpu: float | None = None
+        self._startup_s: float | None = None
+        self._final_log: str | None = None
+
+    def _start(self) -> ModelHello:
+        try:
+            bundle = load_bundle(self.bundle_dir)
+        except InvalidBundle as exc:
+            raise SandboxFailure(FailureReason.INVALID_BUNDLE, exc.message) from exc
+        if bundle.manifest.runtime is Runtime.IMAGE:
+            raise SandboxFailure(
+                FailureReason.INVALID_BUNDLE,
+                "the local sandbox cannot run an `image` bundle; use --sandbox docker",
+            )
+        try:
+            return self._launch(bundle.path)
+        except BaseException:
+            self._close()
+            raise
+
+    def _launch(self, bundle_path: Path) -> ModelHello:
+        self._run_dir = Path(tempfile.mkdtemp(prefix="evalboard-local-"))
+        self._log = open(self._run_dir / "model.log", "w+b")  # noqa: SIM115 - closed in _close
+        env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOARD_")}
+        threads = str(max(1, int(self.limits.cpus)))
+        env.update(
+            EVALBOARD_BUNDLE=str(bundle_path),
+            EVALBOARD_THREADS=threads,
+            PYTHONUNBUFFERED="1",
+            PYTHONDONTWRITEBYTECODE="1",
+        )
+        if self.channel == "unix":
+            self._listener = UnixListener(self._run_dir)
+            env["EVALBOARD_CHANNEL"] = f"unix:{self._listener.path}"
+            env["EVALBOARD_SOCKET"] = str(self._listener.path)
+        else:
+            env["EVALBOARD_CHANNEL"] = "stdio"
+        started = time.monotonic()
+        self._deadline = started + self.limits.timeout_s
+        self._process = subprocess.Popen(
+            [self.python, str(RUNNER_PATH)],
+            cwd=bundle_path,
+            env=env,
+            stdin=subprocess.PIPE if self.channel == "stdio" else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if self.channel == "stdio" else self._log,
+            stderr=self._log,
+            start_new_session=True,  # its own process group, killed as one
+        )
+        self._watchdog = threading.Timer(self.limits.timeout_s, self._kill_for_timeout)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+        try:
+            if self._listener is not None:
+                self._conn = self._listener.accept(self._deadline, self._alive)
+                conn = self._conn
+                self._contract = ContractClient(
+                    socket_reader(conn),
+                    conn.sendall,
+                    max_line_bytes=self.limits.max_output_bytes,
+                )
+            else:
+                stdin, stdout = self._process.stdin, self._process.stdout
+                assert stdin is not None and stdout is not None
+
+                def write(data: bytes) -> None:
+                    stdin.write(data)
+                    stdin.flush()
+
+                self._contract = ContractClient(
+                    fd_reader(stdout.fileno()),
+                    write,
+                    max_line_bytes=self.limits.max_output_bytes,
+                )
+            hello = self._contract.hello(self._deadline)
+        except ChannelError as exc:
+            raise self._fail(exc) from None
+        self._startup_s = time.monotonic() - started
+        return hello
+
+    def _alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def _kill(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            try:
+                os.killpg(self._process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def _kill_for_timeout(self) -> None:
+        self._timed_out.set()
+        self._kill()
+
+    def _sample(self) -> None:
+        while not self._sampling.is_set() and self._alive():
+            self._measure()
+            self._sampling.wait(0.05)
+
+    def _measure(self) -> None:
+        assert self._process is not None
+        try:
+            process = psutil.Process(self._process.pid)
+            tree = [process, *process.children(recursive=True)]
+            rss = 0
+            for member in tree:
+                try:
+                    rss += member.memory_info().rss
+                except psutil.Error:
+                    pass
+            self._peak = max(self._peak, rss)
+            times = process.cpu_times()
+            self._cpu = times.user + times.system + times.children_user + times.children_system
+        except psutil.Error:
+            pass
+
+    def _exit_info(self, wait_s: float) -> ExitInfo:
+        assert self._process is not None
+        try:
+            code = self._process.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            self._kill()
+            code = self._process.wait()
+        return ExitInfo(128 - code if code < 0 else code)  # -9 (SIGKILL) reads as 137
+
+    def _fail(self, error: ChannelError) -> SandboxFailure:
+        if isinstance(error, ChannelTimeout | OutputTooLarge | ProtocolViolation):
+            self._kill()
+        exit_info = self._exit_info(wait_s=5)
+        self._failure = classify(
+            error,
+            exit_info,
+            timed_out=self._timed_out.is_set(),
+            timeout_s=self.limits.timeout_s,
+            memory="unlimited (local)",
+            max_output_bytes=self.limits.max_output_bytes,
+            log_tail=self._log_tail(50),
+        )
+        return self._failure
+
+    def _predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self._failure is not None:
+            raise self._failure
+        assert self._contract is not None
+        try:
+            return self._contract.request(inputs, self._deadline)
+        except ChannelError as exc:
+            raise self._fail(exc) from None
+
+    def _usage(self) -> ResourceUsage:
+        if self._alive():
+            self._measure()
+        return ResourceUsage(
+            peak_memory_bytes=self._peak or None,
+            cpu_seconds=self._cpu,
+            startup_s=self._startup_s,
+        )
+
+    def _log_tail(self, lines: int) -> str:
+        if self._log is None or self._log.closed:
+            return "\n".join((self._final_log or "").splitlines()[-lines:])
+        self._log.flush()
+        size = os.fstat(self._log.fileno()).st_size
+        keep = min(size, self.limits.max_log_bytes)
+        with open(self._log.name, "rb") as handle:
+            handle.seek(size - keep)
+            text = handle.read().decode("utf-8", "replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def _close(self) -> ResourceUsage:
+        usage = self._usage()
+        try:
+            if self._process is not None and self._failure is None and self._contract is not None:
+                self._contract.shutdown()
+                if self._process.stdin is not None:
+                    try:
+                        self._process.stdin.close()
+                    except OSError:
+                        pass
+                self._exit_info(wait_s=5)
+        finally:
+            self._kill()
+            self._sampling.set()
+            if self._process is not None:
+                self._process.wait()
+                for stream in (self._process.stdin, self._process.stdout):
+                    if stream is not None:
+                        try:
+                            stream.close()
+                        except OSError:
+                            pass
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+            if self._conn is not None:
+                self._conn.close()
+            if self._listener is not None:
+                self._listener.close()
+            self._final_log = self._log_tail(200)
+            if self._log is not None:
+                self._log.close()
+            if self._run_dir is not None:
+                shutil.rmtree(self._run_dir, ignore_errors=True)
+        return usage

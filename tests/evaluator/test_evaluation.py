@@ -1,0 +1,116 @@
+"""evaluate(): a bundle over every dataset, in the real local sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evalboard.core.errors import UsageError
+from evaluator import TestSet, evaluate, evaluate_dataset
+from scoring.registry import compute
+from submission_sandbox.bundle import bundle_digest
+from tests.evaluator.conftest import BundleFactory
+from tests.helpers.tasks import sentiment_rows, sentiment_spec
+
+LABELS = ["negative", "neutral", "positive"]
+
+
+def _sets() -> list[TestSet]:
+    rows = sentiment_rows()
+    copy = [  # s2 loses its cue word; s1 keeps it
+        {"uid": "r1", "input_id": "s1", "statement": "The food was wonderful!", "label": "positive"},
+        {"uid": "r2", "input_id": "s2", "statement": "He said the service was terible.",
+         "label": "negative"},
+    ]
+    return [
+        TestSet(name="robustness-mini", examples=copy, sha256="b" * 64,
+                perturbation="robustness", derived_from="mini"),
+        TestSet(name="mini", examples=rows, sha256="a" * 64, round=1, weight=2.0),
+    ]
+
+
+def test_every_dataset_is_scored_measured_and_traced(
+    keyword_bundle: BundleFactory, tmp_path: Path
+) -> None:
+    bundle = keyword_bundle()
+    result = evaluate(bundle, task=sentiment_spec(), datasets=_sets(), sandbox="local",
+                      predictions_dir=tmp_path / "predictions", measure_energy=False, seed=7)
+    assert [o.dataset for o in result.datasets] == ["mini", "robustness-mini"]
+    assert not result.failed  # the model would answer "gold-leaked" had it seen a label
+    mini = result.outcome("mini").metrics
+    assert mini is not None
+    rows = sentiment_rows()
+    expected = compute("macro_f1", ["positive", "negative", "neutral", "neutral"],
+                       [r["label"] for r in rows], labels=LABELS)
+    assert mini.perf == expected == result.summary.perf
+    assert mini.examples == 4 and mini.batch_size == 2
+    assert mini.throughput > 0 and mini.startup_s is not None and mini.startup_s > 0
+    assert mini.latency_p50_s is not None and mini.latency_p95_s is not None
+    assert mini.latency_p50_s <= mini.latency_p95_s
+    assert mini.memory_gib is not None and mini.memory_gib > 0
+    assert mini.cpu_seconds is not None
+    assert mini.ece == pytest.approx(5.0)
+    copy = result.outcome("robustness-mini").metrics
+    assert copy is not None and copy.robustness == 50.0 and copy.perf is None
+    assert result.summary.robustness == 50.0
+    records = [json.loads(line) for line in
+               (tmp_path / "predictions" / "mini.jsonl").read_text().splitlines()]
+    assert [r["uid"] for r in records] == ["s1", "s2", "s3", "s4"]
+    p = result.provenance
+    assert p.bundle_sha256 == bundle_digest(bundle)
+    assert p.dataset_sha256 == {"robustness-mini": "b" * 64, "mini": "a" * 64}
+    assert p.seed == 7 and p.sandbox == "local" and p.sandbox_isolating is False
+    assert p.limits["timeout_s"] == sentiment_spec().limits.timeout_s
+    assert p.cpu_model and p.evaluator_version.startswith("evalboard")
+    assert result.schema_version == 1 and result.model == "keyword-model"
+
+
+def test_a_copy_run_alone_predicts_the_originals_it_needs(
+    keyword_bundle: BundleFactory,
+) -> None:
+    copy, original = _sets()
+    run = evaluate_dataset(keyword_bundle(), copy, sentiment_spec(), sandbox="local",
+                           original=original, measure_energy=False)
+    assert run.outcome.metrics is not None and run.outcome.metrics.robustness == 50.0
+    assert run.outcome.metrics.examples == 2  # the originals are outside the timed phase
+
+
+def test_a_copy_without_its_original_is_refused(keyword_bundle: BundleFactory) -> None:
+    with pytest.raises(UsageError, match="robustness copy of 'mini'"):
+        evaluate(keyword_bundle(), task=sentiment_spec(), datasets=_sets()[:1],
+                 sandbox="local", measure_energy=False)
+
+
+def test_unknown_label_fails_with_protocol_error_naming_it(
+    keyword_bundle: BundleFactory,
+) -> None:
+    result = evaluate(keyword_bundle(mode="unknown_label"), task=sentiment_spec(),
+                      datasets=_sets()[1:], sandbox="local", measure_energy=False)
+    failure = result.outcome("mini").failure
+    assert failure is not None and failure.reason == "protocol_error"
+    assert "'banana'" in failure.message
+    assert result.summary.perf is None
+
+
+def test_a_crash_keeps_the_reason_and_the_log_tail(keyword_bundle: BundleFactory) -> None:
+    result = evaluate(keyword_bundle(mode="crash"), task=sentiment_spec(),
+                      datasets=_sets(), sandbox="local", measure_energy=False)
+    assert [o.status for o in result.datasets] == ["failed", "failed"]
+    failure = result.outcome("mini").failure
+    assert failure is not None and failure.reason == "crashed"
+    assert "deliberate crash" in failure.log_tail + failure.message
+
+
+def test_energy_is_measured_and_labelled_an_estimate_without_rapl(
+    keyword_bundle: BundleFactory,
+) -> None:
+    result = evaluate(keyword_bundle(), task=sentiment_spec(), datasets=_sets()[1:],
+                      sandbox="local", country_iso_code="FRA")
+    assert result.energy.kwh is not None and result.energy.kwh > 0
+    assert result.energy.co2_kg is not None and result.energy.country_iso_code == "FRA"
+    if not Path("/sys/class/powercap/intel-rapl").exists():
+        assert result.energy.estimate
+    metrics = result.outcome("mini").metrics
+    assert metrics is not None and metrics.energy_kwh == result.energy.kwh

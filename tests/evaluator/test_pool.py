@@ -1,0 +1,66 @@
+"""The embedded default: WorkerPool threads running real jobs (local sandbox, SQLite)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from datasets_registry.registry import list_datasets
+from evalboard.core.context import Context
+from evalboard.core.tables import Dataset, Job, Result
+from evaluator import TestSet, WorkerPool, enqueue_submission, evaluate, stored_outcome, summarize
+from tests.evaluator.conftest import BundleFactory, submit
+from tests.helpers.tasks import sentiment_spec
+
+
+def _finished_jobs(ctx: Context) -> list[tuple[Job, Dataset, Result | None]]:
+    with ctx.db.session() as session:
+        rows = session.execute(select(Job, Dataset).join(Dataset, Job.dataset_id == Dataset.id)
+                               .order_by(Job.id)).all()
+        return [(job, dataset, session.scalar(select(Result).where(Result.job_id == job.id)))
+                for job, dataset in rows]
+
+
+def test_jobs_give_the_same_numbers_as_a_direct_evaluation(
+    ctx: Context, sentiment_task: str, keyword_bundle: BundleFactory
+) -> None:
+    bundle = keyword_bundle()
+    submission = submit(ctx, bundle)
+    with WorkerPool(ctx, concurrency=2, poll_s=0.05) as pool:
+        created = enqueue_submission(ctx, submission)
+        pool.wake()
+        assert pool.wait_idle(timeout=120)
+    rows = _finished_jobs(ctx)
+    assert len(rows) == len(created) == 3  # mini and its robustness and fairness copies
+    datasets = list_datasets(ctx, sentiment_task)
+    names = {d.id: d.name for d in datasets}
+    direct = evaluate(bundle, task=sentiment_spec(), sandbox="local", measure_energy=False,
+                      datasets=[TestSet.from_table(ctx, d, derived_from=names.get(
+                          d.derived_from_id or -1)) for d in datasets])
+    outcomes = []
+    for job, dataset, result in rows:
+        assert job.status == "finished" and job.attempts == 1 and job.lease_owner is None
+        assert result is not None and result.predictions_key is not None
+        assert ctx.artifacts.exists(result.predictions_key)
+        assert result.provenance["dataset_sha256"][dataset.name] == dataset.sha256
+        assert result.provenance["sandbox"] == "local"
+        assert result.metrics["schema_version"] == 1
+        original = next((d for d in datasets if d.id == dataset.derived_from_id), None)
+        outcome = stored_outcome(result, dataset, original)
+        outcomes.append(outcome)
+        expected = direct.outcome(dataset.name).metrics
+        assert expected is not None and outcome.metrics is not None
+        for figure in ("perf", "fairness", "robustness", "examples", "ece"):
+            assert getattr(outcome.metrics, figure) == getattr(expected, figure), figure
+    assert summarize(outcomes).perf == direct.summary.perf
+
+
+def test_a_model_failure_fails_its_jobs_with_the_reason(
+    ctx: Context, sentiment_task: str, keyword_bundle: BundleFactory
+) -> None:
+    submission = submit(ctx, keyword_bundle(mode="unknown_label"))
+    with WorkerPool(ctx, concurrency=1, poll_s=0.05) as pool:
+        enqueue_submission(ctx, submission)
+        assert pool.wait_idle(timeout=120)
+    for job, _, result in _finished_jobs(ctx):
+        assert (job.status, job.reason, result) == ("failed", "protocol_error", None)
+        assert "'banana'" in (job.message or "")

@@ -1,0 +1,105 @@
+"""Bootstrap intervals, rank-first probabilities, and their reproducibility."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scoring import ScoringError, bootstrap, compute, dynascore, statistics
+
+LABELS = ["neg", "neu", "pos"]
+
+
+def correct(rng: np.random.Generator, rate: float, n: int) -> np.ndarray:
+    return (rng.random(n) < rate).astype(np.float64)
+
+
+@pytest.fixture
+def examples() -> dict[str, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(0)
+    return {
+        "good": {"r1": correct(rng, 0.80, 800), "r2": correct(rng, 0.70, 400)},
+        "close": {"r1": correct(rng, 0.79, 800), "r2": correct(rng, 0.70, 400)},
+        "poor": {"r1": correct(rng, 0.50, 800), "r2": correct(rng, 0.40, 400)},
+    }
+
+
+def test_estimates_are_the_dataset_weighted_means(examples: dict) -> None:
+    result = bootstrap(examples, dataset_weights={"r1": 3, "r2": 1}, n_resamples=50)
+    for model, per_dataset in examples.items():
+        expected = (3 * 100 * per_dataset["r1"].mean() + 100 * per_dataset["r2"].mean()) / 4
+        assert result.perf[model].estimate == pytest.approx(expected, abs=1e-12)
+
+
+def test_intervals_hold_the_estimate_and_have_the_expected_width() -> None:
+    rng = np.random.default_rng(1)
+    scores = correct(rng, 0.7, 2000)
+    result = bootstrap({"m": {"test": scores}}, n_resamples=2000, seed=3)
+    interval = result.perf["m"]
+    assert interval.low < interval.estimate < interval.high
+    p = scores.mean()
+    normal_width = 2 * 1.96 * 100 * np.sqrt(p * (1 - p) / 2000)
+    assert interval.high - interval.low == pytest.approx(normal_width, rel=0.1)
+
+
+def test_same_seed_same_result_other_seed_other_result(examples: dict) -> None:
+    first = bootstrap(examples, n_resamples=100, seed=11)
+    assert bootstrap(examples, n_resamples=100, seed=11) == first
+    assert bootstrap(examples, n_resamples=100, seed=12).perf != first.perf
+
+
+def test_rank_first_probabilities(examples: dict) -> None:
+    result = bootstrap(examples, n_resamples=400, seed=5)
+    assert sum(result.p_first.values()) == pytest.approx(1.0)
+    assert sum(result.p_first_perf.values()) == pytest.approx(1.0)
+    assert result.p_first["poor"] == 0.0
+    # good and close are about a point apart: each leads in a fair share of the
+    # resamples, the one ahead on the full data in most of them.
+    ahead, behind = sorted(["good", "close"], key=lambda m: -result.perf[m].estimate)
+    assert 0.5 < result.p_first_perf[ahead] < 1.0
+    assert 0.0 < result.p_first_perf[behind] < 0.5
+
+
+def test_dynascore_intervals_follow_the_table(examples: dict) -> None:
+    table = {
+        "good": {"memory": 9.0, "speed": 10.0},
+        "close": {"memory": 2.0, "speed": 30.0},
+        "poor": {"memory": 1.0, "speed": 40.0},
+    }
+    kwargs = {"directions": {"memory": -1.0}, "offsets": {"memory": 16.0}}
+    weights = {"perf": 4.0, "memory": 1.0, "speed": 1.0}
+    result = bootstrap(examples, table=table, weights=weights, n_resamples=300, **kwargs)
+    with_perf = {m: {**row, "perf": result.perf[m].estimate} for m, row in table.items()}
+    expected = dynascore(with_perf, weights=weights, **kwargs)
+    for model, value in expected.items():
+        interval = result.dynascore[model]
+        assert interval.estimate == pytest.approx(value, abs=1e-12)
+        assert interval.low <= interval.high
+
+
+def test_macro_f1_is_recomputed_on_each_resample() -> None:
+    rng = np.random.default_rng(2)
+    golds = [LABELS[i] for i in rng.integers(0, 3, 300)]
+    predictions = {
+        "m1": [g if rng.random() < 0.7 else LABELS[rng.integers(0, 3)] for g in golds],
+        "m2": [g if rng.random() < 0.5 else "neg" for g in golds],
+    }
+    examples = {
+        m: {"test": statistics("macro_f1", p, golds, labels=LABELS)} for m, p in predictions.items()
+    }
+    result = bootstrap(examples, metric="macro_f1", n_resamples=300, seed=1)
+    for model, p in predictions.items():
+        interval = result.perf[model]
+        assert interval.estimate == pytest.approx(compute("macro_f1", p, golds, labels=LABELS))
+        assert interval.low < interval.estimate < interval.high
+
+
+def test_misaligned_examples_are_refused() -> None:
+    with pytest.raises(ScoringError, match="same non-empty list of examples"):
+        bootstrap({"a": {"t": np.ones(3)}, "b": {"t": np.ones(4)}})
+    with pytest.raises(ScoringError, match="has no examples of dataset 't'"):
+        bootstrap({"a": {"t": np.ones(3)}, "b": {"u": np.ones(3)}})
+    with pytest.raises(ScoringError, match="not the examples' models"):
+        bootstrap({"a": {"t": np.ones(3)}}, table={"b": {"speed": 1.0}})
+    with pytest.raises(ScoringError, match="n_resamples >= 1"):
+        bootstrap({"a": {"t": np.ones(3)}}, n_resamples=0)

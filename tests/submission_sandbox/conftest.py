@@ -1,0 +1,49 @@
+"""Fixtures for the sandbox tests: the real Docker engine, when there is one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from evalboard.core.settings import get_settings
+
+LABEL_FILTER = {"label": "org.evalboard.sandbox"}
+
+
+def _engine() -> Any:
+    docker = pytest.importorskip("docker")
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means: no engine here
+        pytest.skip(f"no Docker engine reachable ({exc}); run `bash docker/bootstrap.sh`")
+    base = get_settings().base_image
+    try:
+        client.images.get(base)
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"runtime image {base} is missing; run `bash docker/bootstrap.sh`")
+    return client
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Any:
+    """A client of the real engine with the runtime image built; skips where there is none."""
+    return _engine()
+
+
+@pytest.fixture
+def docker_client(docker_engine: Any) -> Iterator[Any]:
+    """The engine, checked afterwards for sandbox containers this process left behind."""
+    own = {c.id for c in docker_engine.containers.list(all=True, filters=LABEL_FILTER)}
+    yield docker_engine
+    import os
+    import socket
+
+    owner = f"{socket.gethostname()}:{os.getpid()}"
+    left = [
+        c.id for c in docker_engine.containers.list(all=True, filters=LABEL_FILTER)
+        if c.id not in own and c.labels.get("org.evalboard.owner") == owner
+    ]
+    assert not left, f"sandbox containers left behind: {left}"
