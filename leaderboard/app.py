@@ -19,8 +19,18 @@ from starlette.middleware.sessions import SessionMiddleware
 from evalboard import __version__
 from evalboard.core.context import Context
 from leaderboard.errors import install_error_handlers
-from leaderboard.routes import datasets, leaderboards, rounds, submissions, tasks, uploads, users
-from leaderboard.routes import manage, pages
+from leaderboard.loop.api import router as loop_router
+from leaderboard.routes import (
+    datasets,
+    leaderboards,
+    manage,
+    pages,
+    rounds,
+    submissions,
+    tasks,
+    uploads,
+    users,
+)
 
 __all__ = ["PLOTLY_JS", "create_app"]
 
@@ -69,6 +79,7 @@ def create_app(ctx: Context | None = None) -> FastAPI:
         app.include_router(module.router)
     app.include_router(pages.router)
     app.include_router(manage.router)
+    app.include_router(loop_router)  # rounds, collection, validation, failures + their pages
 
     @app.get("/health", include_in_schema=False)
     def health() -> dict[str, str]:
@@ -81,7 +92,8 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
     def plotly_js() -> FileResponse:
         return FileResponse(
-            PLOTLY_JS, media_type="text/javascript",
+            PLOTLY_JS,
+            media_type="text/javascript",
             headers={"Cache-Control": "public, max-age=86400"},
         )
 

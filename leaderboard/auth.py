@@ -57,8 +57,10 @@ def csrf_token(request: Request) -> str:
 
 def check_csrf(request: Request, submitted: str | None) -> None:
     expected = request.session.get("csrf")
-    if not isinstance(expected, str) or not submitted or not hmac.compare_digest(
-        expected, submitted
+    if (
+        not isinstance(expected, str)
+        or not submitted
+        or not hmac.compare_digest(expected, submitted)
     ):
         raise PermissionDenied(
             "The form's CSRF token is missing or stale; reload the page and try again"

@@ -36,15 +36,18 @@ def contributions_figure(row: RowPublic, labels: dict[str, str]) -> Figure:
     """Each metric's share of this model's Dynascore (weight x good / AMRS)."""
     names = [n for n in row.contributions]
     return {
-        "data": [{
-            "type": "bar",
-            "x": [labels.get(n, n) for n in names],
-            "y": [round(row.contributions[n], 4) for n in names],
-            "marker": {"color": _ACCENT},
-            "hovertemplate": "%{x}: %{y:.2f}<extra></extra>",
-        }],
+        "data": [
+            {
+                "type": "bar",
+                "x": [labels.get(n, n) for n in names],
+                "y": [round(row.contributions[n], 4) for n in names],
+                "marker": {"color": _ACCENT},
+                "hovertemplate": "%{x}: %{y:.2f}<extra></extra>",
+            }
+        ],
         "layout": _layout(
-            f"Dynascore {row.dynascore:.2f}: what each metric adds" if row.dynascore is not None
+            f"Dynascore {row.dynascore:.2f}: what each metric adds"
+            if row.dynascore is not None
             else "Dynascore contributions",
             yaxis={"title": {"text": "points"}, "zeroline": True},
         ),
@@ -64,22 +67,27 @@ def datasets_figure(scores: Sequence[tuple[str, str, float]]) -> Figure:
             }
             for kind in kinds
         ],
-        "layout": _layout("Scores per dataset", barmode="group",
-                          yaxis={"title": {"text": "x100"}, "range": [0, 100]},
-                          legend={"orientation": "h", "y": -0.25}),
+        "layout": _layout(
+            "Scores per dataset",
+            barmode="group",
+            yaxis={"title": {"text": "x100"}, "range": [0, 100]},
+            legend={"orientation": "h", "y": -0.25},
+        ),
     }
 
 
 def rounds_figure(perf_by_round: dict[int, float]) -> Figure:
     rounds = sorted(perf_by_round)
     return {
-        "data": [{
-            "type": "scatter",
-            "mode": "lines+markers",
-            "x": [f"round {r}" if r else "static" for r in rounds],
-            "y": [round(perf_by_round[r], 3) for r in rounds],
-            "line": {"color": _ACCENT},
-        }],
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": [f"round {r}" if r else "static" for r in rounds],
+                "y": [round(perf_by_round[r], 3) for r in rounds],
+                "line": {"color": _ACCENT},
+            }
+        ],
         "layout": _layout("Perf per round", yaxis={"title": {"text": "perf"}}),
     }
 
@@ -90,19 +98,27 @@ def pareto_figure(board: LeaderboardPublic, metric: str, highlight: str) -> Figu
     info = next((m for m in board.metrics if m.name == metric), None)
     label = f"{info.label} ({info.unit})" if info else metric
     lower = info is not None and info.direction == "lower"
-    table = {r.key: {"perf": float(r.metrics["perf"] or 0), metric: float(r.metrics[metric] or 0)}
-             for r in rows}
-    front = pareto_front(table, metrics=["perf", metric],
-                         directions={metric: -1.0} if lower else None) if table else []
-    front_rows = sorted((r for r in rows if r.key in front),
-                        key=lambda r: float(r.metrics[metric] or 0))
+    table = {
+        r.key: {"perf": float(r.metrics["perf"] or 0), metric: float(r.metrics[metric] or 0)}
+        for r in rows
+    }
+    front = (
+        pareto_front(table, metrics=["perf", metric], directions={metric: -1.0} if lower else None)
+        if table
+        else []
+    )
+    front_rows = sorted(
+        (r for r in rows if r.key in front), key=lambda r: float(r.metrics[metric] or 0)
+    )
     others = [r for r in rows if r.key != highlight]
     mine = [r for r in rows if r.key == highlight]
 
     def trace(name: str, subset: list[RowPublic], **style: Any) -> dict[str, Any]:
         return {
-            "type": "scatter", "name": name,
-            "x": [r.metrics[metric] for r in subset], "y": [r.metrics["perf"] for r in subset],
+            "type": "scatter",
+            "name": name,
+            "x": [r.metrics[metric] for r in subset],
+            "y": [r.metrics["perf"] for r in subset],
             "text": [r.name for r in subset],
             "hovertemplate": "%{text}<br>perf %{y:.2f}<br>" + metric + " %{x:.3g}<extra></extra>",
             **style,
@@ -113,12 +129,17 @@ def pareto_figure(board: LeaderboardPublic, metric: str, highlight: str) -> Figu
         "data": [
             trace("Pareto front", front_rows, mode="lines", line={"color": _FRONT, "dash": "dot"}),
             trace("models", others, mode="markers", marker={"color": _MUTED, "size": 9}),
-            trace("this model", mine, mode="markers",
-                  marker={"color": _ACCENT, "size": 13, "symbol": "diamond"}),
+            trace(
+                "this model",
+                mine,
+                mode="markers",
+                marker={"color": _ACCENT, "size": 13, "symbol": "diamond"},
+            ),
         ],
         "layout": _layout(
             f"Perf vs {info.label.lower() if info else metric} ({better} is better)",
-            xaxis={"title": {"text": label}}, yaxis={"title": {"text": "perf"}},
+            xaxis={"title": {"text": label}},
+            yaxis={"title": {"text": "perf"}},
             legend={"orientation": "h", "y": -0.3},
         ),
     }

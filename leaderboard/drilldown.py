@@ -19,7 +19,12 @@ _GOLD_FIELDS = ("uid", "label", "answers", "input_id", "perturbation")
 
 
 def drilldown(
-    ctx: Context, submission: Submission, job: Job, *, offset: int = 0, limit: int = 50,
+    ctx: Context,
+    submission: Submission,
+    job: Job,
+    *,
+    offset: int = 0,
+    limit: int = 50,
     wrong_only: bool = False,
 ) -> list[dict[str, Any]]:
     """Examples ``offset .. offset+limit`` (after the ``wrong_only`` filter), in file order."""
@@ -36,12 +41,14 @@ def drilldown(
     rows = []
     for record in page:
         output = record.get("output", {})
-        rows.append({
-            "uid": str(record.get("uid")),
-            "inputs": inputs.get(str(record.get("uid")), {}),
-            "gold": record.get("gold", record.get("original")),
-            "prediction": output.get("label", output.get("answer")),
-            "probs": output.get("probs"),
-            "score": record.get("score"),
-        })
+        rows.append(
+            {
+                "uid": str(record.get("uid")),
+                "inputs": inputs.get(str(record.get("uid")), {}),
+                "gold": record.get("gold", record.get("original")),
+                "prediction": output.get("label", output.get("answer")),
+                "probs": output.get("probs"),
+                "score": record.get("score"),
+            }
+        )
     return rows

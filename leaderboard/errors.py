@@ -55,13 +55,14 @@ def _response(request: Request, status: int, message: str) -> Response:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if _wants_html(request):
         templates = request.app.state.templates
-        return templates.TemplateResponse(
+        page: Response = templates.TemplateResponse(
             request,
             "error.html",
             {"status": status, "message": message},
             status_code=status,
             headers=headers,
         )
+        return page
     return JSONResponse({"detail": message}, status_code=status, headers=headers)
 
 
@@ -88,4 +89,3 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(EvalboardError, domain)
     app.add_exception_handler(ScoringError, scoring)
     app.add_exception_handler(StarletteHTTPException, http)
-

@@ -126,8 +126,13 @@ def build_leaderboard(
         others = {k: {n: v for n, v in row.items() if n != "perf"} for k, row in grid.items()}
         boot = (
             leaderboard_intervals(
-                ctx, table, ranked, other_metrics=others, weights=used,
-                directions=directions, offsets=offsets,
+                ctx,
+                table,
+                ranked,
+                other_metrics=others,
+                weights=used,
+                directions=directions,
+                offsets=offsets,
             )
             if intervals and "perf" in metrics
             else None
@@ -153,8 +158,13 @@ def build_leaderboard(
     if table.majority_perf is not None:
         rows.append(
             RowPublic(
-                rank=None, key="majority", submission_id=None, name="majority-class baseline",
-                user=None, kind="majority", metrics={"perf": table.majority_perf},
+                rank=None,
+                key="majority",
+                submission_id=None,
+                name="majority-class baseline",
+                user=None,
+                kind="majority",
+                metrics={"perf": table.majority_perf},
                 dynascore=None,
             )
         )
@@ -164,8 +174,12 @@ def build_leaderboard(
         weights={k: float(v) for k, v in requested.items()},
         metrics=[
             MetricPublic(
-                name=name, label=label, unit=unit, direction=direction,  # type: ignore[arg-type]
-                weighable=name in metrics, offset=offsets.get(name, 0.0),
+                name=name,
+                label=label,
+                unit=unit,
+                direction=direction,
+                weighable=name in metrics,
+                offset=offsets.get(name, 0.0),
             )
             for name, (label, unit, direction) in METRICS.items()
             if name in metrics or any(m.metrics.get(name) is not None for m in ranked)
@@ -180,9 +194,7 @@ def build_leaderboard(
     )
 
 
-def _row(
-    entry: ModelEntry, rank: int, score: float, contributions: dict[str, float]
-) -> RowPublic:
+def _row(entry: ModelEntry, rank: int, score: float, contributions: dict[str, float]) -> RowPublic:
     return RowPublic(
         rank=rank,
         key=entry.key,
@@ -199,21 +211,40 @@ def _row(
 def to_csv(board: LeaderboardPublic) -> str:
     """The whole table as CSV: one row per model, intervals as ``_low``/``_high`` columns."""
     names = [m.name for m in board.metrics]
-    header = ["rank", "name", "user", "kind", "submission_id", "dynascore",
-              "dynascore_low", "dynascore_high", *names, "perf_low", "perf_high"]
+    header = [
+        "rank",
+        "name",
+        "user",
+        "kind",
+        "submission_id",
+        "dynascore",
+        "dynascore_low",
+        "dynascore_high",
+        *names,
+        "perf_low",
+        "perf_high",
+    ]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
     for row in board.rows:
         ds = row.intervals.get("dynascore")
         perf = row.intervals.get("perf")
-        writer.writerow([
-            row.rank if row.rank is not None else "", row.name, row.user or "", row.kind,
-            row.submission_id if row.submission_id is not None else "",
-            _fmt(row.dynascore), _fmt(ds.low if ds else None), _fmt(ds.high if ds else None),
-            *(_fmt(row.metrics.get(n)) for n in names),
-            _fmt(perf.low if perf else None), _fmt(perf.high if perf else None),
-        ])
+        writer.writerow(
+            [
+                row.rank if row.rank is not None else "",
+                row.name,
+                row.user or "",
+                row.kind,
+                row.submission_id if row.submission_id is not None else "",
+                _fmt(row.dynascore),
+                _fmt(ds.low if ds else None),
+                _fmt(ds.high if ds else None),
+                *(_fmt(row.metrics.get(n)) for n in names),
+                _fmt(perf.low if perf else None),
+                _fmt(perf.high if perf else None),
+            ]
+        )
     return out.getvalue()
 
 

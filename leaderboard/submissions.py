@@ -68,14 +68,23 @@ def check_quota(ctx: Context, principal: Principal) -> None:
 
 
 def create_submission(
-    ctx: Context, principal: Principal, *, task_id: str, manifest: dict[str, Any],
-    bundle_sha256: str, artifact_key: str,
+    ctx: Context,
+    principal: Principal,
+    *,
+    task_id: str,
+    manifest: dict[str, Any],
+    bundle_sha256: str,
+    artifact_key: str,
 ) -> Submission:
     """Record a validated bundle as a submission and queue one job per dataset."""
     with ctx.db.session() as session:
         submission = Submission(
-            task_id=task_id, user_id=principal.user_id, name=str(manifest["name"]),
-            bundle_sha256=bundle_sha256, artifact_key=artifact_key, manifest=manifest,
+            task_id=task_id,
+            user_id=principal.user_id,
+            name=str(manifest["name"]),
+            bundle_sha256=bundle_sha256,
+            artifact_key=artifact_key,
+            manifest=manifest,
         )
         session.add(submission)
     enqueue_submission(ctx, submission.id)
@@ -87,8 +96,10 @@ def get_submission(ctx: Context, submission_id: int) -> Submission:
         submission = session.scalar(
             select(Submission)
             .where(Submission.id == submission_id)
-            .options(selectinload(Submission.jobs).selectinload(Job.dataset),
-                     selectinload(Submission.jobs).selectinload(Job.result))
+            .options(
+                selectinload(Submission.jobs).selectinload(Job.dataset),
+                selectinload(Submission.jobs).selectinload(Job.result),
+            )
         )
     if submission is None:
         raise NotFound(f"No submission {submission_id}")
@@ -107,9 +118,14 @@ def submission_public(
 ) -> SubmissionPublic:
     statuses = [job.status for job in (jobs if jobs is not None else submission.jobs)]
     return SubmissionPublic(
-        id=submission.id, task=submission.task_id, name=submission.name, user=user,
-        runtime=submission.manifest.get("runtime"), bundle_sha256=submission.bundle_sha256,
-        is_baseline=submission.is_baseline, status=summary_status(statuses),
+        id=submission.id,
+        task=submission.task_id,
+        name=submission.name,
+        user=user,
+        runtime=submission.manifest.get("runtime"),
+        bundle_sha256=submission.bundle_sha256,
+        is_baseline=submission.is_baseline,
+        status=summary_status(statuses),
         created_at=submission.created_at,
     )
 
@@ -129,25 +145,32 @@ def submission_status(
         metrics = None
         if job.result is not None and not hidden:
             metrics = {k: v for k, v in job.result.metrics.items() if k != "schema_version"}
-        views.append(JobPublic(
-            dataset=f"hidden-{index}" if hidden else job.dataset.name,
-            status=JobStatus(job.status), reason=job.reason, progress=job.progress,
-            message=job.message if manage else None, log_tail=job.log_tail if manage else None,
-            started_at=job.started_at, finished_at=job.finished_at, metrics=metrics,
-        ))
+        views.append(
+            JobPublic(
+                dataset=f"hidden-{index}" if hidden else job.dataset.name,
+                status=JobStatus(job.status),
+                reason=job.reason,
+                progress=job.progress,
+                message=job.message if manage else None,
+                log_tail=job.log_tail if manage else None,
+                started_at=job.started_at,
+                finished_at=job.finished_at,
+                metrics=metrics,
+            )
+        )
     return SubmissionStatusPublic(**public.model_dump(), jobs=views, may_manage=manage)
 
 
 def list_submissions(ctx: Context, task_id: str) -> list[SubmissionPublic]:
     with ctx.db.session() as session:
         rows = session.scalars(
-            select(Submission).where(Submission.task_id == task_id)
-            .options(selectinload(Submission.jobs)).order_by(Submission.id.desc())
+            select(Submission)
+            .where(Submission.task_id == task_id)
+            .options(selectinload(Submission.jobs))
+            .order_by(Submission.id.desc())
         ).all()
-        users = dict(session.execute(select(User.id, User.name)).tuples())
-    return [
-        submission_public(s, users.get(s.user_id) if s.user_id else None) for s in rows
-    ]
+        users = dict(session.execute(select(User.id, User.name)).all())
+    return [submission_public(s, users.get(s.user_id) if s.user_id else None) for s in rows]
 
 
 def _manageable(ctx: Context, principal: Principal, submission_id: int) -> Submission:
@@ -173,13 +196,22 @@ def rerun(ctx: Context, principal: Principal, submission_id: int) -> int:
     again = (JobStatus.FAILED.value, JobStatus.CANCELLED.value)
     with ctx.db.session() as session:
         jobs = session.execute(
-            select(Job.id, Job.queue).where(Job.submission_id == submission_id,
-                                            Job.status.in_(again))
+            select(Job.id, Job.queue).where(
+                Job.submission_id == submission_id, Job.status.in_(again)
+            )
         ).all()
         session.execute(
-            update(Job).where(Job.submission_id == submission_id, Job.status.in_(again))
-            .values(status=JobStatus.QUEUED.value, reason=None, message=None, progress=0.0,
-                    attempts=0, started_at=None, finished_at=None)
+            update(Job)
+            .where(Job.submission_id == submission_id, Job.status.in_(again))
+            .values(
+                status=JobStatus.QUEUED.value,
+                reason=None,
+                message=None,
+                progress=0.0,
+                attempts=0,
+                started_at=None,
+                finished_at=None,
+            )
         )
     dispatcher = dispatcher_for(ctx)
     for job_id, queue in jobs:
@@ -194,8 +226,7 @@ def set_baseline(
     principal.require_owner(submission.task_id, doing="mark baselines")
     with ctx.db.session() as session:
         session.execute(
-            update(Submission).where(Submission.id == submission_id)
-            .values(is_baseline=is_baseline)
+            update(Submission).where(Submission.id == submission_id).values(is_baseline=is_baseline)
         )
     submission.is_baseline = is_baseline
     return submission

@@ -154,12 +154,19 @@ def _majority_perf(ctx: Context, task: TaskSpec, originals: list[Dataset]) -> fl
     # Ties go to the label listed first in the task spec.
     majority = max(task.output.labels, key=lambda label: counts[label])
     total = sum(d.weight for d in originals)
-    perf = sum(
-        d.weight
-        * compute(task.perf_metric, [majority] * len(golds[d.id]), golds[d.id],
-                  labels=task.output.labels)
-        for d in originals
-    ) / total
+    perf = (
+        sum(
+            d.weight
+            * compute(
+                task.perf_metric,
+                [majority] * len(golds[d.id]),
+                golds[d.id],
+                labels=task.output.labels,
+            )
+            for d in originals
+        )
+        / total
+    )
     _majority_cache[cache_key] = perf
     return perf
 
@@ -184,7 +191,7 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         ).all()
         user_ids = {s.user_id for s in submissions if s.user_id is not None}
         users = dict(
-            session.execute(select(User.id, User.name).where(User.id.in_(user_ids))).tuples()
+            session.execute(select(User.id, User.name).where(User.id.in_(user_ids))).all()
         )
         models = [_entry(s, users, scoring, by_id) for s in submissions]
         default_weights = {k: float(v) for k, v in task.default_weights.items()}

@@ -91,9 +91,15 @@ def _submission_of(ctx: Context, upload: Upload) -> Submission | None:
 def upload_public(ctx: Context, upload: Upload) -> UploadPublic:
     submission = _submission_of(ctx, upload)
     return UploadPublic(
-        id=upload.id, task=upload.task_id, filename=upload.filename, size=upload.size,
-        sha256=upload.sha256, received=upload.received, completed=upload.completed,
-        chunk_size=CHUNK_SIZE, submission_id=submission.id if submission else None,
+        id=upload.id,
+        task=upload.task_id,
+        filename=upload.filename,
+        size=upload.size,
+        sha256=upload.sha256,
+        received=upload.received,
+        completed=upload.completed,
+        chunk_size=CHUNK_SIZE,
+        submission_id=submission.id if submission else None,
     )
 
 
@@ -115,8 +121,12 @@ def create_upload(ctx: Context, principal: Principal, body: UploadCreate) -> Upl
     check_quota(ctx, principal)
     with ctx.db.session() as session:
         upload = Upload(
-            id=str(uuid.uuid4()), user_id=principal.user_id, task_id=body.task,
-            filename=Path(body.filename).name, size=body.size, sha256=body.sha256,
+            id=str(uuid.uuid4()),
+            user_id=principal.user_id,
+            task_id=body.task,
+            filename=Path(body.filename).name,
+            size=body.size,
+            sha256=body.sha256,
         )
         session.add(upload)
     return upload
@@ -132,7 +142,11 @@ def get_upload(ctx: Context, principal: Principal, upload_id: str) -> Upload:
 
 
 async def write_chunk(
-    ctx: Context, principal: Principal, upload_id: str, *, offset: int,
+    ctx: Context,
+    principal: Principal,
+    upload_id: str,
+    *,
+    offset: int,
     chunks: AsyncIterator[bytes],
 ) -> Upload:
     """Store one chunk starting at ``offset`` (which must equal ``received``)."""
@@ -162,8 +176,10 @@ async def write_chunk(
             .values(received=offset + written)
         )
         if getattr(done, "rowcount", 0) != 1:
-            raise Conflict("Another request wrote this chunk at the same time; ask for the "
-                           "upload's state (GET) and resume from its `received`")
+            raise Conflict(
+                "Another request wrote this chunk at the same time; ask for the "
+                "upload's state (GET) and resume from its `received`"
+            )
         fresh = session.get(Upload, upload_id)
         assert fresh is not None
         return fresh
@@ -225,12 +241,14 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
             f"{upload.task_id!r}; fix `task:` in evalboard.yaml or upload to that task"
         )
     submission = create_submission(
-        ctx, principal, task_id=upload.task_id, manifest=bundle.manifest.model_dump(mode="json"),
-        bundle_sha256=bundle.sha256, artifact_key=key,
+        ctx,
+        principal,
+        task_id=upload.task_id,
+        manifest=bundle.manifest.model_dump(mode="json"),
+        bundle_sha256=bundle.sha256,
+        artifact_key=key,
     )
     with ctx.db.session() as session:
-        session.execute(
-            update(Upload).where(Upload.id == upload.id).values(completed=True)
-        )
+        session.execute(update(Upload).where(Upload.id == upload.id).values(completed=True))
     _drop_parts(ctx, upload)
     return submission

@@ -6,6 +6,8 @@ the caller's mappings happen to have, and ties broken "by name" are broken by po
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -43,17 +45,30 @@ def to_matrix(table: Table) -> Matrix:
     metrics = tuple(sorted(table[models[0]]))
     if not metrics:
         raise ScoringError(f"Model {models[0]!r} has no metrics")
-    expected = set(metrics)
+    pick = operator.itemgetter(*metrics)
+    rows = []
     for model in models:
-        if table[model].keys() != expected:
-            missing = sorted(expected - table[model].keys())
-            extra = sorted(table[model].keys() - expected)
+        row = table[model]
+        try:
+            if len(row) != len(metrics):
+                raise KeyError(model)
+            rows.append(pick(row))
+        except KeyError:
+            missing = sorted(set(metrics) - row.keys())
+            extra = sorted(row.keys() - set(metrics))
             raise ScoringError(
                 f"Model {model!r} does not have the same metrics as {models[0]!r} "
                 f"(missing: {', '.join(missing) or '-'}; extra: {', '.join(extra) or '-'}); "
                 "every model needs every metric, or leave the model out"
-            )
-    values = np.array([[table[m][k] for k in metrics] for m in models], dtype=np.float64)
+            ) from None
+    if len(metrics) == 1:  # itemgetter of one key gives the value, not a tuple
+        rows = [(value,) for value in rows]
+    flat = itertools.chain.from_iterable(rows)
+    try:
+        values = np.fromiter(flat, np.float64, len(models) * len(metrics))
+    except (TypeError, ValueError) as error:
+        raise ScoringError(f"Every value must be a finite number ({error})") from None
+    values = values.reshape(len(models), len(metrics))
     if not np.all(np.isfinite(values)):
         i, k = np.argwhere(~np.isfinite(values))[0]
         raise ScoringError(

@@ -27,7 +27,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -149,7 +149,6 @@ def bootstrap(
     perf_col = normalised.metrics.index(perf)
     direction = (directions or {}).get(perf, 1.0)
     offset = (offsets or {}).get(perf, 0.0)
-    others = [k for k in range(len(normalised.metrics)) if k != perf_col]
     arange = np.arange(len(models))
 
     rng = np.random.default_rng(seed)
@@ -174,7 +173,8 @@ def bootstrap(
         perf_samples[start : start + c] = boot
         score_samples[start : start + c] = scores
         ids = np.broadcast_to(arange, scores.shape)
-        keys = [ids, *(-goods[..., k] for k in reversed(others)), -goods[..., perf_col], -scores]
+        resampled = replace(normalised, goods=goods)
+        keys = [ids, *resampled.tiebreak_keys()[1:], -scores]
         first_counts += np.bincount(np.lexsort(keys, axis=-1)[:, 0], minlength=len(models))
         first_perf = np.lexsort([ids, -goods[..., perf_col]], axis=-1)[:, 0]
         first_perf_counts += np.bincount(first_perf, minlength=len(models))

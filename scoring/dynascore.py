@@ -9,7 +9,8 @@
    ``1e-4 * max |perf|``. AMRS(perf, perf) is 1.
 4. With the weights normalised to sum 1, ``Dynascore(x) = sum_M w_M * M(x) / AMRS(M)``,
    summed in metric-name order. A metric whose AMRS is zero or undefined (all models
-   equal on it, all equal in perf, a single model) contributes 0.
+   equal on it, all equal in perf, a single model) contributes 0, as does one whose
+   AMRS overflows (perf gaps near the smallest float).
 
 This follows ``ScoreModel.dynascore`` in facebookresearch/dynabench, with three choices
 where it is silent or fragile: exact perf ties are ordered by model name (it used an
@@ -162,7 +163,6 @@ class NormalisedTable:
     goods: FloatArray
     amrs: FloatArray
     _matrix: Matrix
-    _tiebreak: NDArray[np.intp]
 
     @property
     def amrs_by_metric(self) -> dict[str, float]:
@@ -189,8 +189,22 @@ class NormalisedTable:
         ranked below another.
         """
         scores = self.scores(weights)
-        order = self._tiebreak[np.argsort(-scores[self._tiebreak], kind="stable")]
+        order = np.argsort(-scores, kind="stable")  # models are in name order
+        ranked = scores[order]
+        if np.any(ranked[1:] == ranked[:-1]):  # rare, so the full tie-break only then
+            order = np.lexsort([*self.tiebreak_keys(), -scores])
         return [self.models[i] for i in order]
+
+    def tiebreak_keys(self) -> list[NDArray[np.float64] | NDArray[np.intp]]:
+        """``np.lexsort`` keys, least significant first: name, the other goods in reverse
+        name order, perf (append the negated scores as the most significant)."""
+        perf_col = self.metrics.index(self.perf)
+        others = [k for k in range(len(self.metrics)) if k != perf_col]
+        return [
+            np.arange(len(self.models)),
+            *(-self.goods[..., k] for k in reversed(others)),
+            -self.goods[..., perf_col],
+        ]
 
 
 def normalise(
@@ -204,11 +218,8 @@ def normalise(
     matrix = to_matrix(table)
     perf_col = matrix.column(perf, role="perf metric")
     goods = to_goods(matrix, directions, offsets)
-    others = [k for k in range(len(matrix.metrics)) if k != perf_col]
-    keys = [np.arange(len(matrix.models))] + [-goods[:, k] for k in reversed(others)]
-    tiebreak = np.lexsort([*keys, -goods[:, perf_col]])
     return NormalisedTable(
-        matrix.models, matrix.metrics, perf, goods, amrs_batch(goods, perf_col), matrix, tiebreak
+        matrix.models, matrix.metrics, perf, goods, amrs_batch(goods, perf_col), matrix
     )
 
 

@@ -155,6 +155,7 @@ class DockerSandbox(Sandbox):
         self._run_dir: Path | None = None
         self._listener: UnixListener | None = None
         self._conn: socket.socket | None = None
+        self._attached: Any = None
         self._contract: ContractClient | None = None
         self._cgroup: CgroupFiles | None = None
         self._deadline = math.inf
@@ -271,6 +272,7 @@ class DockerSandbox(Sandbox):
             attached = self._client.api.attach_socket(
                 self.container_id, params={"stdin": 1, "stdout": 1, "stream": 1}
             )
+            self._attached = attached  # a SocketIO: it holds a reference to the socket
             self._conn = attached._sock
         started = time.monotonic()
         self._deadline = started + self.limits.timeout_s
@@ -448,6 +450,11 @@ class DockerSandbox(Sandbox):
         finally:
             if self._watchdog is not None:
                 self._watchdog.cancel()
+            if self._attached is not None:
+                self._attached.close()
+                response = getattr(self._attached, "_response", None)
+                if response is not None:
+                    response.close()
             if self._conn is not None:
                 self._conn.close()
             if self._listener is not None:

@@ -10,6 +10,7 @@ import typer
 from evalboard import __version__
 from evalboard.cli._output import err_console
 from evalboard.core.errors import EvalboardError
+from scoring import ScoringError
 
 __all__ = ["app", "main"]
 
@@ -45,6 +46,12 @@ def _register() -> None:
 
     app.command("evaluate")(evaluate.evaluate)
     app.command("worker")(worker.worker)
+    from evalboard.cli import leaderboard, serve, users
+
+    app.command("serve")(serve.serve)
+    app.command("leaderboard")(leaderboard.leaderboard)
+    app.add_typer(users.user_app, name="user")
+    app.add_typer(users.token_app, name="token")
 
 
 _register()
@@ -65,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     except EvalboardError as exc:
         err_console.print(f"[bold red]error:[/bold red] {exc.message}", highlight=False)
         return exc.exit_code
+    except ScoringError as exc:  # scoring stays free of the core's error tree
+        err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        return 2
     except KeyboardInterrupt:
         err_console.print("Interrupted.")
         return 130

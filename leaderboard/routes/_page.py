@@ -15,7 +15,10 @@ __all__ = ["flash", "form_csrf", "redirect", "render"]
 
 
 def render(
-    request: Request, template: str, principal: Principal, status_code: int = 200,
+    request: Request,
+    template: str,
+    principal: Principal,
+    status_code: int = 200,
     **context: Any,
 ) -> HTMLResponse:
     templates = request.app.state.templates

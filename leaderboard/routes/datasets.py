@@ -37,18 +37,22 @@ from leaderboard.schemas import DatasetPublic
 
 __all__ = ["add_uploaded_dataset", "dataset_public", "router", "visible_datasets"]
 
-router = APIRouter(prefix="/tasks/{task_id}/datasets", tags=["datasets"],
-                   responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/tasks/{task_id}/datasets", tags=["datasets"], responses=ERROR_RESPONSES)
 
 DatasetName = Annotated[str, Path(max_length=128, description="Dataset name.")]
 
 
 def dataset_public(dataset: Dataset, names: dict[int, str]) -> DatasetPublic:
     return DatasetPublic(
-        name=dataset.name, round=dataset.round, access=Access(dataset.access),
-        weight=dataset.weight, rows=dataset.rows, sha256=dataset.sha256,
+        name=dataset.name,
+        round=dataset.round,
+        access=Access(dataset.access),
+        weight=dataset.weight,
+        rows=dataset.rows,
+        sha256=dataset.sha256,
         derived_from=names.get(dataset.derived_from_id) if dataset.derived_from_id else None,
-        perturbation=dataset.perturbation, created_at=dataset.created_at,
+        perturbation=dataset.perturbation,
+        created_at=dataset.created_at,
     )
 
 
@@ -74,8 +78,17 @@ def list_(task_id: TaskId, ctx: CtxDep, principal: PrincipalDep) -> list[Dataset
 
 
 def add_uploaded_dataset(
-    ctx: Context, principal: Principal, task_id: str, *, upload: UploadFile, name: str,
-    round: int, access: Access, weight: float, mapping: str, label_map: str,
+    ctx: Context,
+    principal: Principal,
+    task_id: str,
+    *,
+    upload: UploadFile,
+    name: str,
+    round: int,
+    access: Access,
+    weight: float,
+    mapping: str,
+    label_map: str,
 ) -> list[Dataset]:
     """Store an uploaded dataset file (and its perturbed copies); queue its evaluations."""
     get_task(ctx, task_id)
@@ -86,7 +99,12 @@ def add_uploaded_dataset(
         with path.open("wb") as out:
             shutil.copyfileobj(upload.file, out)
         added = add_dataset(
-            ctx, task_id=task_id, name=name, path=path, round=round, access=access,
+            ctx,
+            task_id=task_id,
+            name=name,
+            path=path,
+            round=round,
+            access=access,
             weight=weight,
             mapping=ColumnMapping(
                 fields=parse_mapping([mapping]),
@@ -98,8 +116,11 @@ def add_uploaded_dataset(
     return [added.dataset, *added.derived]
 
 
-@router.post("", status_code=status.HTTP_201_CREATED,
-             summary="Add a dataset (task owner); returns it and its perturbed copies")
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    summary="Add a dataset (task owner); returns it and its perturbed copies",
+)
 def add(
     task_id: TaskId,
     ctx: CtxDep,
@@ -113,17 +134,23 @@ def add(
     label_map: Annotated[str, Form(max_length=2000, description="value=label,...")] = "",
 ) -> list[DatasetPublic]:
     datasets = add_uploaded_dataset(
-        ctx, principal, task_id, upload=file, name=name, round=round, access=access,
-        weight=weight, mapping=mapping, label_map=label_map,
+        ctx,
+        principal,
+        task_id,
+        upload=file,
+        name=name,
+        round=round,
+        access=access,
+        weight=weight,
+        mapping=mapping,
+        label_map=label_map,
     )
     names = {d.id: d.name for d in list_datasets(ctx, task_id)}
     return [dataset_public(d, names) for d in datasets]
 
 
 @router.get("/{name}", summary="One dataset")
-def show(
-    task_id: TaskId, name: DatasetName, ctx: CtxDep, principal: PrincipalDep
-) -> DatasetPublic:
+def show(task_id: TaskId, name: DatasetName, ctx: CtxDep, principal: PrincipalDep) -> DatasetPublic:
     dataset = _visible(ctx, principal, task_id, name)
     names = {d.id: d.name for d in list_datasets(ctx, task_id)}
     return dataset_public(dataset, names)
@@ -133,8 +160,12 @@ def show(
     "/{name}/examples",
     summary="Download the examples as JSON lines",
     response_class=Response,
-    responses={200: {"content": {"application/x-ndjson": {"schema": {"type": "string"}}},
-                     "description": "One example per line."}},
+    responses={
+        200: {
+            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+            "description": "One example per line.",
+        }
+    },
 )
 def examples(
     task_id: TaskId,
@@ -147,6 +178,7 @@ def examples(
     rows = export_examples(ctx, dataset, labels=labels, may_see_hidden=principal.owns(task_id))
     body = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
     return Response(
-        body, media_type="application/x-ndjson",
+        body,
+        media_type="application/x-ndjson",
         headers={"Content-Disposition": f'attachment; filename="{dataset.name}.jsonl"'},
     )

@@ -20,8 +20,11 @@ router = APIRouter(prefix="/tasks/{task_id}", tags=["leaderboards"], responses=E
 
 Weights = Annotated[
     str | None,
-    Query(max_length=500, description="METRIC:WEIGHT,... e.g. perf:4,throughput:1,memory:1. "
-          "Default: the task owner's weights."),
+    Query(
+        max_length=500,
+        description="METRIC:WEIGHT,... e.g. perf:4,throughput:1,memory:1. "
+        "Default: the task owner's weights.",
+    ),
 ]
 
 
@@ -34,22 +37,31 @@ def leaderboard(task_id: TaskId, ctx: CtxDep, weights: Weights = None) -> Leader
     "/leaderboard.csv",
     summary="Download the whole table as CSV",
     response_class=Response,
-    responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}},
-                     "description": "One row per model."}},
+    responses={
+        200: {
+            "content": {"text/csv": {"schema": {"type": "string"}}},
+            "description": "One row per model.",
+        }
+    },
 )
 def leaderboard_csv(task_id: TaskId, ctx: CtxDep, weights: Weights = None) -> Response:
     board = build_leaderboard(ctx, load_table(ctx, task_id), parse_weights(weights))
     return Response(
-        to_csv(board), media_type="text/csv",
+        to_csv(board),
+        media_type="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{task_id}-leaderboard.csv"'},
     )
 
 
-@router.get("/leaderboard.json", summary="Download the whole table as JSON",
-            response_model=LeaderboardPublic)
+@router.get(
+    "/leaderboard.json",
+    summary="Download the whole table as JSON",
+    response_model=LeaderboardPublic,
+)
 def leaderboard_json(task_id: TaskId, ctx: CtxDep, weights: Weights = None) -> Response:
     board = build_leaderboard(ctx, load_table(ctx, task_id), parse_weights(weights))
     return Response(
-        board.model_dump_json(indent=2), media_type="application/json",
+        board.model_dump_json(indent=2),
+        media_type="application/json",
         headers={"Content-Disposition": f'attachment; filename="{task_id}-leaderboard.json"'},
     )

@@ -29,9 +29,13 @@ def manage_page(
         return redirect(login_path(f"/ui/tasks/{task_id}/manage"))
     principal.require_owner(task_id, doing="manage it")
     return render(
-        request, "manage.html", principal, task=task_public(ctx, task_id),
+        request,
+        "manage.html",
+        principal,
+        task=task_public(ctx, task_id),
         datasets=visible_datasets(ctx, principal, task_id),
-        submissions=list_submissions(ctx, task_id), metrics=WEIGHABLE_METRICS,
+        submissions=list_submissions(ctx, task_id),
+        metrics=WEIGHABLE_METRICS,
         accesses=[a.value for a in Access],
     )
 
@@ -66,12 +70,20 @@ async def datasets(
     try:
         access = Access(str(form.get("access", "scoring")))
     except ValueError:
-        raise InvalidDataset(f"access must be one of {', '.join(a.value for a in Access)}") from None
+        raise InvalidDataset(
+            f"access must be one of {', '.join(a.value for a in Access)}"
+        ) from None
     added = add_uploaded_dataset(
-        ctx, principal, task_id, upload=upload, name=str(form.get("name", "")).strip(),
-        round=int(_number(form.get("round", 0) or 0, "round")), access=access,
+        ctx,
+        principal,
+        task_id,
+        upload=upload,
+        name=str(form.get("name", "")).strip(),
+        round=int(_number(form.get("round", 0) or 0, "round")),
+        access=access,
         weight=_number(form.get("weight", 1) or 1, "weight"),
-        mapping=str(form.get("mapping", "")), label_map=str(form.get("label_map", "")),
+        mapping=str(form.get("mapping", "")),
+        label_map=str(form.get("label_map", "")),
     )
     names = ", ".join(f"{d.name} ({d.rows} rows)" for d in added)
     flash(request, f"Added {names}. Every submission will be evaluated on it.")

@@ -47,8 +47,14 @@ async def login(request: Request, ctx: CtxDep, principal: PrincipalDep) -> Any:
     user = authenticate(ctx, str(form.get("name", "")), str(form.get("password", "")))
     target = _local(str(form.get("next", "/ui")))
     if user is None:
-        return render(request, "login.html", principal, status_code=401, next=target,
-                      error="Wrong name or password.")
+        return render(
+            request,
+            "login.html",
+            principal,
+            status_code=401,
+            next=target,
+            error="Wrong name or password.",
+        )
     sign_in(request, user.id)
     flash(request, f"Signed in as {user.name}.")
     return redirect(target)
@@ -71,8 +77,11 @@ def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
     return {
         "perf": "perf",
         "metrics": weighable,
-        "table": {r.key: {m: r.metrics.get(m) for m in weighable}
-                  for r in board.rows if r.rank is not None},
+        "table": {
+            r.key: {m: r.metrics.get(m) for m in weighable}
+            for r in board.rows
+            if r.rank is not None
+        },
         "directions": {"memory": -1},
         "offsets": {"memory": table.task.memory_cap_gib},
         "weights": {m: board.weights.get(m, 0.0) for m in weighable},
@@ -82,21 +91,31 @@ def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
 
 @router.get("/tasks/{task_id}", response_class=HTMLResponse)
 def task_page(
-    task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep,
+    task_id: str,
+    request: Request,
+    ctx: CtxDep,
+    principal: PrincipalDep,
     weights: WeightsQuery = None,
 ) -> HTMLResponse:
     table = load_table(ctx, task_id)
     board = build_leaderboard(ctx, table, parse_weights(weights))
     return render(
-        request, "task.html", principal, task=task_public(ctx, task_id), board=board,
-        data=_client_data(table, board), owner=principal.owns(task_id),
-        datasets=[d for d in table.datasets if d.access != Access.HIDDEN
-                  or principal.owns(task_id)],
+        request,
+        "task.html",
+        principal,
+        task=task_public(ctx, task_id),
+        board=board,
+        data=_client_data(table, board),
+        owner=principal.owns(task_id),
+        datasets=[
+            d for d in table.datasets if d.access != Access.HIDDEN or principal.owns(task_id)
+        ],
     )
 
 
-def _dataset_scores(table: TaskTable, per_dataset: dict[str, dict[str, Any]],
-                    may_see_hidden: bool) -> list[tuple[str, str, float]]:
+def _dataset_scores(
+    table: TaskTable, per_dataset: dict[str, dict[str, Any]], may_see_hidden: bool
+) -> list[tuple[str, str, float]]:
     scores = []
     for dataset in table.datasets:
         if dataset.access == Access.HIDDEN and not may_see_hidden:
@@ -121,7 +140,11 @@ def _perf_by_round(table: TaskTable, per_dataset: dict[str, dict[str, Any]]) -> 
 
 @router.get("/tasks/{task_id}/models/{submission_id}", response_class=HTMLResponse)
 def model_page(
-    task_id: str, submission_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep,
+    task_id: str,
+    submission_id: int,
+    request: Request,
+    ctx: CtxDep,
+    principal: PrincipalDep,
     weights: WeightsQuery = None,
     dataset: Annotated[str | None, Query(max_length=128)] = None,
     offset: Annotated[int, Query(ge=0)] = 0,
@@ -144,8 +167,9 @@ def model_page(
         for metric in ("throughput", "memory"):
             if any(m.name == metric for m in board.metrics):
                 charts[f"pareto_{metric}"] = pareto_figure(board, metric, row.key)
-    browsable = [d for d in table.datasets if d.access != Access.HIDDEN and d.name in
-                 entry.predictions]
+    browsable = [
+        d for d in table.datasets if d.access != Access.HIDDEN and d.name in entry.predictions
+    ]
     chosen = next((d for d in browsable if d.name == dataset), browsable[0] if browsable else None)
     examples: list[dict[str, Any]] = []
     if chosen is not None:
@@ -153,9 +177,21 @@ def model_page(
         job = next(j for j in submission.jobs if j.dataset_id == chosen.id)
         examples = drilldown(ctx, submission, job, offset=offset, limit=25, wrong_only=wrong_only)
     return render(
-        request, "model.html", principal, task=task_public(ctx, task_id), entry=entry, row=row,
-        board=board, charts=charts, browsable=browsable, chosen=chosen, examples=examples,
-        offset=offset, wrong_only=wrong_only, see_hidden=see_hidden, table=table,
+        request,
+        "model.html",
+        principal,
+        task=task_public(ctx, task_id),
+        entry=entry,
+        row=row,
+        board=board,
+        charts=charts,
+        browsable=browsable,
+        chosen=chosen,
+        examples=examples,
+        offset=offset,
+        wrong_only=wrong_only,
+        see_hidden=see_hidden,
+        table=table,
     )
 
 

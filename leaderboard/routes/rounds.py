@@ -26,15 +26,18 @@ def list_(task_id: TaskId, ctx: CtxDep) -> list[RoundPublic]:
             select(Round).where(Round.task_id == task_id).order_by(Round.number)
         ).all()
         names = dict(
-            session.execute(select(Dataset.id, Dataset.name)
-                            .where(Dataset.task_id == task_id)).tuples()
+            session.execute(
+                select(Dataset.id, Dataset.name).where(Dataset.task_id == task_id)
+            ).all()
         )
     return [
         RoundPublic(
-            number=r.number, status=RoundStatus(r.status),
+            number=r.number,
+            status=RoundStatus(r.status),
             target_submission_ids=[int(i) for i in r.target_submission_ids],
             dataset=names.get(r.dataset_id) if r.dataset_id else None,
-            opened_at=r.opened_at, closed_at=r.closed_at,
+            opened_at=r.opened_at,
+            closed_at=r.closed_at,
         )
         for r in rounds
     ]

@@ -68,8 +68,10 @@ def baseline(
     return submission_status(ctx, principal, submission_id)
 
 
-@router.get("/submissions/{submission_id}/examples/{dataset}",
-            summary="Per-example predictions on a non-hidden dataset")
+@router.get(
+    "/submissions/{submission_id}/examples/{dataset}",
+    summary="Per-example predictions on a non-hidden dataset",
+)
 def examples(
     submission_id: SubmissionId,
     dataset: Annotated[str, Path(max_length=128)],
@@ -81,9 +83,10 @@ def examples(
 ) -> list[dict[str, Any]]:
     submission = get_submission(ctx, submission_id)
     job = next((j for j in submission.jobs if j.dataset.name == dataset), None)
-    if job is None or (job.dataset.access == Access.HIDDEN
-                       and not principal.owns(submission.task_id)):
-        raise NotFound(f"Submission {submission_id} has no results on a dataset {dataset!r} "
-                       "you may see")
+    if job is None or (
+        job.dataset.access == Access.HIDDEN and not principal.owns(submission.task_id)
+    ):
+        raise NotFound(
+            f"Submission {submission_id} has no results on a dataset {dataset!r} you may see"
+        )
     return drilldown(ctx, submission, job, offset=offset, limit=limit, wrong_only=wrong_only)
-

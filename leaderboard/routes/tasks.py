@@ -33,10 +33,17 @@ def task_public(ctx: Context, task_id: str) -> TaskPublic:
         owner = session.scalar(select(User.name).where(User.id == task.owner_id))
         weights = {k: float(v) for k, v in task.default_weights.items()}
     return TaskPublic(
-        id=spec.id, name=spec.name, description=spec.description, inputs=spec.input_names,
-        output_type=spec.output.type, labels=spec.output.labels, perf_metric=spec.perf_metric,
-        delta_metrics=list(spec.delta_metrics), default_weights=weights,
-        memory_cap_gib=spec.memory_cap_gib, limits=spec.limits.model_dump(mode="json"),
+        id=spec.id,
+        name=spec.name,
+        description=spec.description,
+        inputs=spec.input_names,
+        output_type=spec.output.type,
+        labels=spec.output.labels,
+        perf_metric=spec.perf_metric,
+        delta_metrics=list(spec.delta_metrics),
+        default_weights=weights,
+        memory_cap_gib=spec.memory_cap_gib,
+        limits=spec.limits.model_dump(mode="json"),
         owner=owner,
     )
 

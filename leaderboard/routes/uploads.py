@@ -11,7 +11,13 @@ from leaderboard.auth import CtxDep, PrincipalDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.schemas import SubmissionStatusPublic, UploadCreate, UploadPublic
 from leaderboard.submissions import submission_status
-from leaderboard.uploads import complete_upload, create_upload, get_upload, upload_public, write_chunk
+from leaderboard.uploads import (
+    complete_upload,
+    create_upload,
+    get_upload,
+    upload_public,
+    write_chunk,
+)
 
 __all__ = ["router"]
 
@@ -22,8 +28,7 @@ UploadId = Annotated[str, Path(max_length=36, description="The id POST /uploads 
 _BINARY_BODY = {
     "requestBody": {
         "required": True,
-        "content": {"application/octet-stream": {"schema": {"type": "string",
-                                                             "format": "binary"}}},
+        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
     }
 }
 
@@ -51,8 +56,6 @@ async def chunk(
 
 
 @router.post("/{upload_id}/complete", summary="Check the sha256, validate, submit")
-def complete(
-    upload_id: UploadId, ctx: CtxDep, principal: PrincipalDep
-) -> SubmissionStatusPublic:
+def complete(upload_id: UploadId, ctx: CtxDep, principal: PrincipalDep) -> SubmissionStatusPublic:
     submission = complete_upload(ctx, principal, upload_id)
     return submission_status(ctx, principal, submission.id)

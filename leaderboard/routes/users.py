@@ -33,7 +33,9 @@ def user_public(ctx: Context, user: User) -> UserPublic:
     with ctx.db.session() as session:
         grants = session.scalars(select(RoleGrant).where(RoleGrant.user_id == user.id)).all()
     return UserPublic(
-        name=user.name, is_admin=user.is_admin, created_at=user.created_at,
+        name=user.name,
+        is_admin=user.is_admin,
+        created_at=user.created_at,
         roles=[{"role": g.role, "task": g.task_id} for g in grants],
     )
 
@@ -56,8 +58,9 @@ def list_(ctx: CtxDep, principal: PrincipalDep) -> list[UserPublic]:
 def create(body: UserCreate, ctx: CtxDep, principal: PrincipalDep) -> UserPublic:
     principal.require_admin(doing="add users")
     platform_roles = tuple(Role(g.role) for g in body.roles if g.task is None)
-    user = create_user(ctx, body.name, password=body.password, is_admin=body.is_admin,
-                       roles=platform_roles)
+    user = create_user(
+        ctx, body.name, password=body.password, is_admin=body.is_admin, roles=platform_roles
+    )
     for grant in body.roles:
         if grant.task is not None:
             grant_role(ctx, body.name, Role(grant.role), task_id=grant.task)
@@ -80,21 +83,34 @@ def tokens(ctx: CtxDep, principal: PrincipalDep) -> list[TokenPublic]:
         rows = session.scalars(
             select(ApiToken).where(ApiToken.user_id == principal.user_id).order_by(ApiToken.id)
         ).all()
-    return [TokenPublic(id=t.id, label=t.label, created_at=t.created_at,
-                        last_used_at=t.last_used_at) for t in rows]
+    return [
+        TokenPublic(id=t.id, label=t.label, created_at=t.created_at, last_used_at=t.last_used_at)
+        for t in rows
+    ]
 
 
-@router.post("/users/me/tokens", status_code=status.HTTP_201_CREATED,
-             summary="Create an API token (shown once)")
+@router.post(
+    "/users/me/tokens",
+    status_code=status.HTTP_201_CREATED,
+    summary="Create an API token (shown once)",
+)
 def new_token(body: TokenCreate, ctx: CtxDep, principal: PrincipalDep) -> TokenCreated:
     principal.require_signed_in()
     token, row = create_token(ctx, principal.name, label=body.label)
-    return TokenCreated(id=row.id, label=row.label, created_at=row.created_at,
-                        last_used_at=row.last_used_at, token=token)
+    return TokenCreated(
+        id=row.id,
+        label=row.label,
+        created_at=row.created_at,
+        last_used_at=row.last_used_at,
+        token=token,
+    )
 
 
-@router.delete("/users/me/tokens/{token_id}", status_code=status.HTTP_204_NO_CONTENT,
-               summary="Revoke one of your tokens")
+@router.delete(
+    "/users/me/tokens/{token_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    summary="Revoke one of your tokens",
+)
 def delete_token(
     token_id: Annotated[int, Path(ge=1, le=2**31 - 1)], ctx: CtxDep, principal: PrincipalDep
 ) -> None:

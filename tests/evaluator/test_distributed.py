@@ -77,8 +77,8 @@ def test_ten_jobs_each_finish_once_when_a_worker_is_killed_mid_job(
                 for i in range(6)]
         add_dataset(ctx, task_id="sentiment", name=f"set{n}", perturb=False,
                     path=write_jsonl(tmp_path / f"set{n}.jsonl", rows))
-    # Three batches of two, 0.4 s each: every job runs long enough to be killed inside.
-    submission = submit(ctx, keyword_bundle(delay_s=0.4))
+    # Three batches of two, 0.25 s each: every job runs long enough to be killed inside.
+    submission = submit(ctx, keyword_bundle(delay_s=0.25))
     env = {**os.environ, "EVALBOARD_DATA_DIR": str(settings.data_dir),
            "EVALBOARD_DATABASE_URL": postgres_url, "EVALBOARD_BROKER_URL": redis_url,
            "EVALBOARD_ARTIFACTS": settings.artifacts, "EVALBOARD_SANDBOX": "local"}

@@ -20,7 +20,8 @@ LABELS = ["negative", "neutral", "positive"]
 def _sets() -> list[TestSet]:
     rows = sentiment_rows()
     copy = [  # s2 loses its cue word; s1 keeps it
-        {"uid": "r1", "input_id": "s1", "statement": "The food was wonderful!", "label": "positive"},
+        {"uid": "r1", "input_id": "s1", "statement": "The food was wonderful!",
+         "label": "positive"},
         {"uid": "r2", "input_id": "s2", "statement": "He said the service was terible.",
          "label": "negative"},
     ]

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
+from datasets_registry.taskspec import parse_task_spec
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
 from evaluator.measurement import Aborted, check_outputs, measure, percentile
 from submission_sandbox.sandbox import ModelHello, ResourceUsage, Sandbox, SandboxFailure
 from tests.helpers.tasks import QA, sentiment_spec
-
-from datasets_registry.taskspec import parse_task_spec
 
 Outputs = Callable[[list[dict[str, Any]]], list[Any]]
 

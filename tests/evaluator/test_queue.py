@@ -10,11 +10,11 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from sqlalchemy import func, select, update
 
 from datasets_registry.registry import add_dataset, create_task
 from evalboard.core.context import Context
+from evalboard.core.states import FailureReason
 from evalboard.core.tables import Dataset, Job, Result, Submission, utcnow
 from evaluator import queue
 from evaluator.lease import Lease
@@ -167,19 +167,19 @@ def test_a_failure_keeps_reason_message_and_log(
     submission = _setup(any_ctx, tmp_path, keyword_bundle())
     (job_id,) = queue.enqueue_submission(any_ctx, submission, dispatcher=Recorder())
     assert queue.claim(any_ctx, job_id, owner="a")
-    assert not queue.fail(any_ctx, job_id, owner="b", reason=queue.FailureReason.OOM,
+    assert not queue.fail(any_ctx, job_id, owner="b", reason=FailureReason.OOM,
                           message="x")  # not b's lease
-    assert queue.fail(any_ctx, job_id, owner="a", reason=queue.FailureReason.OOM,
+    assert queue.fail(any_ctx, job_id, owner="a", reason=FailureReason.OOM,
                       message="killed at 4g", log_tail="allocating...")
     (job,) = _jobs(any_ctx)
     assert (job.status, job.reason, job.message, job.log_tail) == (
         "failed", "oom", "killed at 4g", "allocating...")
 
 
-@pytest.mark.parametrize("owner", ["a"])
 def test_renew_fails_for_a_lease_someone_else_holds(
-    any_ctx: Context, tmp_path: Path, keyword_bundle: BundleFactory, owner: str
+    any_ctx: Context, tmp_path: Path, keyword_bundle: BundleFactory
 ) -> None:
+    owner = "a"
     submission = _setup(any_ctx, tmp_path, keyword_bundle())
     (job_id,) = queue.enqueue_submission(any_ctx, submission, dispatcher=Recorder())
     assert queue.claim(any_ctx, job_id, owner=owner)

@@ -172,6 +172,7 @@ def test_bad_arguments_are_refused_with_the_fix(kwargs: dict[str, object], messa
         ({}, "no models"),
         ({"a": {"perf": 1.0}, "b": {"perf": 1.0, "x": 2.0}}, "missing: -; extra: x"),
         ({"a": {"perf": math.inf}}, "must be a finite number"),
+        ({"a": {"perf": None}}, "must be a finite number"),
     ],
 )
 def test_bad_tables_are_refused(table: dict[str, dict[str, float]], message: str) -> None:

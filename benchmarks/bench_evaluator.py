@@ -1,0 +1,188 @@
+"""Benchmark the evaluator: its overhead over raw inference, and jobs per minute.
+
+Run: ``.venv/bin/python benchmarks/bench_evaluator.py [--repeats 5] [--jobs 20]``.
+Writes medians to ``benchmarks/results/evaluator.json``.
+
+1. End to end on 10,000 examples (real DynaSent/SST sentences from ../shared/datasets,
+   cycled to 10,000; synthetic sentences where that is absent) with the real VADER
+   lexicon model: ``evaluate_dataset`` in the ``local`` sandbox (start-up, the timed
+   phase, output checks, scoring, energy) against the same model's ``predict`` in this
+   process over the same batches. Goal: end to end, start-up excluded, within 1.1x the raw
+   time; the start-up is reported beside it.
+2. Jobs per minute through the queue with one and with two workers (the embedded pool,
+   SQLite, local sandbox): each job a 200-example dataset for the same model, so the
+   figure is dominated by per-job cost (claim, bundle fetch and unpack, sandbox start,
+   result write), which is what a busy queue pays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from datasets_registry.registry import add_dataset, create_task  # noqa: E402
+from datasets_registry.taskspec import parse_task_spec  # noqa: E402
+from evalboard.core.context import Context  # noqa: E402
+from evalboard.core.settings import Settings  # noqa: E402
+from evaluator import TestSet, WorkerPool, enqueue_submission, evaluate_dataset  # noqa: E402
+from evaluator.provenance import cpu_count, cpu_model  # noqa: E402
+from tests.evaluator.conftest import submit  # noqa: E402
+from tests.helpers.tasks import SENTIMENT  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "evaluator.json"
+BUNDLE = ROOT / "tests" / "evaluator" / "fixtures" / "vader_bundle"
+DYNASENT = ROOT.parent / "shared" / "datasets" / "dynasent"
+LABELS = {"positive", "negative", "neutral"}
+
+
+def sentences(n: int) -> tuple[list[dict[str, Any]], str]:
+    """n examples: real sentences when ../shared is there, else seeded synthetic ones."""
+    rows: list[tuple[str, str]] = []
+    if DYNASENT.is_dir():
+        for path in sorted(DYNASENT.glob("*.jsonl")):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                record = json.loads(line)
+                if record.get("gold_label") in LABELS:
+                    rows.append((record["sentence"], record["gold_label"]))
+        source = "dynasent+sst (cycled)"
+    else:
+        rng = random.Random(0)
+        words = ["good", "bad", "food", "service", "slow", "great", "the", "was", "not",
+                 "awful", "staff", "lovely", "price", "ok", "room", "never", "again"]
+        rows = [(" ".join(rng.choices(words, k=12)), rng.choice(sorted(LABELS)))
+                for _ in range(n)]
+        source = "synthetic"
+    examples = [{"uid": f"e{i}", "statement": rows[i % len(rows)][0],
+                 "label": rows[i % len(rows)][1]} for i in range(n)]
+    return examples, source
+
+
+def raw_model() -> Any:
+    spec = importlib.util.spec_from_file_location("vader_handler", BUNDLE / "handler.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Model(str(BUNDLE))
+
+
+def bench_end_to_end(repeats: int) -> dict[str, Any]:
+    task = parse_task_spec(SENTIMENT)
+    examples, source = sentences(10_000)
+    test_set = TestSet(name="bench-10k", examples=examples, sha256="0" * 64)
+    batch = 64  # the bundle's batch size
+    model = raw_model()
+    inputs = [{"uid": e["uid"], "statement": e["statement"]} for e in examples]
+
+    def raw() -> float:
+        started = time.perf_counter()
+        for offset in range(0, len(inputs), batch):
+            model.predict(inputs[offset : offset + batch])
+        return time.perf_counter() - started
+
+    def evaluator() -> tuple[float, float, float]:
+        started = time.perf_counter()
+        run = evaluate_dataset(BUNDLE, test_set, task, sandbox="local", batch_size=batch)
+        total = time.perf_counter() - started
+        assert run.outcome.metrics is not None, run.outcome.failure
+        startup = run.outcome.metrics.startup_s or 0.0
+        return total, startup, run.outcome.metrics.predict_s
+
+    raw()
+    evaluator()  # warm-up: imports, codecarbon's one-off hardware probe, page cache
+    raw_s, total_s, startup_s, predict_s = [], [], [], []
+    for _ in range(repeats):
+        raw_s.append(raw())
+        total, startup, predict = evaluator()
+        total_s.append(total)
+        startup_s.append(startup)
+        predict_s.append(predict)
+    raw_median = statistics.median(raw_s)
+    e2e = statistics.median(t - s for t, s in zip(total_s, startup_s, strict=True))
+    return {
+        "examples": len(examples),
+        "source": source,
+        "batch_size": batch,
+        "raw_inference_s": round(raw_median, 4),
+        "evaluator_end_to_end_excluding_startup_s": round(e2e, 4),
+        "evaluator_timed_phase_s": round(statistics.median(predict_s), 4),
+        "startup_s": round(statistics.median(startup_s), 4),
+        "evaluator_total_s": round(statistics.median(total_s), 4),
+        "ratio_end_to_end_to_raw": round(e2e / raw_median, 3),
+        "goal_ratio": 1.1,
+    }
+
+
+def bench_jobs_per_minute(workers: int, jobs: int) -> float:
+    with tempfile.TemporaryDirectory(prefix="evalboard-bench-") as tmp:
+        root = Path(tmp)
+        ctx = Context.from_settings(Settings(data_dir=root / "data", sandbox="local"))
+        task = parse_task_spec(SENTIMENT)
+        create_task(ctx, task)
+        examples, _ = sentences(200 * jobs)
+        for n in range(jobs):
+            path = root / f"d{n}.jsonl"
+            path.write_text("".join(json.dumps(e) + "\n"
+                                    for e in examples[n * 200 : (n + 1) * 200]))
+            add_dataset(ctx, task_id="sentiment", name=f"d{n}", path=path, perturb=False)
+        submission = submit(ctx, _bundle_copy(root))
+        with WorkerPool(ctx, concurrency=workers, poll_s=0.02) as pool:
+            started = time.perf_counter()
+            enqueue_submission(ctx, submission)
+            pool.wake()
+            assert pool.wait_idle(timeout=600)
+            elapsed = time.perf_counter() - started
+        ctx.db.dispose()
+        return jobs / elapsed * 60
+
+
+def _bundle_copy(root: Path) -> Path:
+    import shutil
+
+    target = root / "vader_bundle"
+    shutil.copytree(BUNDLE, target)
+    return target
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=20)
+    args = parser.parse_args()
+    end_to_end = bench_end_to_end(args.repeats)
+    print(json.dumps(end_to_end, indent=2))
+    per_minute: dict[str, float] = {}
+    for workers in (1, 2):
+        runs = [bench_jobs_per_minute(workers, args.jobs) for _ in range(3)]
+        per_minute[f"{workers}_worker{'s' if workers > 1 else ''}"] = round(
+            statistics.median(runs), 1)
+        print(f"{workers} worker(s): {per_minute} jobs/min (runs: {runs})")
+    document = {
+        "benchmark": "evaluator",
+        "end_to_end_10k": end_to_end,
+        "jobs_per_minute": {**per_minute, "jobs": args.jobs, "examples_per_job": 200,
+                            "path": "embedded pool, SQLite, local sandbox"},
+        "repeats": args.repeats,
+        "python": platform.python_version(),
+        "cpu": cpu_model(),
+        "cpus": cpu_count(),
+        "machine": platform.machine(),
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(document, indent=2) + "\n")
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""``evalboard serve``: the API and the pages (uvicorn), with the inline worker pool when no
+broker is configured."""
+
+from __future__ import annotations
+
+import typer
+
+from evalboard.cli._context import context
+from evalboard.cli._output import err_console
+
+__all__ = ["serve"]
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port (0: any free one)."),
+    worker: bool = typer.Option(
+        True,
+        "--worker/--no-worker",
+        help="Run evaluation jobs in this process when EVALBOARD_BROKER_URL is unset.",
+    ),
+    log_level: str = typer.Option("info", "--log-level", help="uvicorn's log level."),
+) -> None:
+    """Serve the API (docs at /docs) and the leaderboard pages (at /ui)."""
+    import uvicorn
+
+    from evaluator import WorkerPool
+    from leaderboard import create_app
+
+    ctx = context()
+    app = create_app(ctx)
+    pool = WorkerPool(ctx) if worker and not ctx.settings.broker_url else None
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
+    server = uvicorn.Server(config)
+    if pool is not None:
+        pool.start()
+    jobs = (
+        "in this process"
+        if pool is not None
+        else "by `evalboard worker`"
+        if ctx.settings.broker_url
+        else "nowhere (--no-worker)"
+    )
+    err_console.print(
+        f"Evalboard on [bold]http://{shown}:{port}/ui[/bold] (API docs: http://{shown}:{port}"
+        f"/docs); evaluation jobs run {jobs}. Ctrl-C stops.",
+        highlight=False,
+    )
+    try:
+        server.run()
+    finally:
+        if pool is not None:
+            pool.stop(wait=False)

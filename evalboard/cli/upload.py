@@ -1,0 +1,205 @@
+"""``evalboard model upload``: send a bundle to a server, resumably, with a progress bar.
+
+:func:`upload_bundle` does the work (and is what scripts call): it packs a directory into
+a reproducible .tar.gz, announces the file (size and sha256), sends it in chunks at the
+offset the server reports, resumes after a dropped connection from what the server has,
+and completes the upload, which queues the evaluation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import typer
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from evalboard.cli._output import console, err_console, print_json
+from evalboard.core.errors import (
+    Conflict,
+    EvalboardError,
+    NotFound,
+    PermissionDenied,
+    PlatformError,
+    QuotaExceeded,
+    UsageError,
+)
+
+__all__ = ["upload", "upload_bundle"]
+
+_ERRORS: dict[int, type[EvalboardError]] = {
+    401: PermissionDenied,
+    403: PermissionDenied,
+    404: NotFound,
+    409: Conflict,
+    429: QuotaExceeded,
+}
+
+
+def _check(response: httpx.Response) -> dict[str, Any]:
+    if response.is_success:
+        body: dict[str, Any] = response.json()
+        return body
+    try:
+        detail = response.json().get("detail", response.text)
+    except ValueError:
+        detail = response.text
+    error = _ERRORS.get(response.status_code)
+    if error is None:
+        error = PlatformError if response.status_code >= 500 else UsageError
+    raise error(f"The server refused ({response.status_code}): {detail}")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1024**2):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _archive_and_task(source: Path, workdir: Path) -> tuple[Path, str]:
+    from submission_sandbox.archive import is_archive
+    from submission_sandbox.bundle import load_bundle, package_bundle
+
+    if is_archive(source):
+        bundle = load_bundle(source, unpack_to=workdir / "check")
+        return source, bundle.manifest.task
+    bundle = load_bundle(source)
+    archive, _ = package_bundle(source, workdir / f"{bundle.manifest.name}.tar.gz")
+    return archive, bundle.manifest.task
+
+
+def upload_bundle(
+    source: Path,
+    *,
+    server: str,
+    token: str,
+    on_progress: Callable[[int, int], None] | None = None,
+    chunk_size: int | None = None,
+    retries: int = 5,
+    resume: str | None = None,
+    transport: httpx.BaseTransport | None = None,
+) -> dict[str, Any]:
+    """Upload a bundle directory or archive; returns the new submission's status (JSON).
+
+    Args:
+        on_progress: called with (bytes stored on the server, total bytes).
+        chunk_size: bytes per request (default: what the server suggests).
+        retries: attempts per chunk after a dropped connection or a server error.
+        resume: the id of an earlier upload of the same file to continue.
+    """
+    headers = {"Authorization": f"Bearer {token}"}
+    with (
+        tempfile.TemporaryDirectory(prefix="evalboard-upload-") as tmp,
+        httpx.Client(
+            base_url=server.rstrip("/"), headers=headers, timeout=120, transport=transport
+        ) as client,
+    ):
+        archive, task = _archive_and_task(source, Path(tmp))
+        size = archive.stat().st_size
+        if resume:
+            state = _check(client.get(f"/uploads/{resume}"))
+        else:
+            state = _check(
+                client.post(
+                    "/uploads",
+                    json={
+                        "task": task,
+                        "filename": archive.name,
+                        "size": size,
+                        "sha256": _sha256(archive),
+                    },
+                )
+            )
+        step = chunk_size or int(state["chunk_size"])
+        failures = 0
+        with archive.open("rb") as handle:
+            while state["received"] < size:
+                offset = int(state["received"])
+                if on_progress is not None:
+                    on_progress(offset, size)
+                handle.seek(offset)
+                data = handle.read(step)
+                try:
+                    response = client.patch(
+                        f"/uploads/{state['id']}",
+                        params={"offset": offset},
+                        content=data,
+                        headers={"Content-Type": "application/octet-stream"},
+                    )
+                    if response.status_code == 409 or response.status_code >= 500:
+                        raise httpx.TransportError(f"server answered {response.status_code}")
+                    state = _check(response)
+                    failures = 0
+                except httpx.TransportError:
+                    failures += 1
+                    if failures > retries:
+                        raise PlatformError(
+                            f"The connection to {server} kept failing; resume later with "
+                            f"--resume {state['id']}"
+                        ) from None
+                    time.sleep(min(2.0**failures * 0.25, 10))
+                    state = _check(client.get(f"/uploads/{state['id']}"))
+        if on_progress is not None:
+            on_progress(size, size)
+        return _check(client.post(f"/uploads/{state['id']}/complete", timeout=600))
+
+
+def upload(
+    bundle: Path = typer.Argument(..., help="Bundle directory, or a .tar.gz/.tgz/.tar/.zip."),
+    server: str = typer.Option(
+        ...,
+        "--server",
+        envvar="EVALBOARD_SERVER",
+        help="The Evalboard server, e.g. http://localhost:8000.",
+    ),
+    token: str = typer.Option(
+        ..., "--token", envvar="EVALBOARD_TOKEN", help="API token (`evalboard token create NAME`)."
+    ),
+    resume: str | None = typer.Option(None, "--resume", help="Continue an earlier upload."),
+    as_json: bool = typer.Option(False, "--json", help="Print the submission as JSON."),
+) -> None:
+    """Upload a model; its evaluation is queued at once."""
+    if err_console.is_terminal:
+        bar = Progress(
+            TextColumn("uploading {task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=err_console,
+        )
+        with bar:
+            task_id = bar.add_task(bundle.name, total=None)
+            status = upload_bundle(
+                bundle,
+                server=server,
+                token=token,
+                resume=resume,
+                on_progress=lambda done, total: bar.update(task_id, completed=done, total=total),
+            )
+    else:
+        status = upload_bundle(bundle, server=server, token=token, resume=resume)
+    if as_json:
+        print_json(status)
+        return
+    url = f"{server.rstrip('/')}/ui/submissions/{status['id']}"
+    console.print(
+        f"Submitted [bold]{status['name']}[/bold] to {status['task']} as submission "
+        f"{status['id']}: {len(status['jobs'])} dataset job(s) queued.\n"
+        f"Follow it at {url}",
+        highlight=False,
+    )

@@ -1,0 +1,258 @@
+"""The loop's pages: write an example (the annotator's page), validate, and the owner's rounds.
+
+Forms post back to ``/ui/...`` with the session's CSRF token; the target's answer is
+rendered in the response to the example's own post, so the annotator sees the prediction,
+its probabilities and whether the model was fooled at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, BackgroundTasks, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from sqlalchemy import select
+from starlette.concurrency import run_in_threadpool
+
+from datasets_registry import get_task
+from evalboard.core.context import Context
+from evalboard.core.errors import UsageError
+from evalboard.core.states import RoundStatus, Verdict
+from evalboard.core.tables import Example, Submission
+from leaderboard.accounts import Principal
+from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.loop.collection import collect_example, explain_example, get_example
+from leaderboard.loop.deps import PoolDep, may_annotate, warm_quietly
+from leaderboard.loop.rounds import close_round, current_round, list_rounds, open_round
+from leaderboard.loop.validation import validate_example, validation_queue
+from leaderboard.loop.vmer import round_vmer
+from leaderboard.routes._page import flash, form_csrf, login_path, redirect, render
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+
+def _signed_in(principal: Principal, path: str) -> RedirectResponse | None:
+    return None if principal.signed_in else redirect(login_path(path))
+
+
+def _my_examples(ctx: Context, round_id: int, user_id: int | None) -> list[Example]:
+    with ctx.db.session() as session:
+        return list(
+            session.scalars(
+                select(Example)
+                .where(Example.round_id == round_id, Example.author_id == user_id)
+                .order_by(Example.id.desc())
+                .limit(10)
+            )
+        )
+
+
+def _collect_page(
+    request: Request, ctx: CtxDep, principal: Principal, task_id: str, **extra: Any
+) -> HTMLResponse:
+    spec = get_task(ctx, task_id)
+    open_round_ = current_round(ctx, task_id)
+    mine = _my_examples(ctx, open_round_.id, principal.user_id) if open_round_ else []
+    return render(
+        request,
+        "loop/collect.html",
+        principal,
+        task=spec,
+        round=open_round_,
+        mine=mine,
+        **extra,
+    )
+
+
+@router.get("/tasks/{task_id}/collect", response_class=HTMLResponse, response_model=None)
+def collect_page(
+    task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> HTMLResponse | RedirectResponse:
+    get_task(ctx, task_id)
+    if (away := _signed_in(principal, request.url.path)) is not None:
+        return away
+    may_annotate(principal, task_id)
+    return _collect_page(request, ctx, principal, task_id)
+
+
+@router.post("/tasks/{task_id}/collect", response_class=HTMLResponse)
+async def collect(
+    task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep, pool: PoolDep
+) -> HTMLResponse:
+    form = await form_csrf(request)
+    may_annotate(principal, task_id)
+    assert principal.user_id is not None
+    spec = get_task(ctx, task_id)
+    open_round_ = current_round(ctx, task_id)
+    if open_round_ is None:
+        raise UsageError(f"Task {task_id!r} has no open round; the owner opens one")
+    inputs = {name: str(form.get(f"in_{name}", "")) for name in spec.input_names}
+    if spec.output.type == "span":
+        gold: dict[str, Any] = {"answer": str(form.get("answer", "")).strip()}
+    else:
+        gold = {"label": str(form.get("label", ""))}
+    collected = await run_in_threadpool(
+        collect_example,
+        ctx,
+        task_id,
+        open_round_.number,
+        author_id=principal.user_id,
+        inputs=inputs,
+        gold=gold,
+        explanation=str(form.get("explanation", "")),
+        predictor=pool,
+    )
+    return _collect_page(
+        request,
+        ctx,
+        principal,
+        task_id,
+        result=collected.example,
+        latency_ms=collected.latency_s * 1000,
+    )
+
+
+@router.post("/examples/{example_id}/explain")
+async def explain(
+    example_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    form = await form_csrf(request)
+    principal.require_signed_in()
+    assert principal.user_id is not None
+    example = explain_example(
+        ctx,
+        example_id,
+        author_id=principal.user_id,
+        explanation=str(form.get("explanation", "")),
+    )
+    flash(request, f"Explanation of example {example_id} saved.")
+    return redirect(f"/ui/tasks/{example.task_id}/collect")
+
+
+@router.get("/tasks/{task_id}/validate", response_class=HTMLResponse, response_model=None)
+def validate_page(
+    task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep, flagged: bool = False
+) -> HTMLResponse | RedirectResponse:
+    spec = get_task(ctx, task_id)
+    if (away := _signed_in(principal, request.url.path)) is not None:
+        return away
+    may_annotate(principal, task_id)
+    if flagged:
+        principal.require_owner(task_id, doing="review flagged examples")
+    assert principal.user_id is not None
+    waiting = validation_queue(ctx, task_id, user_id=principal.user_id, limit=1, flagged=flagged)
+    return render(
+        request,
+        "loop/validate.html",
+        principal,
+        task=spec,
+        example=waiting[0] if waiting else None,
+        flagged=flagged,
+        is_owner=principal.owns(task_id),
+        verdicts=[v.value for v in Verdict],
+    )
+
+
+@router.post("/examples/{example_id}/validate")
+async def validate(
+    example_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    form = await form_csrf(request)
+    task_id = get_example(ctx, example_id).task_id
+    may_annotate(principal, task_id)
+    assert principal.user_id is not None
+    try:
+        verdict = Verdict(str(form.get("verdict", "")))
+    except ValueError:
+        raise UsageError(f"verdict must be one of {', '.join(v.value for v in Verdict)}") from None
+    example = validate_example(
+        ctx,
+        example_id,
+        user_id=principal.user_id,
+        verdict=verdict,
+        as_owner=principal.owns(task_id),
+    )
+    flash(request, f"Example {example_id}: {verdict.value} recorded; it is {example.status}.")
+    suffix = "?flagged=true" if form.get("flagged") == "true" else ""
+    return redirect(f"/ui/tasks/{task_id}/validate{suffix}")
+
+
+@router.get("/tasks/{task_id}/rounds", response_class=HTMLResponse, response_model=None)
+def rounds_page(
+    task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> HTMLResponse | RedirectResponse:
+    spec = get_task(ctx, task_id)
+    if (away := _signed_in(principal, request.url.path)) is not None:
+        return away
+    principal.require_owner(task_id, doing="manage its rounds")
+    rounds = list_rounds(ctx, task_id)
+    with ctx.db.session() as session:
+        submissions = session.execute(
+            select(Submission.id, Submission.name)
+            .where(Submission.task_id == task_id)
+            .order_by(Submission.id)
+        ).all()
+    return render(
+        request,
+        "loop/rounds.html",
+        principal,
+        task=spec,
+        rounds=[(r, round_vmer(ctx, task_id, r.number)) for r in reversed(rounds)],
+        submissions=submissions,
+        open_status=RoundStatus.OPEN.value,
+    )
+
+
+@router.post("/tasks/{task_id}/rounds")
+async def open_(
+    task_id: str,
+    request: Request,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    pool: PoolDep,
+    background: BackgroundTasks,
+) -> RedirectResponse:
+    form = await form_csrf(request)
+    principal.require_owner(task_id, doing="open a round")
+    ids_text = str(form.get("submission_ids", "")).replace(",", " ").split()
+    top_text = str(form.get("top", "")).strip()
+    try:
+        ids = [int(i) for i in ids_text] or None
+        top = int(top_text) if top_text and ids is None else None
+    except ValueError:
+        raise UsageError("Targets are submission ids (numbers) or a top K number") from None
+    opened = open_round(ctx, task_id, submission_ids=ids, top=top)
+    background.add_task(
+        warm_quietly, pool, opened.id, [int(i) for i in opened.target_submission_ids]
+    )
+    flash(
+        request,
+        f"Round {opened.number} is open with targets "
+        f"{', '.join(map(str, opened.target_submission_ids))}.",
+    )
+    return redirect(f"/ui/tasks/{task_id}/rounds")
+
+
+@router.post("/tasks/{task_id}/rounds/{number}/close")
+async def close(
+    task_id: str,
+    number: int,
+    request: Request,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    pool: PoolDep,
+) -> RedirectResponse:
+    await form_csrf(request)
+    principal.require_owner(task_id, doing="close a round")
+    closed = await run_in_threadpool(close_round, ctx, task_id, number)
+    pool.release(closed.round.id)
+    what = (
+        f"dataset {closed.dataset.name} ({closed.examples} examples); "
+        f"{len(closed.jobs)} evaluation jobs queued"
+        if closed.dataset is not None
+        else "no verified example, so no dataset"
+    )
+    flash(request, f"Round {number} closed: {what}.")
+    return redirect(f"/ui/tasks/{task_id}/rounds")

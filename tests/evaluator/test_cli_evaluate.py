@@ -1,0 +1,145 @@
+"""`evalboard evaluate`: the real VADER model on the real three-dataset sentiment task, and
+the exit codes a user meets."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from datasets_registry.examples import ColumnMapping
+from datasets_registry.registry import add_dataset, create_task, list_datasets, read_examples
+from evalboard.cli import _context, main
+from evalboard.core.context import Context
+from evalboard.core.settings import get_settings
+from tests.evaluator.conftest import FIXTURES, BundleFactory
+from tests.helpers.tasks import SENTIMENT, sentiment_rows, sentiment_spec, write_jsonl
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> Iterator[Run]:
+    monkeypatch.setenv("EVALBOARD_DATA_DIR", str(tmp_path / "evalboard-data"))
+    monkeypatch.setenv("EVALBOARD_SANDBOX", "local")
+    monkeypatch.setenv("COLUMNS", "200")
+    get_settings.cache_clear()
+    _context.context.cache_clear()
+
+    def run(*args: str | Path) -> tuple[int, str, str]:
+        code = main([str(arg) for arg in args])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    yield run
+    _context.context().db.dispose()
+    get_settings.cache_clear()
+    _context.context.cache_clear()
+
+
+def _vader_in_process(examples: list[dict[str, Any]]) -> list[str]:
+    spec = importlib.util.spec_from_file_location(
+        "vader_handler", FIXTURES / "vader_bundle" / "handler.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.Model(str(FIXTURES / "vader_bundle"))
+    return [output["label"] for output in model.predict(examples)]
+
+
+def _add_real_task(ctx: Context, dynasent: Path) -> None:
+    create_task(ctx, sentiment_spec())
+    mapping = ColumnMapping(fields={"uid": "text_id", "statement": "sentence",
+                                    "label": "gold_label"},
+                            exclude_labels=frozenset({"mixed", "null"}))
+    for name, round_, file in [
+        ("r1-test", 1, "dynasent-v1.1-round01-yelp-test.jsonl"),
+        ("r2-test", 2, "dynasent-v1.1-round02-dynabench-test.jsonl"),
+        ("sst-dev", 0, "sst-dev-validated.jsonl"),
+    ]:
+        add_dataset(ctx, task_id="sentiment", name=name, round=round_, path=dynasent / file,
+                    mapping=mapping)
+
+
+@pytest.mark.slow
+def test_vader_on_the_real_sentiment_task_matches_in_process_macro_f1(
+    cli: Run, shared_datasets: Path, tmp_path: Path
+) -> None:
+    from sklearn.metrics import f1_score
+
+    ctx = _context.context()
+    _add_real_task(ctx, shared_datasets / "dynasent")
+    out = tmp_path / "result.json"
+    code, stdout, stderr = cli("evaluate", FIXTURES / "vader_bundle", "--task", "sentiment",
+                               "--sandbox", "local", "--json", out,
+                               "--predictions", tmp_path / "predictions")
+    assert code == 0, stderr
+    for column in ("perf", "fair.", "robust.", "ex/s", "p95 s", "mem GiB", "CPU s", "ECE"):
+        assert column in stdout
+    assert "kWh" in stdout and "an estimate" in stdout
+    result = json.loads(out.read_text())
+    outcomes = {o["dataset"]: o for o in result["datasets"]}
+    datasets = list_datasets(ctx, "sentiment")
+    assert set(outcomes) == {d.name for d in datasets}
+    for dataset in (d for d in datasets if d.perturbation is None):
+        examples = read_examples(ctx, dataset)
+        golds = [e["label"] for e in examples]
+        expected = 100 * f1_score(golds, _vader_in_process(examples), average="macro")
+        metrics = outcomes[dataset.name]["metrics"]
+        assert abs(metrics["perf"] - expected) <= 1e-9, dataset.name
+        assert metrics["examples"] == len(examples) == dataset.rows
+        assert metrics["throughput"] > 0 and metrics["memory_gib"] > 0
+        assert 0 <= metrics["ece"] <= 100
+    for kind in ("fairness", "robustness"):
+        copies = [o for o in outcomes.values() if o["perturbation"] == kind]
+        assert copies and all(0 <= o["metrics"][kind] <= 100 for o in copies)
+        assert result["summary"][kind] is not None
+    assert result["energy"]["kwh"] > 0 and result["provenance"]["sandbox"] == "local"
+    assert (tmp_path / "predictions" / "r1-test.jsonl").exists()
+
+
+def _task_file(tmp_path: Path) -> Path:
+    path = tmp_path / "sentiment.yaml"
+    path.write_text(yaml.safe_dump(SENTIMENT))
+    return path
+
+
+def test_a_model_failure_exits_1_with_the_reason_and_log_tail(
+    cli: Run, tmp_path: Path, keyword_bundle: BundleFactory
+) -> None:
+    data = write_jsonl(tmp_path / "mini.jsonl", sentiment_rows())
+    code, _, stderr = cli("evaluate", keyword_bundle(mode="crash"), "--task-file",
+                          _task_file(tmp_path), "--dataset", data, "--no-energy")
+    assert code == 1
+    assert "crashed" in stderr and "deliberate crash" in stderr
+
+
+def test_json_to_stdout_with_a_task_file(
+    cli: Run, tmp_path: Path, keyword_bundle: BundleFactory
+) -> None:
+    data = write_jsonl(tmp_path / "mini.jsonl", sentiment_rows())
+    code, stdout, _ = cli("evaluate", keyword_bundle(), "--task-file", _task_file(tmp_path),
+                          "--dataset", data, "--json", "-", "--no-energy")
+    assert code == 0
+    result = json.loads(stdout)
+    assert result["schema_version"] == 1 and result["datasets"][0]["dataset"] == "mini"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--task", "sentiment", "--task-file", "x.yaml"], "not both"),
+        (["--dataset", "x.jsonl"], "--dataset goes with --task-file"),
+    ],
+)
+def test_bad_usage_exits_2(
+    cli: Run, keyword_bundle: BundleFactory, args: list[str], message: str
+) -> None:
+    code, _, stderr = cli("evaluate", keyword_bundle(), *args)
+    assert code == 2 and message in stderr

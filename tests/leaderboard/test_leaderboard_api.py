@@ -1,0 +1,136 @@
+"""The leaderboard API: ranking, weights, intervals, baselines, downloads."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import httpx
+import pytest
+
+from leaderboard import build_leaderboard, load_table
+from scoring import rank
+from tests.leaderboard.seeding import MODELS, TASK, Seeded
+
+pytestmark = pytest.mark.anyio
+
+OWNER_DEFAULT = "perf:4,throughput:1,memory:1,fairness:1,robustness:1"
+
+
+async def test_leaderboard_ranks_every_complete_model(client: httpx.AsyncClient) -> None:
+    response = await client.get(f"/tasks/{TASK}/leaderboard")
+    assert response.status_code == 200
+    board = response.json()
+    ranked = [row for row in board["rows"] if row["rank"] is not None]
+    assert sorted(r["name"] for r in ranked) == sorted(m.name for m in MODELS)
+    assert [r["rank"] for r in ranked] == [1, 2, 3, 4]
+    scores = [r["dynascore"] for r in ranked]
+    assert scores == sorted(scores, reverse=True)
+    assert {p["name"]: p["status"] for p in board["pending"]} == {
+        "distilbert": "queued", "broken-model": "failed",
+    }
+    directions = {m["name"]: m["direction"] for m in board["metrics"]}
+    assert directions["perf"] == "higher" and directions["memory"] == "lower"
+
+
+async def test_the_ranking_is_the_scoring_packages(client: httpx.AsyncClient,
+                                                   shared: Seeded) -> None:
+    weights = {"perf": 1.0, "throughput": 3.0, "memory": 2.0, "fairness": 0.5, "robustness": 0}
+    query = ",".join(f"{k}:{v}" for k, v in weights.items())
+    board = (await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": query})).json()
+    table = load_table(shared.ctx, TASK)
+    grid = {m.key: {k: m.metrics[k] for k in ("perf", "throughput", "memory", "fairness",
+                                              "robustness")} for m in table.ranked}
+    expected = rank(grid, weights=weights, directions={"memory": -1}, offsets={"memory": 16})
+    assert [r["key"] for r in board["rows"] if r["rank"]] == expected
+    assert board["weights"] == weights
+
+
+async def test_weights_change_the_order(client: httpx.AsyncClient) -> None:
+    default = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
+    fast = (await client.get(f"/tasks/{TASK}/leaderboard",
+                             params={"weights": "perf:1,throughput:10"})).json()
+    first = [r["name"] for r in default["rows"] if r["rank"]]
+    second = [r["name"] for r in fast["rows"] if r["rank"]]
+    assert first[0] == "roberta-large"
+    assert second[0] == "bow-logreg" and first != second
+
+
+@pytest.mark.parametrize("weights", ["perf:x", "speed:1", "perf:-1", "perf", "perf:0",
+                                     "perf:inf", "perf:nan"])
+async def test_bad_weights_are_refused_with_the_fix(client: httpx.AsyncClient,
+                                                    weights: str) -> None:
+    response = await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": weights})
+    assert response.status_code == 400
+    assert "perf" in response.json()["detail"]
+
+
+async def test_intervals_bracket_the_estimates(client: httpx.AsyncClient) -> None:
+    board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
+    for row in (r for r in board["rows"] if r["rank"]):
+        perf = row["intervals"]["perf"]
+        assert perf["low"] < row["metrics"]["perf"] < perf["high"]
+        assert row["intervals"]["dynascore"]["low"] <= row["intervals"]["dynascore"]["high"]
+        assert 0.0 <= row["p_first"] <= 1.0
+
+
+async def test_baselines_are_marked_and_majority_is_not_ranked(
+    client: httpx.AsyncClient,
+) -> None:
+    rows = (await client.get(f"/tasks/{TASK}/leaderboard")).json()["rows"]
+    kinds = {r["name"]: r["kind"] for r in rows}
+    assert kinds["vader-lexicon"] == "baseline" and kinds["roberta-large"] == "model"
+    majority = next(r for r in rows if r["kind"] == "majority")
+    assert majority["rank"] is None and majority["dynascore"] is None
+    assert set(k for k, v in majority["metrics"].items() if v is not None) == {"perf"}
+    # Majority class on a three-way macro-F1: about a third of one class's F1.
+    assert 10 < majority["metrics"]["perf"] < 35
+
+
+async def test_contributions_sum_to_the_dynascore(client: httpx.AsyncClient) -> None:
+    rows = (await client.get(f"/tasks/{TASK}/leaderboard")).json()["rows"]
+    for row in (r for r in rows if r["rank"]):
+        assert sum(row["contributions"].values()) == pytest.approx(row["dynascore"], rel=1e-9)
+
+
+async def test_csv_download_holds_the_same_table(client: httpx.AsyncClient) -> None:
+    board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
+    response = await client.get(f"/tasks/{TASK}/leaderboard.csv")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/csv")
+    assert "attachment" in response.headers["content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert [r["name"] for r in rows] == [r["name"] for r in board["rows"]]
+    assert float(rows[0]["dynascore"]) == pytest.approx(board["rows"][0]["dynascore"], rel=1e-5)
+    assert {"perf", "throughput", "memory", "fairness", "robustness"} <= set(rows[0])
+
+
+async def test_json_download_is_the_api_answer(client: httpx.AsyncClient) -> None:
+    api = (await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": "perf:1"})).json()
+    response = await client.get(f"/tasks/{TASK}/leaderboard.json", params={"weights": "perf:1"})
+    assert "attachment" in response.headers["content-disposition"]
+    assert response.json() == api
+
+
+async def test_unknown_task_names_the_known_ones(client: httpx.AsyncClient) -> None:
+    response = await client.get("/tasks/nope/leaderboard")
+    assert response.status_code == 404
+    assert "sentiment" in response.json()["detail"]
+
+
+def test_a_task_without_results_has_an_empty_board(shared: Seeded) -> None:
+    board = build_leaderboard(shared.ctx, load_table(shared.ctx, shared.other_task))
+    assert [r for r in board.rows if r.rank] == [] and board.pending == []
+
+
+async def test_owner_sets_default_weights_and_the_board_follows(app: object,
+                                                                seeded: Seeded) -> None:
+    from tests.leaderboard.conftest import make_client
+
+    async with make_client(app, seeded.tokens["owner"]) as owner:  # type: ignore[arg-type]
+        response = await owner.put(f"/tasks/{TASK}/weights",
+                                   json={"weights": {"perf": 1, "throughput": 10}})
+        assert response.status_code == 200, response.text
+        board = (await owner.get(f"/tasks/{TASK}/leaderboard")).json()
+    assert board["weights"] == {"perf": 1.0, "throughput": 10.0}
+    assert board["rows"][0]["name"] == "bow-logreg"
