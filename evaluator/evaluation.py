@@ -32,7 +32,7 @@ from evaluator.result import (
     Failure,
     Provenance,
 )
-from evaluator.scorecard import score, summarize
+from evaluator.scorecard import Quality, score, summarize
 from evaluator.testset import TestSet, in_evaluation_order, model_inputs
 from submission_sandbox.bundle import bundle_digest
 from submission_sandbox.sandbox import Sandbox, SandboxFailure, open_sandbox
@@ -62,7 +62,7 @@ class DatasetRun:
     outcome: DatasetOutcome
     energy: Energy
     outputs: dict[str, dict[str, Any]] | None = None  # by uid, for perturbed copies
-    predictions: bytes | None = None  # JSONL drill-down records
+    quality: Quality | None = None  # per-example records, serialised only when kept
     model: str = ""
     image_digest: str | None = None
     gpu: str | None = None
@@ -175,7 +175,7 @@ def evaluate_dataset(
         energy=energy,
         outputs={str(e["uid"]): o for e, o in zip(test_set.examples, measured.outputs,
                                                   strict=True)},
-        predictions=quality.jsonl(),
+        quality=quality,
         model=hello.name,
         image_digest=_image_digest(box, hello.metadata),
         gpu=usage.gpu or final.gpu,
@@ -191,6 +191,16 @@ def _close_quietly(box: Sandbox) -> None:
         logger.warning("closing the sandbox after a failure failed", exc_info=True)
 
 
+def _within(task: TaskSpec, limits: SandboxLimits | None) -> SandboxLimits:
+    """The task's limits, tightened by the caller's; loosening them is refused."""
+    if limits is None:
+        return task.limits
+    try:
+        return task.limits.tightened(**limits.model_dump(exclude_unset=True))
+    except ValueError as exc:
+        raise UsageError(f"Limits for task {task.id!r}: {exc}") from None
+
+
 def _note(metrics: DatasetMetrics) -> str:
     for name in ("perf", "fairness", "robustness"):
         value = getattr(metrics, name)
@@ -199,8 +209,12 @@ def _note(metrics: DatasetMetrics) -> str:
     return "done"
 
 
-def _image_digest(box: Any, metadata: Mapping[str, Any]) -> str | None:
-    digest = getattr(box, "image_digest", None) or metadata.get("image_digest")
+def _image_digest(box: Sandbox, metadata: Mapping[str, Any]) -> str | None:
+    # The docker sandbox keeps the built image (its id is the content digest); a sandbox
+    # that runs no image (local) has none.
+    image = getattr(box, "image", None)
+    digest = (metadata.get("image_digest") or getattr(box, "image_digest", None)
+              or getattr(image, "id", None))
     return str(digest) if digest else None
 
 
@@ -236,7 +250,7 @@ def evaluate(
 
     Args:
         bundle_dir: the unpacked model bundle (with its ``evalboard.yaml``).
-        task: the task spec; its limits apply unless ``limits`` tightens them.
+        task: the task spec; its limits apply, tightened by ``limits`` (never loosened).
         datasets: the task's datasets, perturbed copies included; gold stays on the host.
         sandbox: ``docker`` or ``local`` (or any registered kind).
         predictions_dir: where to write ``<dataset>.jsonl`` per-example predictions.
@@ -245,7 +259,7 @@ def evaluate(
         seed: recorded in the provenance (the evaluator itself draws nothing at random).
     """
     started_at = datetime.now(UTC)
-    limits = limits or task.limits
+    limits = _within(task, limits)
     runs: list[DatasetRun] = []
     outputs: dict[str, dict[str, dict[str, Any]]] = {}
     by_name = {test_set.name: test_set for test_set in datasets}
@@ -269,10 +283,10 @@ def evaluate(
         failure = run.outcome.failure
         if failure is not None and FailureReason(failure.reason) in _FATAL:
             fatal = run.outcome
-        if predictions_dir is not None and run.predictions is not None:
+        if predictions_dir is not None and run.quality is not None:
             predictions_dir.mkdir(parents=True, exist_ok=True)
             path = predictions_dir / f"{test_set.name}.jsonl"
-            path.write_bytes(run.predictions)
+            path.write_bytes(run.quality.jsonl())
             run.outcome.predictions = str(path)
     finished = [run for run in runs if run.outcome.status == "finished"]
     return EvaluationResult(

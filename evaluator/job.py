@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -89,10 +90,15 @@ class _JobProgress:
         pass
 
 
+def _aware(moment: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything stored is UTC.
+    if moment is not None and moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment
+
+
 def _provenance(ctx: Context, run: DatasetRun, work: _Work, sandbox: str,
                 limits: dict[str, Any]) -> dict[str, Any]:
-    from datetime import UTC, datetime
-
     record = Provenance(
         bundle_sha256=work.submission.bundle_sha256,
         image_digest=run.image_digest,
@@ -107,7 +113,7 @@ def _provenance(ctx: Context, run: DatasetRun, work: _Work, sandbox: str,
         gpu=run.gpu or provenance.gpu_name(),
         python=provenance.python_version(),
         platform=provenance.platform_name(),
-        started_at=work.job.started_at or datetime.now(UTC),
+        started_at=_aware(work.job.started_at) or datetime.now(UTC),
         finished_at=datetime.now(UTC),
     ).model_dump(mode="json")
     return {"schema_version": SCHEMA_VERSION, **record,
@@ -147,9 +153,9 @@ def execute_claimed(
                 return JobStatus.FAILED
             assert run.outcome.metrics is not None
             key = None
-            if run.predictions is not None:
+            if run.quality is not None:
                 key = f"predictions/{work.submission.id}/job-{job_id}.jsonl"
-                ctx.artifacts.put_bytes(key, run.predictions)
+                ctx.artifacts.put_bytes(key, run.quality.jsonl())
             queue.finish(
                 ctx, job_id,
                 metrics={"schema_version": SCHEMA_VERSION,

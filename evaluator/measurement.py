@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +104,37 @@ def check_outputs(
                                       f"{_short(value)}; probabilities are numbers in [0, 1]")
 
 
+def _batches(
+    inputs: Sequence[dict[str, Any]], batch_size: int, abort: threading.Event | None
+) -> Iterator[list[dict[str, Any]]]:
+    for offset in range(0, len(inputs), batch_size):
+        if abort is not None and abort.is_set():
+            raise Aborted("stopped from outside")
+        yield list(inputs[offset : offset + batch_size])
+
+
+def _answers(
+    box: Sandbox, batches: Iterator[list[dict[str, Any]]], sent: list[list[dict[str, Any]]]
+) -> Iterator[list[dict[str, Any]]]:
+    """Outputs per batch, pipelined when the sandbox can keep several requests in flight.
+
+    A sandbox offering ``predict_stream(batches) -> Iterator[outputs]`` overlaps our side of
+    the channel (encoding, decoding, checks) with the model's work; otherwise one request
+    at a time.
+    """
+    def recorded() -> Iterator[list[dict[str, Any]]]:
+        for batch in batches:
+            sent.append(batch)
+            yield batch
+
+    stream = getattr(box, "predict_stream", None)
+    if callable(stream):
+        yield from stream(recorded())
+        return
+    for batch in recorded():
+        yield box.predict(batch)
+
+
 def measure(
     box: Sandbox,
     inputs: Sequence[dict[str, Any]],
@@ -113,22 +144,27 @@ def measure(
     on_batch: OnBatch | None = None,
     abort: threading.Event | None = None,
 ) -> Measurement:
-    """Predict every input in batches of ``batch_size``; the sandbox must be started."""
+    """Predict every input in batches of ``batch_size``; the sandbox must be started.
+
+    A batch's latency is the time from the previous answer (or the start) to its own: for
+    one request at a time that is its round trip; pipelined, the model's time per batch.
+    """
     outputs: list[dict[str, Any]] = []
     latencies: list[float] = []
+    sent: list[list[dict[str, Any]]] = []
     clock = time.perf_counter
-    started = clock()
-    for offset in range(0, len(inputs), batch_size):
-        if abort is not None and abort.is_set():
-            raise Aborted("stopped from outside")
-        batch = list(inputs[offset : offset + batch_size])
-        sent = clock()
-        got = box.predict(batch)
-        latencies.append(clock() - sent)
-        check_outputs(box, batch, got, task)
+    started = last = clock()
+    for number, got in enumerate(_answers(box, _batches(inputs, batch_size, abort), sent)):
+        now = clock()
+        latencies.append(now - last)
+        check_outputs(box, sent[number], got, task)
         outputs.extend(got)
         if on_batch is not None:
             on_batch(len(outputs))
+        last = clock()
+    if len(outputs) != len(inputs):
+        raise _protocol_error(box, f"the model answered {len(outputs)} of {len(inputs)} "
+                              "inputs; answer every request")
     return Measurement(
         outputs=outputs,
         batch_size=batch_size,

@@ -42,6 +42,7 @@ __all__ = [
     "reap_expired",
     "release",
     "renew",
+    "resend_queued",
 ]
 
 logger = logging.getLogger(__name__)
@@ -296,6 +297,19 @@ def reap_expired(
                 requeued.append((job_id, queue))
     _dispatch(ctx, requeued, dispatcher)
     return [job_id for job_id, _ in requeued]
+
+
+def resend_queued(
+    ctx: Context, *, older_than_s: float = 600, dispatcher: Dispatcher | None = None
+) -> list[int]:
+    """Send again the messages of jobs queued longer than ``older_than_s`` (an operator's
+    tool after a broker lost its queue; duplicates are harmless, the claim decides)."""
+    cutoff = utcnow() - timedelta(seconds=older_than_s)
+    with ctx.db.session() as session:
+        rows = session.execute(select(Job.id, Job.queue).where(
+            Job.status == JobStatus.QUEUED.value, Job.created_at < cutoff)).all()
+    _dispatch(ctx, [(job_id, name) for job_id, name in rows], dispatcher)
+    return [job_id for job_id, _ in rows]
 
 
 def cancel_submission(ctx: Context, submission_id: int) -> int:

@@ -7,13 +7,13 @@ the host; :func:`model_inputs` is the only way examples reach a sandbox.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from datasets_registry.examples import canonical_jsonl, sha256_of
 from evalboard.core.context import Context
 from evalboard.core.errors import InvalidDataset
 from evalboard.core.tables import Dataset
@@ -77,7 +77,11 @@ class TestSet:
 
     @classmethod
     def from_jsonl(cls, path: Path, *, name: str | None = None, weight: float = 1.0) -> TestSet:
-        """Read a canonical JSONL file; ``robustness-X``/``fairness-X`` names derive from X."""
+        """Read a canonical JSONL file; ``robustness-X``/``fairness-X`` names derive from X.
+
+        The sha256 is the registry's (of the canonical form), so the same examples have
+        the same address whether evaluated from a file or from the registry.
+        """
         name = name or path.stem
         data = path.read_bytes()
         examples: list[dict[str, Any]] = []
@@ -99,7 +103,7 @@ class TestSet:
         return cls(
             name=name,
             examples=examples,
-            sha256=hashlib.sha256(data).hexdigest(),
+            sha256=sha256_of(canonical_jsonl(examples)),
             weight=weight,
             perturbation=perturbation,
             derived_from=derived_from,

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from evalboard.core.errors import EvalboardError
+from leaderboard.accounts import principal_for
 from scoring import ScoringError
 
 __all__ = ["ERROR_RESPONSES", "ErrorPublic", "install_error_handlers"]
@@ -55,15 +56,42 @@ def _response(request: Request, status: int, message: str) -> Response:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if _wants_html(request):
         templates = request.app.state.templates
+        session = request.session if "session" in request.scope else {}
+        user_id = session.get("user_id")
+        principal = principal_for(
+            request.app.state.ctx, user_id if isinstance(user_id, int) else None
+        )
         page: Response = templates.TemplateResponse(
             request,
             "error.html",
-            {"status": status, "message": message},
+            {
+                "status": status,
+                "message": message,
+                "principal": principal,
+                "csrf": session.get("csrf", ""),
+                "flash": None,
+            },
             status_code=status,
             headers=headers,
         )
         return page
     return JSONResponse({"detail": message}, status_code=status, headers=headers)
+
+
+def _method_not_allowed(request: Request) -> Response:
+    # Starlette answers from the first route whose path matches; list every route's methods.
+    allowed: set[str] = set()
+    for route in request.app.router.routes:
+        regex = getattr(route, "path_regex", None)
+        if regex is not None and regex.match(request.url.path):
+            allowed |= set(getattr(route, "methods", None) or ())
+    if "GET" in allowed:
+        allowed.add("HEAD")
+    return JSONResponse(
+        {"detail": f"{request.method} is not allowed here; use {', '.join(sorted(allowed))}"},
+        status_code=405,
+        headers={"Allow": ", ".join(sorted(allowed))},
+    )
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -80,6 +108,8 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 404 and _wants_html(request):
             return _response(request, 404, "No such page.")
+        if exc.status_code == 405:
+            return _method_not_allowed(request)
         if isinstance(exc.detail, str):
             return JSONResponse(
                 {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers

@@ -190,9 +190,7 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
             .order_by(Submission.id)
         ).all()
         user_ids = {s.user_id for s in submissions if s.user_id is not None}
-        users = dict(
-            session.execute(select(User.id, User.name).where(User.id.in_(user_ids))).all()
-        )
+        users = dict(session.execute(select(User.id, User.name).where(User.id.in_(user_ids))).all())
         models = [_entry(s, users, scoring, by_id) for s in submissions]
         default_weights = {k: float(v) for k, v in task.default_weights.items()}
         owner_id = task.owner_id

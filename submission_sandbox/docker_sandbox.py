@@ -452,9 +452,6 @@ class DockerSandbox(Sandbox):
                 self._watchdog.cancel()
             if self._attached is not None:
                 self._attached.close()
-                response = getattr(self._attached, "_response", None)
-                if response is not None:
-                    response.close()
             if self._conn is not None:
                 self._conn.close()
             if self._listener is not None:

@@ -166,6 +166,7 @@ def sandbox(name: str) -> Callable[[type[Sandbox]], type[Sandbox]]:
 
 
 def known_sandboxes() -> list[str]:
+    """The registered sandbox names, sorted."""
     return sorted(_REGISTRY)
 
 

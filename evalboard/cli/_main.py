@@ -52,6 +52,15 @@ def _register() -> None:
     app.command("leaderboard")(leaderboard.leaderboard)
     app.add_typer(users.user_app, name="user")
     app.add_typer(users.token_app, name="token")
+    from evalboard.cli import demo
+
+    app.command("demo")(demo.demo)
+    from evalboard.cli import loop
+
+    app.command("promote")(loop.promote)
+    app.add_typer(loop.round_app, name="round")
+    app.add_typer(loop.failures_app, name="failures")
+    app.command("gate")(loop.gate)
 
 
 _register()

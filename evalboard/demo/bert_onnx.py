@@ -107,15 +107,22 @@ class _Builder:
         b = self.const(f"{prefix}.b", weights[f"{prefix}.bias"].astype(np.float32))
         return self.op("Add", [self.op("MatMul", [x, w]), b])
 
-    def layer_norm(self, x: str, weights: Mapping[str, NDArray[Any]], prefix: str,
-                   eps: float) -> str:
+    def layer_norm(
+        self, x: str, weights: Mapping[str, NDArray[Any]], prefix: str, eps: float
+    ) -> str:
         scale = self.const(f"{prefix}.g", weights[f"{prefix}.weight"].astype(np.float32))
         bias = self.const(f"{prefix}.beta", weights[f"{prefix}.bias"].astype(np.float32))
         return self.op("LayerNormalization", [x, scale, bias], axis=-1, epsilon=eps)
 
 
-def _attention(b: _Builder, x: str, mask_bias: str, w: Mapping[str, NDArray[Any]],
-               prefix: str, config: BertConfig) -> str:
+def _attention(
+    b: _Builder,
+    x: str,
+    mask_bias: str,
+    w: Mapping[str, NDArray[Any]],
+    prefix: str,
+    config: BertConfig,
+) -> str:
     head_dim = config.hidden // config.heads
     split = b.const(f"{prefix}.split", np.array([0, 0, config.heads, head_dim], np.int64))
     merge = b.const(f"{prefix}.merge", np.array([0, 0, config.hidden], np.int64))
@@ -127,7 +134,7 @@ def _attention(b: _Builder, x: str, mask_bias: str, w: Mapping[str, NDArray[Any]
     query = heads("query", [0, 2, 1, 3])  # batch, heads, tokens, head_dim
     key = heads("key", [0, 2, 3, 1])  # batch, heads, head_dim, tokens
     value = heads("value", [0, 2, 1, 3])
-    scale = b.const(f"{prefix}.scale", np.array(1.0 / math.sqrt(head_dim), np.float32))
+    scale = b.const(f"{prefix}.scale", np.array([1.0 / math.sqrt(head_dim)], np.float32))
     scores = b.op("Add", [b.op("Mul", [b.op("MatMul", [query, key]), scale]), mask_bias])
     context = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), value])
     merged = b.op("Reshape", [b.op("Transpose", [context], perm=[0, 2, 1, 3]), merge])
@@ -135,13 +142,14 @@ def _attention(b: _Builder, x: str, mask_bias: str, w: Mapping[str, NDArray[Any]
     return b.layer_norm(b.op("Add", [attended, x]), w, f"{prefix}.output.LayerNorm", config.eps)
 
 
-def _feed_forward(b: _Builder, x: str, w: Mapping[str, NDArray[Any]], prefix: str,
-                  config: BertConfig) -> str:
+def _feed_forward(
+    b: _Builder, x: str, w: Mapping[str, NDArray[Any]], prefix: str, config: BertConfig
+) -> str:
     inner = b.linear(x, w, f"{prefix}.intermediate.dense")
     # Exact GELU: 0.5 * x * (1 + erf(x / sqrt(2))).
-    half = b.const(f"{prefix}.half", np.array(0.5, np.float32))
-    one = b.const(f"{prefix}.one", np.array(1.0, np.float32))
-    root2 = b.const(f"{prefix}.sqrt2", np.array(math.sqrt(2.0), np.float32))
+    half = b.const(f"{prefix}.half", np.array([0.5], np.float32))
+    one = b.const(f"{prefix}.one", np.array([1.0], np.float32))
+    root2 = b.const(f"{prefix}.sqrt2", np.array([math.sqrt(2.0)], np.float32))
     erf = b.op("Erf", [b.op("Div", [inner, root2])])
     gelu = b.op("Mul", [b.op("Mul", [inner, half]), b.op("Add", [erf, one])])
     out = b.linear(gelu, w, f"{prefix}.output.dense")
@@ -163,27 +171,40 @@ def bert_graph(
     b = _Builder()
     word = b.const("word_embeddings", weights["embeddings.word_embeddings.weight"])
     position = b.const("position_embeddings", weights["embeddings.position_embeddings.weight"])
-    token_type = b.const("token_type_embeddings",
-                         weights["embeddings.token_type_embeddings.weight"])
+    token_type = b.const(
+        "token_type_embeddings", weights["embeddings.token_type_embeddings.weight"]
+    )
     # Positions 0..tokens-1 on every row, as a cumulative sum of ones (shape-only ops with
     # scalars trip onnxruntime's optimizer).
-    ones = b.op("ConstantOfShape", [b.op("Shape", ["input_ids"])],
-                value=numpy_helper.from_array(np.array([1], np.int64)))
+    ones = b.op(
+        "ConstantOfShape",
+        [b.op("Shape", ["input_ids"])],
+        value=numpy_helper.from_array(np.array([1], np.int64)),
+    )
     token_axis_i = b.const("axis_1", np.array(1, np.int64))
-    positions = b.op("Sub", [b.op("CumSum", [ones, token_axis_i]),
-                             b.const("one_i", np.array(1, np.int64))])
-    summed = b.op("Add", [
-        b.op("Add", [b.op("Gather", [word, "input_ids"], axis=0),
-                     b.op("Gather", [position, positions], axis=0)]),
-        b.op("Gather", [token_type, "token_type_ids"], axis=0),
-    ])
+    positions = b.op(
+        "Sub", [b.op("CumSum", [ones, token_axis_i]), b.const("one_i", np.array(1, np.int64))]
+    )
+    summed = b.op(
+        "Add",
+        [
+            b.op(
+                "Add",
+                [
+                    b.op("Gather", [word, "input_ids"], axis=0),
+                    b.op("Gather", [position, positions], axis=0),
+                ],
+            ),
+            b.op("Gather", [token_type, "token_type_ids"], axis=0),
+        ],
+    )
     x = b.layer_norm(summed, weights, "embeddings.LayerNorm", config.eps)
 
     mask = b.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
     axes_12 = b.const("axes_1_2", np.array([1, 2], np.int64))
-    one_f = b.const("one_f", np.array(1.0, np.float32))
+    one_f = b.const("one_f", np.array([1.0], np.float32))
     # transformers' extended attention mask: 0 where attended, the dtype's minimum where not.
-    minimum = b.const("mask_min", np.array(np.finfo(np.float32).min, np.float32))
+    minimum = b.const("mask_min", np.array([np.finfo(np.float32).min], np.float32))
     mask_bias = b.op("Mul", [b.op("Sub", [one_f, b.op("Unsqueeze", [mask, axes_12])]), minimum])
     for layer in range(config.layers):
         prefix = f"encoder.layer.{layer}"
@@ -196,29 +217,43 @@ def bert_graph(
     token_axis = b.const("axis_tokens", np.array([1], np.int64))
     mask3 = b.op("Unsqueeze", [mask, last])
     total = b.op("ReduceSum", [b.op("Mul", [x, mask3]), token_axis], keepdims=0)
-    count = b.op("Max", [b.op("ReduceSum", [mask3, token_axis], keepdims=0),
-                         b.const("tiny", np.array(1e-9, np.float32))])
+    count = b.op(
+        "Max",
+        [
+            b.op("ReduceSum", [mask3, token_axis], keepdims=0),
+            b.const("tiny", np.array([1e-9], np.float32)),
+        ],
+    )
     mean = b.op("Div", [total, count])
-    norm = b.op("Max", [b.op("ReduceL2", [mean], axes=[-1], keepdims=1),
-                        b.const("eps12", np.array(1e-12, np.float32))])
+    norm = b.op(
+        "Max",
+        [
+            b.op("ReduceL2", [mean], axes=[-1], keepdims=1),
+            b.const("eps12", np.array([1e-12], np.float32)),
+        ],
+    )
     b.nodes.append(helper.make_node("Div", [mean, norm], ["embedding"]))
 
-    outputs = [helper.make_tensor_value_info("embedding", TensorProto.FLOAT,
-                                             ["batch", config.hidden])]
+    outputs = [
+        helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", config.hidden])
+    ]
     if head is not None:
         head_w = b.const("head.W", np.asarray(head[0], np.float32))
         head_b = b.const("head.b", np.asarray(head[1], np.float32))
         logits = b.op("Add", [b.op("MatMul", ["embedding", head_w]), head_b])
         b.nodes.append(helper.make_node("Softmax", [logits], ["probs"], axis=-1))
         classes = int(np.asarray(head[0]).shape[1])
-        outputs.insert(0, helper.make_tensor_value_info("probs", TensorProto.FLOAT,
-                                                        ["batch", classes]))
+        outputs.insert(
+            0, helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["batch", classes])
+        )
     ids = ["batch", "tokens"]
     graph = helper.make_graph(
         b.nodes,
         "minilm_sentence_encoder",
-        inputs=[helper.make_tensor_value_info(n, TensorProto.INT64, ids)
-                for n in ("input_ids", "attention_mask", "token_type_ids")],
+        inputs=[
+            helper.make_tensor_value_info(n, TensorProto.INT64, ids)
+            for n in ("input_ids", "attention_mask", "token_type_ids")
+        ],
         outputs=outputs,
         initializer=b.initializers,
     )

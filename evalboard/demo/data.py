@@ -6,7 +6,7 @@ Files under ``evalboard/demo/data`` (shipped with the package):
 - ``round-1.jsonl``: 90 plain statements, round 1.
 - ``round-2.jsonl``: 90 harder ones (negation, sarcasm, mixed feelings), round 2.
 - ``static.jsonl``: 90 statements on other topics, a static set (round 0).
-- ``collection.jsonl``: 12 examples the simulated annotators of the demo round write.
+- ``collection.jsonl``: 20 examples the simulated annotators of the demo round write.
 
 Every set is balanced over negative, neutral and positive, and some sentences name people
 or use gendered pronouns, so the fairness copies have something to change.

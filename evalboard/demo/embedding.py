@@ -69,8 +69,13 @@ def _set_initializer(model: onnx.ModelProto, name: str, value: NDArray[Any]) -> 
 
 
 def build_embedding_bundle(
-    target: Path, *, task_id: str, texts: Sequence[str], labels: Sequence[str],
-    classes: Sequence[str], c: float = 8.0,
+    target: Path,
+    *,
+    task_id: str,
+    texts: Sequence[str],
+    labels: Sequence[str],
+    classes: Sequence[str],
+    c: float = 8.0,
 ) -> Path:
     """Export MiniLM, train the head on ``texts`` and write the onnx bundle to ``target``."""
     from sklearn.linear_model import LogisticRegression

@@ -67,8 +67,8 @@ def build_tokenizer(texts: Sequence[str]) -> Tokenizer:
     probe = _blank_tokenizer({PAD: 0, UNK: 1})
     counts: Counter[str] = Counter()
     for text in texts:
-        normalized = probe.normalizer.normalize_str(text)  # type: ignore[union-attr]
-        counts.update(word for word, _ in probe.pre_tokenizer.pre_tokenize_str(normalized))  # type: ignore[union-attr]
+        normalized = probe.normalizer.normalize_str(text)
+        counts.update(word for word, _ in probe.pre_tokenizer.pre_tokenize_str(normalized))
     vocab = {PAD: 0, UNK: 1}
     for word in sorted(counts):
         vocab[word] = len(vocab)
@@ -103,7 +103,10 @@ def train_linear(
     bias = np.asarray(classifier.intercept_, dtype=np.float64)[order].copy()
     weights[:2] = 0.0  # [PAD], [UNK]
     return LinearModel(
-        tokenizer=tokenizer, weights=weights, bias=bias, labels=tuple(classes),
+        tokenizer=tokenizer,
+        weights=weights,
+        bias=bias,
+        labels=tuple(classes),
         classifier=classifier,
     )
 
@@ -144,7 +147,11 @@ def linear_graph(weights: NDArray[np.float64], bias: NDArray[np.float64]) -> onn
 
 
 def build_linear_bundle(
-    target: Path, *, task_id: str, texts: Sequence[str], labels: Sequence[str],
+    target: Path,
+    *,
+    task_id: str,
+    texts: Sequence[str],
+    labels: Sequence[str],
     classes: Sequence[str],
 ) -> LinearModel:
     """Train on ``texts`` and write the onnx bundle to ``target``; returns the trained model."""

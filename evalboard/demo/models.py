@@ -23,7 +23,6 @@ from evalboard.demo.data import LABELS, file_sha256, texts_and_labels
 __all__ = ["DEMO_MODELS", "BuiltModel", "DemoModel", "build_model", "build_models", "fingerprint"]
 
 
-
 @dataclass(frozen=True)
 class DemoModel:
     """A demo model: its bundle name, what it trades off, and how to build it."""

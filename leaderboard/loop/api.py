@@ -92,7 +92,7 @@ def open_(
     principal.require_owner(task_id, doing="open a round")
     opened = open_round(ctx, task_id, submission_ids=body.submission_ids, top=body.top)
     background.add_task(
-        warm_quietly, pool, opened.id, [int(i) for i in opened.target_submission_ids]
+        warm_quietly, ctx, pool, opened.id, [int(i) for i in opened.target_submission_ids]
     )
     return RoundDetailPublic.of(opened)
 

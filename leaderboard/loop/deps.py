@@ -7,9 +7,12 @@ import threading
 from typing import Annotated
 
 from fastapi import Depends, Request
+from sqlalchemy import select
 
+from evalboard.core.context import Context
 from evalboard.core.errors import PermissionDenied
-from evalboard.core.states import Role
+from evalboard.core.states import Role, RoundStatus
+from evalboard.core.tables import Round
 from leaderboard.accounts import Principal
 from leaderboard.loop.targets import BundleSandboxes, TargetPool
 
@@ -49,9 +52,13 @@ def may_annotate(principal: Principal, task_id: str) -> None:
         )
 
 
-def warm_quietly(pool: TargetPool, round_id: int, targets: list[int]) -> None:
+def warm_quietly(ctx: Context, pool: TargetPool, round_id: int, targets: list[int]) -> None:
     """Start a new round's targets after the response; a failure waits for the first
-    example, which retries the start and reports why it failed."""
+    example, which retries the start and reports why it failed. Targets of rounds closed
+    outside this server (``evalboard round close``) are closed here too."""
+    with ctx.db.session() as session:
+        open_ids = session.scalars(select(Round.id).where(Round.status == RoundStatus.OPEN))
+        pool.retain(list(open_ids))
     try:
         pool.warm(round_id, targets)
     except Exception:

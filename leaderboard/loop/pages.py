@@ -225,7 +225,7 @@ async def open_(
         raise UsageError("Targets are submission ids (numbers) or a top K number") from None
     opened = open_round(ctx, task_id, submission_ids=ids, top=top)
     background.add_task(
-        warm_quietly, pool, opened.id, [int(i) for i in opened.target_submission_ids]
+        warm_quietly, ctx, pool, opened.id, [int(i) for i in opened.target_submission_ids]
     )
     flash(
         request,

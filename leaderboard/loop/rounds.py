@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 
 from datasets_registry import add_dataset, canonical_jsonl, get_task
 from evalboard.core.context import Context
@@ -133,6 +134,14 @@ def _targets(
     return chosen
 
 
+def _refuse_if_open(open_now: Round | None) -> None:
+    if open_now is not None:
+        raise Conflict(
+            f"Round {open_now.number} of task {open_now.task_id!r} is open; close it first "
+            f"(`evalboard round close --task {open_now.task_id}`)"
+        )
+
+
 def open_round(
     ctx: Context,
     task_id: str,
@@ -152,16 +161,14 @@ def open_round(
         NotFound: a named submission is not one of the task's.
     """
     get_task(ctx, task_id)
+    _refuse_if_open(current_round(ctx, task_id))
     targets = _targets(ctx, task_id, submission_ids, top, ranking)
     with ctx.db.session() as session:
-        open_now = session.scalar(
-            select(Round).where(Round.task_id == task_id, Round.status == RoundStatus.OPEN)
-        )
-        if open_now is not None:
-            raise Conflict(
-                f"Round {open_now.number} of task {task_id!r} is open; close it first "
-                f"(`evalboard round close --task {task_id}`)"
+        _refuse_if_open(
+            session.scalar(
+                select(Round).where(Round.task_id == task_id, Round.status == RoundStatus.OPEN)
             )
+        )
         last_round = session.scalar(select(func.max(Round.number)).where(Round.task_id == task_id))
         last_dataset = session.scalar(
             select(func.max(Dataset.round)).where(Dataset.task_id == task_id)
@@ -174,7 +181,10 @@ def open_round(
             target_submission_ids=targets,
         )
         session.add(opened)
-        session.flush()
+        try:
+            session.flush()
+        except IntegrityError:  # another request opened round `number` at the same moment
+            raise Conflict(f"Round {number} of task {task_id!r} was opened just now") from None
         session.execute(
             update(Example)
             .where(Example.task_id == task_id, Example.round_id.is_(None))

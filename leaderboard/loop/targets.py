@@ -118,14 +118,24 @@ class TargetPool:
             targets = [self._targets.pop(key) for key in keys]
         return sum(_stop(target) for target in targets)
 
+    def retain(self, round_ids: Iterable[int]) -> int:
+        """Close the targets of every round not named (closed elsewhere, e.g. by the CLI)."""
+        keep = set(round_ids)
+        with self._lock:
+            rounds = {key[0] for key in self._targets if key[0] not in keep}
+        return sum(self.release(round_id) for round_id in rounds)
+
     def close(self) -> None:
-        """Close every target (the server is shutting down)."""
+        """Close every target (the server is shutting down), then the factory's files."""
         with self._lock:
             self._closed = True
             targets = list(self._targets.values())
             self._targets.clear()
         for target in targets:
             _stop(target)
+        cleanup = getattr(self._factory, "cleanup", None)
+        if callable(cleanup):  # e.g. BundleSandboxes removes its unpacked bundles
+            cleanup()
 
 
 def _stop(target: _Target) -> int:

@@ -14,6 +14,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Path, Query, UploadFile, status
 from fastapi.responses import Response
+from starlette.datastructures import UploadFile as FormFile
 
 from datasets_registry import (
     ColumnMapping,

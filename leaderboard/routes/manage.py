@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, UploadFile
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.datastructures import UploadFile
 
 from datasets_registry import get_task
 from datasets_registry.taskspec import WEIGHABLE_METRICS
@@ -73,18 +74,21 @@ async def datasets(
         raise InvalidDataset(
             f"access must be one of {', '.join(a.value for a in Access)}"
         ) from None
-    added = add_uploaded_dataset(
-        ctx,
-        principal,
-        task_id,
-        upload=upload,
-        name=str(form.get("name", "")).strip(),
-        round=int(_number(form.get("round", 0) or 0, "round")),
-        access=access,
-        weight=_number(form.get("weight", 1) or 1, "weight"),
-        mapping=str(form.get("mapping", "")),
-        label_map=str(form.get("label_map", "")),
-    )
+    try:
+        added = add_uploaded_dataset(
+            ctx,
+            principal,
+            task_id,
+            upload=upload,
+            name=str(form.get("name", "")).strip(),
+            round=int(_number(form.get("round", 0) or 0, "round")),
+            access=access,
+            weight=_number(form.get("weight", 1) or 1, "weight"),
+            mapping=str(form.get("mapping", "")),
+            label_map=str(form.get("label_map", "")),
+        )
+    finally:
+        await upload.close()
     names = ", ".join(f"{d.name} ({d.rows} rows)" for d in added)
     flash(request, f"Added {names}. Every submission will be evaluated on it.")
     return redirect(f"/ui/tasks/{task_id}/manage")

@@ -115,3 +115,16 @@ def test_energy_is_measured_and_labelled_an_estimate_without_rapl(
         assert result.energy.estimate
     metrics = result.outcome("mini").metrics
     assert metrics is not None and metrics.energy_kwh == result.energy.kwh
+
+
+def test_limits_may_tighten_the_tasks_never_loosen_them(keyword_bundle: BundleFactory) -> None:
+    from evalboard.core.limits import SandboxLimits
+
+    bundle = keyword_bundle()
+    tight = evaluate(bundle, task=sentiment_spec(), datasets=_sets()[1:],
+                     sandbox="local", measure_energy=False,
+                     limits=SandboxLimits(timeout_s=60))
+    assert tight.provenance.limits["timeout_s"] == 60
+    with pytest.raises(UsageError, match="loosens"):
+        evaluate(bundle, task=sentiment_spec(), datasets=_sets()[1:],
+                 sandbox="local", limits=SandboxLimits(cpus=8))

@@ -1,55 +1,28 @@
-"""Output checks and the timed phase, against a scripted in-process sandbox."""
+"""Output checks and the timed phase, against the in-process FakeSandbox."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from datasets_registry.taskspec import parse_task_spec
-from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
 from evaluator.measurement import Aborted, check_outputs, measure, percentile
-from submission_sandbox.sandbox import ModelHello, ResourceUsage, Sandbox, SandboxFailure
+from submission_sandbox.sandbox import SandboxFailure
+from tests.helpers.fake_sandbox import FakeSandbox
 from tests.helpers.tasks import QA, sentiment_spec
 
 Outputs = Callable[[list[dict[str, Any]]], list[Any]]
 
 
-class ScriptedSandbox(Sandbox):
-    """Answers with a Python function; records what it was sent (not registered)."""
-
-    kind = "scripted"
-
-    def __init__(self, answer: Outputs) -> None:
-        super().__init__(Path("."), limits=SandboxLimits())
-        self.answer = answer
-        self.sent: list[list[dict[str, Any]]] = []
-
-    def _start(self) -> ModelHello:
-        return ModelHello(name="scripted", batch_size=2)
-
-    def _predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        self.sent.append(inputs)
-        return self.answer(inputs)
-
-    def _usage(self) -> ResourceUsage:
-        return ResourceUsage()
-
-    def _close(self) -> ResourceUsage:
-        return ResourceUsage()
-
-    def _log_tail(self, lines: int) -> str:
-        return "model log line"
-
-
 INPUTS = [{"uid": str(i), "statement": f"text {i}"} for i in range(5)]
 
 
-def _box(answer: Outputs) -> ScriptedSandbox:
-    box = ScriptedSandbox(answer)
+def _box(answer: Outputs) -> FakeSandbox:
+    box = FakeSandbox(predict=answer)
+    box.logs.append("model log line")
     box.start()
     return box
 
@@ -58,7 +31,7 @@ def test_measure_keeps_order_and_batches_by_batch_size() -> None:
     box = _box(lambda batch: [{"label": "neutral"} for _ in batch])
     done: list[int] = []
     measured = measure(box, INPUTS, sentiment_spec(), batch_size=2, on_batch=done.append)
-    assert [len(batch) for batch in box.sent] == [2, 2, 1]
+    assert [len(batch) for batch in box.requests] == [2, 2, 1]
     assert len(measured.outputs) == 5 and done == [2, 4, 5]
     assert len(measured.batch_latencies) == 3
     assert measured.throughput == pytest.approx(5 / measured.predict_s)
@@ -86,7 +59,7 @@ def test_bad_outputs_are_protocol_errors_naming_the_bad_value(
         measure(box, INPUTS[:2], sentiment_spec(), batch_size=2)
     assert caught.value.reason is FailureReason.PROTOCOL_ERROR
     assert needle in caught.value.detail
-    assert caught.value.log_tail == "model log line"
+    assert "model log line" in caught.value.log_tail
 
 
 def test_span_outputs_need_a_string_answer() -> None:
@@ -104,9 +77,41 @@ def test_measure_stops_when_aborted() -> None:
     box = _box(lambda batch: (abort.set(), [{"label": "neutral"} for _ in batch])[1])
     with pytest.raises(Aborted):
         measure(box, INPUTS, sentiment_spec(), batch_size=2, abort=abort)
-    assert len(box.sent) == 1
+    assert len(box.requests) == 1
 
 
 def test_percentile_interpolates_and_is_none_when_empty() -> None:
     assert percentile([], 50) is None
     assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 95) == pytest.approx(4.8)
+
+
+class StreamingSandbox(FakeSandbox):
+    """Offers predict_stream, as a sandbox that pipelines requests would."""
+
+    streamed = False
+
+    def predict_stream(self, batches: Iterator[list[dict[str, Any]]]
+                       ) -> Iterator[list[dict[str, Any]]]:
+        self.streamed = True
+        for batch in batches:
+            yield self.predict(batch)
+
+
+def test_a_sandbox_that_pipelines_is_used_through_predict_stream() -> None:
+    box = StreamingSandbox(predict=lambda batch: [{"label": "neutral"} for _ in batch])
+    box.start()
+    measured = measure(box, INPUTS, sentiment_spec(), batch_size=2)
+    assert box.streamed and len(measured.outputs) == 5
+    assert len(measured.batch_latencies) == 3
+
+
+def test_a_stream_that_stops_early_is_a_protocol_error() -> None:
+    class Short(StreamingSandbox):
+        def predict_stream(self, batches: Iterator[list[dict[str, Any]]]
+                           ) -> Iterator[list[dict[str, Any]]]:
+            yield self.predict(next(batches))
+
+    box = Short(predict=lambda batch: [{"label": "neutral"} for _ in batch])
+    box.start()
+    with pytest.raises(SandboxFailure, match="answered 2 of 5"):
+        measure(box, INPUTS, sentiment_spec(), batch_size=2)

@@ -186,3 +186,14 @@ def test_renew_fails_for_a_lease_someone_else_holds(
     assert queue.renew(any_ctx, job_id, owner=owner, progress=0.5)
     assert not queue.renew(any_ctx, job_id, owner="intruder")
     assert not queue.claim(any_ctx, job_id, owner="intruder")
+
+
+def test_resend_queued_sends_old_queued_jobs_again(
+    any_ctx: Context, tmp_path: Path, keyword_bundle: BundleFactory
+) -> None:
+    submission = _setup(any_ctx, tmp_path, keyword_bundle())
+    (job_id,) = queue.enqueue_submission(any_ctx, submission, dispatcher=Recorder())
+    sent = Recorder()
+    assert queue.resend_queued(any_ctx, older_than_s=3600, dispatcher=sent) == []
+    assert queue.resend_queued(any_ctx, older_than_s=-1, dispatcher=sent) == [job_id]
+    assert sent.sent == [(job_id, "cpu")]

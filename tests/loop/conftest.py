@@ -16,6 +16,9 @@ from leaderboard.loop import TargetPool
 from tests.helpers.tasks import QA, sentiment_rows, sentiment_spec, write_jsonl
 from tests.loop.fakes import FakeFactory
 
+# Model bundles, not tests (--doctest-modules would import their handler.py files).
+collect_ignore_glob = ["fixtures/*"]
+
 
 @dataclass(frozen=True)
 class People:
@@ -28,8 +31,12 @@ class People:
 def task(ctx: Context, tmp_path: Path) -> str:
     """The sentiment task with one static dataset (round 0)."""
     create_task(ctx, sentiment_spec())
-    add_dataset(ctx, task_id="sentiment", name="static",
-                path=write_jsonl(tmp_path / "static.jsonl", sentiment_rows()))
+    add_dataset(
+        ctx,
+        task_id="sentiment",
+        name="static",
+        path=write_jsonl(tmp_path / "static.jsonl", sentiment_rows()),
+    )
     return "sentiment"
 
 
@@ -56,8 +63,13 @@ def people(ctx: Context) -> People:
 def add_submission(ctx: Context, task_id: str, name: str) -> int:
     """A submission row (its bundle is never opened: the pool uses a fake factory)."""
     with ctx.db.session() as session:
-        submission = Submission(task_id=task_id, name=name, bundle_sha256="0" * 64,
-                                artifact_key=f"bundles/{name}.tar.gz", manifest={"name": name})
+        submission = Submission(
+            task_id=task_id,
+            name=name,
+            bundle_sha256="0" * 64,
+            artifact_key=f"bundles/{name}.tar.gz",
+            manifest={"name": name},
+        )
         session.add(submission)
         session.flush()
         return submission.id

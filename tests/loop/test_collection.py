@@ -20,19 +20,28 @@ from tests.loop.conftest import People, add_submission
 from tests.loop.fakes import FakeFactory
 
 
-def _collect(ctx: Context, pool: TargetPool, people: People, text: str, label: str,
-             **extra: Any) -> Any:
-    return collect_example(ctx, "sentiment", 1, author_id=people.alice,
-                           inputs={"statement": text}, gold={"label": label}, predictor=pool,
-                           **extra)
+def _collect(
+    ctx: Context, pool: TargetPool, people: People, text: str, label: str, **extra: Any
+) -> Any:
+    return collect_example(
+        ctx,
+        "sentiment",
+        1,
+        author_id=people.alice,
+        inputs={"statement": text},
+        gold={"label": label},
+        predictor=pool,
+        **extra,
+    )
 
 
 def test_a_fooling_example_waits_for_validation(
     ctx: Context, targets: list[int], people: People, pool: TargetPool
 ) -> None:
     open_round(ctx, "sentiment", submission_ids=targets[:1])
-    collected = _collect(ctx, pool, people, "Oh great, the train is late again.", "negative",
-                         explanation="sarcasm")
+    collected = _collect(
+        ctx, pool, people, "Oh great, the train is late again.", "negative", explanation="sarcasm"
+    )
     example = collected.example
     assert example.fooled and example.status == ExampleStatus.PENDING
     assert example.model_output is not None and example.model_output["label"] == "positive"
@@ -56,8 +65,12 @@ def test_each_example_goes_to_one_target_at_random(
 ) -> None:
     open_round(ctx, "sentiment", submission_ids=targets)
     rng = random.Random(7)
-    chosen = [_collect(ctx, pool, people, f"Statement {i}.", "neutral", rng=rng)
-              .example.target_submission_id for i in range(30)]
+    chosen = [
+        _collect(
+            ctx, pool, people, f"Statement {i}.", "neutral", rng=rng
+        ).example.target_submission_id
+        for i in range(30)
+    ]
     assert set(chosen) == set(targets)
     # Each target ran in one sandbox, started once, that answered all its examples.
     for target in targets:
@@ -98,12 +111,18 @@ def test_qa_example_is_fooled_by_string_f1(
     ctx: Context, qa_task: str, people: People, factory: FakeFactory, pool: TargetPool
 ) -> None:
     target = add_submission(ctx, qa_task, "first-sentence")
-    factory.answers[target] = lambda example: {"answer": example["context"].split(",")[0],
-                                               "conf": 0.9}
+    factory.answers[target] = lambda example: {
+        "answer": example["context"].split(",")[0],
+        "conf": 0.9,
+    }
     open_round(ctx, qa_task, submission_ids=[target])
     context = "Paris is large, but the capital of Australia is Canberra."
     example = collect_example(
-        ctx, qa_task, 1, author_id=people.alice, predictor=pool,
+        ctx,
+        qa_task,
+        1,
+        author_id=people.alice,
+        predictor=pool,
         inputs={"context": context, "question": "What is the capital of Australia?"},
         gold={"answer": "Canberra"},
     ).example

@@ -8,8 +8,10 @@ from leaderboard.loop.gate import DatasetComparison
 from tests.helpers.tasks import QA, sentiment_spec
 
 TASK = sentiment_spec()
-EXAMPLES = [{"uid": f"u{i}", "statement": "x", "label": label}
-            for i, label in enumerate(["positive", "negative", "neutral", "positive"])]
+EXAMPLES = [
+    {"uid": f"u{i}", "statement": "x", "label": label}
+    for i, label in enumerate(["positive", "negative", "neutral", "positive"])
+]
 
 
 def _outputs(*labels: str) -> dict[str, dict[str, Any]]:
@@ -21,8 +23,9 @@ def test_lists_exactly_what_the_baseline_got_right_and_the_candidate_wrong() -> 
     candidate = _outputs("negative", "negative", "neutral", "neutral")  # right: u1, u2
     summary, regressions = compare(TASK, "static", EXAMPLES, baseline, candidate)
     assert regressions == [Regression("static", "u0", "positive", "positive", "negative")]
-    assert summary == DatasetComparison("static", examples=4, regressions=1, improvements=1,
-                                        baseline_right=2, candidate_right=2)
+    assert summary == DatasetComparison(
+        "static", examples=4, regressions=1, improvements=1, baseline_right=2, candidate_right=2
+    )
 
 
 def test_equal_or_better_has_no_regression() -> None:
@@ -41,12 +44,24 @@ def test_a_missing_candidate_output_counts_as_wrong() -> None:
 
 def test_qa_uses_the_string_f1_threshold() -> None:
     task = parse_task_spec(QA)
-    examples = [{"uid": "q", "context": "c", "question": "q",
-                 "answers": [{"text": "blue whale", "answer_start": 0}]}]
-    _, kept = compare(task, "d", examples, {"q": {"answer": "blue whale"}},
-                      {"q": {"answer": "the blue whale species"}})  # F1 0.8: still right
-    _, lost = compare(task, "d", examples, {"q": {"answer": "blue whale"}},
-                      {"q": {"answer": "a shark"}})
+    examples = [
+        {
+            "uid": "q",
+            "context": "c",
+            "question": "q",
+            "answers": [{"text": "blue whale", "answer_start": 0}],
+        }
+    ]
+    _, kept = compare(
+        task,
+        "d",
+        examples,
+        {"q": {"answer": "blue whale"}},
+        {"q": {"answer": "the blue whale species"}},
+    )  # F1 0.8: still right
+    _, lost = compare(
+        task, "d", examples, {"q": {"answer": "blue whale"}}, {"q": {"answer": "a shark"}}
+    )
     assert kept == [] and [r.candidate for r in lost] == ["a shark"]
 
 

@@ -23,12 +23,19 @@ from tests.helpers.tasks import sentiment_rows, write_jsonl
 from tests.loop.conftest import People
 
 
-def _example(ctx: Context, round_id: int, author: int, text: str, label: str,
-             status: ExampleStatus) -> int:
+def _example(
+    ctx: Context, round_id: int, author: int, text: str, label: str, status: ExampleStatus
+) -> int:
     with ctx.db.session() as session:
-        example = Example(task_id="sentiment", round_id=round_id, author_id=author,
-                          inputs={"statement": text}, gold={"label": label},
-                          fooled=status != ExampleStatus.NOT_FOOLING, status=status.value)
+        example = Example(
+            task_id="sentiment",
+            round_id=round_id,
+            author_id=author,
+            inputs={"statement": text},
+            gold={"label": label},
+            fooled=status != ExampleStatus.NOT_FOOLING,
+            status=status.value,
+        )
         session.add(example)
         session.flush()
         return example.id
@@ -41,10 +48,16 @@ def test_open_round_with_named_targets(ctx: Context, targets: list[int]) -> None
     assert current_round(ctx, "sentiment") is not None
 
 
-def test_round_numbers_follow_dataset_rounds(ctx: Context, targets: list[int],
-                                             tmp_path: Path) -> None:
-    add_dataset(ctx, task_id="sentiment", name="r3", round=3,
-                path=write_jsonl(tmp_path / "r3.jsonl", sentiment_rows()))
+def test_round_numbers_follow_dataset_rounds(
+    ctx: Context, targets: list[int], tmp_path: Path
+) -> None:
+    add_dataset(
+        ctx,
+        task_id="sentiment",
+        name="r3",
+        round=3,
+        path=write_jsonl(tmp_path / "r3.jsonl", sentiment_rows()),
+    )
     assert open_round(ctx, "sentiment", submission_ids=targets[:1]).number == 4
 
 
@@ -85,13 +98,29 @@ def test_close_turns_verified_examples_into_a_dataset(
 ) -> None:
     opened = open_round(ctx, "sentiment", submission_ids=targets)
     kept = [
-        _example(ctx, opened.id, people.alice, "Oh great, another delay. Love it.", "negative",
-                 ExampleStatus.VERIFIED),
-        _example(ctx, opened.id, people.alice, "Not bad at all, she said.", "positive",
-                 ExampleStatus.VERIFIED),
+        _example(
+            ctx,
+            opened.id,
+            people.alice,
+            "Oh great, another delay. Love it.",
+            "negative",
+            ExampleStatus.VERIFIED,
+        ),
+        _example(
+            ctx,
+            opened.id,
+            people.alice,
+            "Not bad at all, she said.",
+            "positive",
+            ExampleStatus.VERIFIED,
+        ),
     ]
-    for status in (ExampleStatus.REJECTED, ExampleStatus.PENDING, ExampleStatus.NOT_FOOLING,
-                   ExampleStatus.FLAGGED):
+    for status in (
+        ExampleStatus.REJECTED,
+        ExampleStatus.PENDING,
+        ExampleStatus.NOT_FOOLING,
+        ExampleStatus.FLAGGED,
+    ):
         _example(ctx, opened.id, people.alice, "The meal was terrible.", "negative", status)
 
     closed = close_round(ctx, "sentiment", 1)
@@ -101,8 +130,11 @@ def test_close_turns_verified_examples_into_a_dataset(
     assert closed.dataset.round == 1 and closed.examples == 2
     rows = read_examples(ctx, closed.dataset)
     assert [row["uid"] for row in rows] == [f"r1-{i}" for i in kept]
-    assert rows[0] == {"uid": f"r1-{kept[0]}", "statement": "Oh great, another delay. Love it.",
-                       "label": "negative"}
+    assert rows[0] == {
+        "uid": f"r1-{kept[0]}",
+        "statement": "Oh great, another delay. Love it.",
+        "label": "negative",
+    }
     names = {d.name for d in list_datasets(ctx, "sentiment")}
     assert {"round-1", "robustness-round-1"} <= names
     # Every submission gets a job on the new dataset and its copies.
@@ -114,9 +146,7 @@ def test_close_turns_verified_examples_into_a_dataset(
     assert get_round(ctx, "sentiment", 1).dataset_id == closed.dataset.id
 
 
-def test_close_without_verified_examples_makes_no_dataset(
-    ctx: Context, targets: list[int]
-) -> None:
+def test_close_without_verified_examples_makes_no_dataset(ctx: Context, targets: list[int]) -> None:
     open_round(ctx, "sentiment", submission_ids=targets[:1])
     closed = close_round(ctx, "sentiment")
     assert closed.dataset is None and closed.jobs == []
@@ -138,8 +168,12 @@ def test_a_failed_close_leaves_the_round_open(
     opened = open_round(ctx, "sentiment", submission_ids=targets[:1])
     _example(ctx, opened.id, people.alice, "Fine.", "neutral", ExampleStatus.VERIFIED)
     # Someone added other content under the round's dataset name.
-    add_dataset(ctx, task_id="sentiment", name="round-1",
-                path=write_jsonl(tmp_path / "x.jsonl", sentiment_rows()))
+    add_dataset(
+        ctx,
+        task_id="sentiment",
+        name="round-1",
+        path=write_jsonl(tmp_path / "x.jsonl", sentiment_rows()),
+    )
     with pytest.raises(Conflict, match="immutable"):
         close_round(ctx, "sentiment", 1)
     assert get_round(ctx, "sentiment", 1).status == RoundStatus.OPEN
@@ -149,7 +183,8 @@ def test_failures_captured_between_rounds_join_the_next(
     ctx: Context, targets: list[int], people: People
 ) -> None:
     failure = capture_failure(
-        ctx, "sentiment",
+        ctx,
+        "sentiment",
         Failure(inputs={"statement": "Worst purchase, love it not."}, gold={"label": "negative"}),
         reporter_id=people.owner,
     )

@@ -83,3 +83,13 @@ def test_outputs_outside_the_contract_are_refused() -> None:
     with pytest.raises(SandboxFailure, match="protocol_error.*banana"):
         pool.predict(1, 10, INPUT, TASK)
     pool.close()
+
+
+def test_retain_closes_rounds_closed_elsewhere() -> None:
+    factory = FakeFactory()
+    pool = TargetPool(factory)
+    pool.warm(1, [10])
+    pool.warm(2, [20])
+    assert pool.retain([2]) == 1
+    assert not pool.is_warm(1, 10) and pool.is_warm(2, 20)
+    pool.close()

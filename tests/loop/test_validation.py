@@ -17,7 +17,7 @@ from leaderboard.loop import (
 )
 from tests.loop.conftest import People
 
-C, I, F = Verdict.CORRECT, Verdict.INCORRECT, Verdict.FLAGGED
+C, X, F = Verdict.CORRECT, Verdict.INCORRECT, Verdict.FLAGGED
 
 
 @pytest.mark.parametrize(
@@ -26,9 +26,9 @@ C, I, F = Verdict.CORRECT, Verdict.INCORRECT, Verdict.FLAGGED
         ([], ExampleStatus.PENDING),
         ([C, C], ExampleStatus.PENDING),
         ([C, C, C], ExampleStatus.VERIFIED),
-        ([C, I, C, I, I], ExampleStatus.REJECTED),
+        ([C, X, C, X, X], ExampleStatus.REJECTED),
         ([F, C, F, C, F], ExampleStatus.FLAGGED),
-        ([C, I, F, C, I, F], ExampleStatus.PENDING),
+        ([C, X, F, C, X, F], ExampleStatus.PENDING),
     ],
 )
 def test_decide_at_num_matching(verdicts: list[Verdict], status: ExampleStatus) -> None:
@@ -37,9 +37,15 @@ def test_decide_at_num_matching(verdicts: list[Verdict], status: ExampleStatus) 
 
 def _fooling(ctx: Context, pool: TargetPool, people: People, targets: list[int]) -> int:
     open_round(ctx, "sentiment", submission_ids=targets[:1])
-    example = collect_example(ctx, "sentiment", 1, author_id=people.alice, predictor=pool,
-                              inputs={"statement": "Great, it broke again."},
-                              gold={"label": "negative"}).example
+    example = collect_example(
+        ctx,
+        "sentiment",
+        1,
+        author_id=people.alice,
+        predictor=pool,
+        inputs={"statement": "Great, it broke again."},
+        gold={"label": "negative"},
+    ).example
     assert example.status == ExampleStatus.PENDING
     return example.id
 
@@ -71,7 +77,7 @@ def test_one_verdict_per_validator(
     example_id = _fooling(ctx, pool, people, targets)
     validate_example(ctx, example_id, user_id=people.validators[0], verdict=C)
     with pytest.raises(Conflict, match="judged example .* already"):
-        validate_example(ctx, example_id, user_id=people.validators[0], verdict=I)
+        validate_example(ctx, example_id, user_id=people.validators[0], verdict=X)
 
 
 def test_the_owner_settles_alone_even_after_a_flag(
@@ -85,7 +91,7 @@ def test_the_owner_settles_alone_even_after_a_flag(
     example = validate_example(ctx, example_id, user_id=people.owner, verdict=C, as_owner=True)
     assert example.status == ExampleStatus.VERIFIED
     # The owner may change their mind while the round is open.
-    example = validate_example(ctx, example_id, user_id=people.owner, verdict=I, as_owner=True)
+    example = validate_example(ctx, example_id, user_id=people.owner, verdict=X, as_owner=True)
     assert example.status == ExampleStatus.REJECTED
 
 
@@ -93,9 +99,15 @@ def test_examples_that_did_not_fool_are_not_validated(
     ctx: Context, targets: list[int], people: People, pool: TargetPool
 ) -> None:
     open_round(ctx, "sentiment", submission_ids=targets[:1])
-    example = collect_example(ctx, "sentiment", 1, author_id=people.alice, predictor=pool,
-                              inputs={"statement": "A wonderful film."},
-                              gold={"label": "positive"}).example
+    example = collect_example(
+        ctx,
+        "sentiment",
+        1,
+        author_id=people.alice,
+        predictor=pool,
+        inputs={"statement": "A wonderful film."},
+        gold={"label": "positive"},
+    ).example
     with pytest.raises(Conflict, match="did not fool"):
         validate_example(ctx, example.id, user_id=people.validators[0], verdict=C)
 

@@ -33,8 +33,15 @@ def test_vmer_per_round_and_annotator_matches_a_hand_count(
     authors = {"alice": people.alice, "bob": bob}
     open_round(ctx, "sentiment", submission_ids=targets[:1])
     ids = [
-        collect_example(ctx, "sentiment", 1, author_id=authors[who], predictor=pool,
-                        inputs={"statement": text}, gold={"label": label}).example.id
+        collect_example(
+            ctx,
+            "sentiment",
+            1,
+            author_id=authors[who],
+            predictor=pool,
+            inputs={"statement": text},
+            gold={"label": label},
+        ).example.id
         for who, text, label in WRITTEN
     ]
     v1, v2, v3 = people.validators
@@ -44,9 +51,12 @@ def test_vmer_per_round_and_annotator_matches_a_hand_count(
         validate_example(ctx, ids[1], user_id=validator, verdict=Verdict.INCORRECT)
     validate_example(ctx, ids[3], user_id=people.owner, verdict=Verdict.CORRECT, as_owner=True)
     # A captured failure is validated like the rest but is not an annotator's example.
-    failure = capture_failure(ctx, "sentiment", Failure(inputs={"statement": "Meh, love it."},
-                                                       gold={"label": "negative"}),
-                              reporter_id=people.owner)
+    failure = capture_failure(
+        ctx,
+        "sentiment",
+        Failure(inputs={"statement": "Meh, love it."}, gold={"label": "negative"}),
+        reporter_id=people.owner,
+    )
     validate_example(ctx, failure.id, user_id=v1, verdict=Verdict.CORRECT, as_owner=True)
 
     report = round_vmer(ctx, "sentiment", 1)
@@ -56,7 +66,10 @@ def test_vmer_per_round_and_annotator_matches_a_hand_count(
     assert report.vmer == pytest.approx(2 / 5)
     by_name = {a.name: a for a in report.annotators}
     assert (by_name["alice"].collected, by_name["alice"].fooled, by_name["alice"].verified) == (
-        3, 2, 1)
+        3,
+        2,
+        1,
+    )
     assert by_name["alice"].vmer == pytest.approx(1 / 3)
     assert by_name["bob"].vmer == pytest.approx(1 / 2)
 

@@ -1,0 +1,200 @@
+"""The loop from the shell: ``promote``, ``round list|close``, ``failures add``, ``gate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from evalboard.cli._context import context
+from evalboard.cli._output import console, err_console, print_json, warn
+from evalboard.core.tables import Round
+from leaderboard.loop import (
+    GateReport,
+    capture_failures,
+    close_round,
+    list_rounds,
+    open_round,
+    read_failures,
+    round_vmer,
+    run_gate,
+)
+
+__all__ = ["failures_app", "gate", "promote", "round_app"]
+
+round_app = typer.Typer(help="List and close a task's collection rounds.", no_args_is_help=True)
+failures_app = typer.Typer(
+    help="Report inputs a deployed model got wrong into the validation queue.",
+    no_args_is_help=True,
+)
+
+
+def _describe(round_: Round) -> dict[str, object]:
+    return {
+        "number": round_.number,
+        "status": round_.status,
+        "targets": [int(i) for i in round_.target_submission_ids],
+        "dataset_id": round_.dataset_id,
+        "opened_at": round_.opened_at,
+        "closed_at": round_.closed_at,
+    }
+
+
+def promote(
+    task: str = typer.Option(..., "--task", "-t", help="Task id."),
+    top: int | None = typer.Option(
+        None, "--top", min=1, help="Promote the leaderboard's best K submissions."
+    ),
+    submissions: list[int] = typer.Option(  # noqa: B008 - typer's way
+        [], "--submission", "-s", help="A target submission id (repeat for several)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the round as JSON."),
+) -> None:
+    """Open the task's next round with target models (annotators then try to fool them)."""
+    opened = open_round(context(), task, submission_ids=submissions or None, top=top)
+    if as_json:
+        print_json(_describe(opened))
+        return
+    targets = ", ".join(str(i) for i in opened.target_submission_ids)
+    console.print(
+        f"Round {opened.number} of {task} is open; target submission(s) {targets}. "
+        f"Annotators write examples at /ui/tasks/{task}/collect",
+        highlight=False,
+    )
+
+
+@round_app.command("list")
+def list_(
+    task: str = typer.Option(..., "--task", "-t", help="Task id."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Each round with its targets, its dataset and its vMER."""
+    ctx = context()
+    rows = []
+    for round_ in list_rounds(ctx, task):
+        report = round_vmer(ctx, task, round_.number)
+        rows.append(
+            {
+                **_describe(round_),
+                "collected": report.collected,
+                "fooled": report.fooled,
+                "verified": report.verified,
+                "pending": report.pending,
+                "vmer": report.vmer,
+            }
+        )
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(title=f"Rounds of {task}")
+    for column in ("round", "status", "targets", "collected", "fooled", "verified", "vMER"):
+        table.add_column(column, justify="left" if column in ("status", "targets") else "right")
+    for row in rows:
+        vmer = row["vmer"]
+        table.add_row(
+            str(row["number"]),
+            str(row["status"]),
+            ", ".join(map(str, row["targets"])),  # type: ignore[call-overload]
+            str(row["collected"]),
+            str(row["fooled"]),
+            str(row["verified"]),
+            f"{100 * vmer:.1f}%" if isinstance(vmer, float) else "-",
+        )
+    console.print(table if rows else f"Task {task} has no rounds yet; open one with promote.")
+
+
+@round_app.command("close")
+def close(
+    task: str = typer.Option(..., "--task", "-t", help="Task id."),
+    number: int | None = typer.Option(None, "--round", "-r", help="Default: the open round."),
+) -> None:
+    """Close a round: its verified examples become dataset round-N, every model is queued."""
+    closed = close_round(context(), task, number)
+    if closed.dataset is None:
+        console.print(f"Round {closed.round.number} closed with no verified example: no dataset.")
+        return
+    copies = ", ".join(d.name for d in closed.derived) or "none"
+    console.print(
+        f"Round {closed.round.number} closed: dataset {closed.dataset.name} "
+        f"({closed.examples} examples; perturbed copies: {copies}); "
+        f"{len(closed.jobs)} evaluation jobs queued",
+        highlight=False,
+    )
+
+
+@failures_app.command("add")
+def add_failures(
+    file: Path = typer.Argument(..., help="JSONL: inputs, the correct label/answers, ..."),
+    task: str = typer.Option(..., "--task", "-t", help="Task id."),
+    reporter: str | None = typer.Option(None, "--reporter", help="User name to record."),
+) -> None:
+    """Queue failures of a deployed model for validation (into the open or the next round)."""
+    ctx = context()
+    reporter_id = None
+    if reporter is not None:
+        from leaderboard.accounts import get_user
+
+        reporter_id = get_user(ctx, reporter).id
+    stored = capture_failures(ctx, task, read_failures(ctx, task, file), reporter_id=reporter_id)
+    where = "the open round" if stored[0].round_id is not None else "the next round opened"
+    console.print(f"{len(stored)} failure(s) queued for validation in {where}.")
+
+
+def _print_report(report: GateReport) -> None:
+    table = Table(title=f"Gate: {report.candidate} against {report.baseline} on {report.task}")
+    for column in ("dataset", "n", "baseline right", "candidate right", "regressed", "improved"):
+        table.add_column(column, justify="left" if column == "dataset" else "right")
+    for d in report.datasets:
+        if d.failure:
+            table.add_row(d.dataset, str(d.examples), "-", f"[red]{d.failure}[/red]", "-", "-")
+            continue
+        table.add_row(
+            d.dataset,
+            str(d.examples),
+            str(d.baseline_right),
+            str(d.candidate_right),
+            str(d.regressions),
+            str(d.improvements),
+        )
+    err_console.print(table)
+    for r in report.regressions:
+        console.print(
+            f"REGRESSION {r.dataset} {r.uid}: gold {r.gold!r}, baseline {r.baseline!r}, "
+            f"candidate {r.candidate!r}",
+            highlight=False,
+        )
+    verdict = "passed" if report.passed else "FAILED"
+    err_console.print(
+        f"Gate {verdict}: {len(report.regressions)} regression(s)"
+        + (
+            f", {sum(1 for d in report.datasets if d.failure)} failed dataset(s)"
+            if any(d.failure for d in report.datasets)
+            else ""
+        ),
+        highlight=False,
+    )
+
+
+def gate(
+    candidate: Path = typer.Argument(..., help="The candidate bundle (directory or archive)."),
+    task: str = typer.Option(..., "--task", "-t", help="Task id."),
+    baseline: str = typer.Option(
+        ..., "--baseline", "-b", help="A submission id of the task, or a baseline bundle."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+    sandbox: str | None = typer.Option(
+        None, "--sandbox", help="docker or local (default: EVALBOARD_SANDBOX)."
+    ),
+) -> int:
+    """The release gate: exit 1 listing each example the baseline got right and the
+    candidate got wrong, on every round and static set; exit 0 otherwise."""
+    ctx = context()
+    if (sandbox or ctx.settings.sandbox) == "local":
+        warn("the local sandbox does not isolate the model: run only code you trust")
+    report = run_gate(ctx, candidate, task_id=task, baseline=baseline, sandbox=sandbox)
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        _print_report(report)
+    return 0 if report.passed else 1

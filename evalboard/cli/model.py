@@ -1,0 +1,221 @@
+"""``evalboard model``: make a bundle, test it in the server's sandbox, package it."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from datasets_registry import TaskSpec, get_task, load_task_spec
+from evalboard.cli._output import console, err_console, warn
+from evalboard.core.errors import InvalidBundle, UsageError
+from evalboard.core.limits import SandboxLimits
+from submission_sandbox import (
+    MANIFEST_NAME,
+    SandboxFailure,
+    check_outputs,
+    load_bundle,
+    open_sandbox,
+    package_bundle,
+)
+
+__all__ = ["app", "sample_inputs"]
+
+app = typer.Typer(help="Model bundles: create, test locally, package.", no_args_is_help=True)
+
+#: Built-in sentences for sample inputs; a task's text fields cycle through them.
+SAMPLE_SENTENCES = [
+    "I absolutely loved this film, the acting was wonderful.",
+    "The service was slow and the food was cold.",
+    "The meeting is scheduled for Tuesday at noon.",
+    "Honestly not sure how I feel about the new update.",
+    "What a waste of time, I want my money back!",
+    "She said the book was surprisingly good.",
+]
+SAMPLE_CONTEXT = (
+    "The Amazon rainforest covers much of the Amazon basin of South America. "
+    "The basin covers seven million square kilometres, of which five and a half million "
+    "are covered by the rainforest. The region includes territory of nine nations."
+)
+SAMPLE_QUESTIONS = [
+    "How much of the basin is covered by the rainforest?",
+    "How many nations have territory in the region?",
+    "Which continent is the Amazon basin in?",
+]
+
+
+def sample_inputs(spec: TaskSpec, count: int = 6) -> list[dict[str, Any]]:
+    """A few inputs shaped like the task's (no gold labels: there are none to leak)."""
+    examples = []
+    for index in range(count):
+        example: dict[str, Any] = {"uid": f"sample-{index + 1}"}
+        for position, name in enumerate(spec.input_names):
+            if name == "context":
+                example[name] = SAMPLE_CONTEXT
+            elif spec.output.type == "span":
+                example[name] = SAMPLE_QUESTIONS[index % len(SAMPLE_QUESTIONS)]
+            else:
+                example[name] = SAMPLE_SENTENCES[(index + position) % len(SAMPLE_SENTENCES)]
+        examples.append(example)
+    return examples
+
+
+def _task(task_id: str | None, task_file: Path | None) -> TaskSpec:
+    if task_file is not None:
+        return load_task_spec(task_file)
+    if task_id is None:
+        raise UsageError("Name the task: --task ID (a task on the server) or --task-file TASK.yaml")
+    from evalboard.cli._context import context
+
+    return get_task(context(), task_id)
+
+
+_HANDLER = '''"""{name}: a starting point. Replace the body of predict with your model.
+
+The platform calls Model(model_dir) once, then predict(batch) with lists of inputs:
+each a dict with "uid" and the task's input fields ({fields}).
+Return exactly one output per input, in order: {output_doc}
+"""
+
+
+class Model:
+    def __init__(self, model_dir: str) -> None:
+        # Load weights from files in model_dir (the bundle) here.
+        self.model_dir = model_dir
+{init}
+    def predict(self, batch: list[dict]) -> list[dict]:
+{predict}
+'''
+
+_CLASSIFY_INIT = "        self.labels = {labels!r}\n"
+_CLASSIFY_PREDICT = """        outputs = []
+        for example in batch:
+            # A placeholder: uniform probabilities, the first label.
+            probs = {label: 1.0 / len(self.labels) for label in self.labels}
+            outputs.append({"label": self.labels[0], "probs": probs})
+        return outputs"""
+_SPAN_PREDICT = """        outputs = []
+        for example in batch:
+            # A placeholder: the context's first word, with low confidence.
+            words = example["context"].split()
+            outputs.append({"answer": words[0] if words else "", "conf": 0.1})
+        return outputs"""
+
+
+@app.command("init")
+def init(
+    directory: Path = typer.Argument(..., help="Where to create the bundle (new or empty)."),
+    task_id: str | None = typer.Option(None, "--task", help="The task's id on the server."),
+    task_file: Path | None = typer.Option(None, "--task-file", help="Or the task's YAML."),
+    name: str | None = typer.Option(None, help="Model name (default: the directory's name)."),
+) -> None:
+    """Create a working skeleton python bundle for a task."""
+    spec = _task(task_id, task_file)
+    if directory.exists() and any(directory.iterdir()):
+        raise UsageError(f"{directory} is not empty; choose a new directory")
+    model_name = name or directory.resolve().name.lower().replace("_", "-")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / MANIFEST_NAME).write_text(
+        f"name: {model_name}\n"
+        f"task: {spec.id}\n"
+        "runtime: python\n"
+        "entry: handler:Model\n"
+        "batch_size: 32\n"
+        "gpus: 0\n"
+    )
+    if spec.output.type == "span":
+        output_doc = '{"answer": a substring of the context, "conf": 0..1}.'
+        init_code, predict_code = "", _SPAN_PREDICT
+    else:
+        output_doc = '{"label": one of the labels, "probs": {label: probability}} (sum 1).'
+        init_code, predict_code = _CLASSIFY_INIT.format(labels=spec.output.labels), _CLASSIFY_PREDICT
+    (directory / "handler.py").write_text(
+        _HANDLER.format(
+            name=model_name, fields=", ".join(spec.input_names), output_doc=output_doc,
+            init=init_code, predict=predict_code,
+        )
+    )
+    console.print(
+        f"Created bundle [bold]{directory}[/bold] for task [bold]{spec.id}[/bold].\n"
+        f"Next: edit handler.py, then `evalboard model test {directory}`."
+    )
+
+
+@app.command("test")
+def test(
+    directory: Path = typer.Argument(..., help="The bundle directory (or .tar.gz / .zip)."),
+    sandbox: str = typer.Option("docker", help="docker (as the server) or local (no isolation)."),
+    task_id: str | None = typer.Option(None, "--task", help="Task id (default: the manifest's)."),
+    task_file: Path | None = typer.Option(None, "--task-file", help="Or the task's YAML."),
+    timeout_s: float = typer.Option(600, help="Wall-clock limit for the whole test."),
+) -> None:
+    """Run the bundle in the server's sandbox on sample inputs and check every output."""
+    with tempfile.TemporaryDirectory(prefix="evalboard-test-") as scratch:
+        bundle = load_bundle(directory, unpack_to=Path(scratch) / "bundle")
+        spec = _task(task_id or (None if task_file else bundle.manifest.task), task_file)
+        if spec.id != bundle.manifest.task:
+            raise InvalidBundle(
+                f"the bundle is for task {bundle.manifest.task!r} but the task is {spec.id!r}"
+            )
+        if sandbox == "local":
+            warn("the local sandbox does NOT isolate the model: use it for your own code only")
+        limits = spec.limits.tightened(timeout_s=min(timeout_s, spec.limits.timeout_s))
+        inputs = sample_inputs(spec)
+        err_console.print(
+            f"Testing {bundle.manifest.name} ({bundle.manifest.runtime.value}, sha256 "
+            f"{bundle.short_digest}) in the {sandbox} sandbox on {len(inputs)} sample inputs",
+            highlight=False,
+        )
+        box = open_sandbox(bundle.path, kind=sandbox, limits=limits)
+        outputs: list[dict[str, Any]] = []
+        try:
+            box.start()
+            size = bundle.manifest.batch_size
+            for start in range(0, len(inputs), size):
+                outputs.extend(box.predict(inputs[start : start + size]))
+            usage = box.usage()
+        except SandboxFailure as failure:
+            box.close()
+            err_console.print(f"[bold red]FAILED[/bold red] ({failure.reason.value}): "
+                              f"{failure.detail}", highlight=False)
+            if failure.log_tail:
+                err_console.print("Last lines of the model's log:\n" + failure.log_tail,
+                                  highlight=False, markup=False)
+            raise typer.Exit(1) from None
+        box.close()
+    problems = check_outputs(inputs, outputs, output_type=spec.output.type,
+                             labels=spec.output.labels)
+    by_index: dict[int | None, list[str]] = {}
+    for problem in problems:
+        by_index.setdefault(problem.index, []).append(problem.problem)
+    table = Table("uid", "output", "check")
+    for index, (example, output) in enumerate(zip(inputs, outputs, strict=False)):
+        shown = output.get("label", output.get("answer", output))
+        issues = by_index.get(index)
+        table.add_row(example["uid"], str(shown)[:60],
+                      "[red]" + "; ".join(issues) + "[/red]" if issues else "[green]ok[/green]")
+    console.print(table)
+    for issue in by_index.get(None, []):
+        console.print(f"[red]{issue}[/red]")
+    memory = f"{usage.peak_memory_bytes / 1024**2:.0f} MiB" if usage.peak_memory_bytes else "n/a"
+    console.print(f"start-up {usage.startup_s or 0:.2f} s, peak memory {memory}, "
+                  f"CPU {usage.cpu_seconds or 0:.2f} s")
+    if problems:
+        console.print(f"[bold red]FAIL[/bold red]: {len(problems)} problem(s)")
+        raise typer.Exit(1)
+    console.print(f"[bold green]PASS[/bold green]: {len(outputs)} outputs, all valid")
+
+
+@app.command("package")
+def package(
+    directory: Path = typer.Argument(..., help="The bundle directory."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Archive to write."),
+) -> None:
+    """Write the bundle as a reproducible .tar.gz and print its sha256."""
+    if not directory.is_dir():
+        raise UsageError(f"{directory} is not a bundle directory")
+    archive, digest = package_bundle(directory, output)
+    console.print(f"{archive}\nsha256 {digest}", highlight=False)

@@ -1,0 +1,105 @@
+"""The annotator page in a real browser against a real server: write an example, see the
+target's prediction and probabilities at once, say why it fooled the model."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from evalboard.core.context import Context
+from evalboard.core.states import ExampleStatus
+from evalboard.core.tables import Example
+from leaderboard import create_app
+from leaderboard.loop import open_round
+from tests.loop.platform import Platform, build_platform
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def server(ctx: Context, tmp_path: Path) -> Iterator[tuple[str, Platform]]:
+    """The app served by uvicorn on localhost, in a thread (its lifespan closes the targets)."""
+    uvicorn = pytest.importorskip("uvicorn")
+    platform = build_platform(ctx, tmp_path)
+    open_round(ctx, "sentiment", submission_ids=[platform.submissions["vader"]])
+    port = _free_port()
+    config = uvicorn.Config(
+        create_app(ctx), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+    )
+    running = uvicorn.Server(config)
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not running.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}", platform
+    running.should_exit = True
+    thread.join(timeout=20)
+
+
+def test_an_annotator_collects_one_example_in_the_browser(
+    server: tuple[str, Platform], ctx: Context
+) -> None:
+    if not CHROMIUM.exists() or shutil.which(str(CHROMIUM)) is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    base, _ = server
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(f"{base}/ui/tasks/sentiment/collect")
+            # Not signed in: the page sends the annotator to sign in, then back.
+            page.fill("input[name=name]", "alice")
+            page.fill("input[name=password]", "correct-horse-battery")
+            page.click("button[type=submit]")
+            page.wait_for_url(f"{base}/ui/tasks/sentiment/collect")
+            assert "Round 1" in page.inner_text("main")
+
+            page.fill("#in_statement", "Oh great, the flight is delayed again.")
+            page.select_option("#label", "negative")
+            page.click("#submit-example")
+
+            assert page.inner_text("#verdict") == "You fooled the model!"
+            assert page.inner_text("#prediction") == "positive"
+            probs = page.locator("#probs tbody tr")
+            assert probs.count() == 3
+            shown = {row.split()[0] for row in probs.all_inner_texts()}
+            assert shown == {"negative", "neutral", "positive"}
+
+            page.fill("#explain-text", "Sarcasm: 'great' means the opposite here.")
+            page.click("text=Save the explanation")
+            page.wait_for_selector(".flash")
+            assert "Explanation of example" in page.inner_text(".flash")
+        finally:
+            browser.close()
+
+    with ctx.db.session() as session:
+        (example,) = session.scalars(select(Example)).all()
+    assert example.inputs == {"statement": "Oh great, the flight is delayed again."}
+    assert example.gold == {"label": "negative"}
+    assert example.fooled and example.status == ExampleStatus.PENDING
+    assert example.explanation == "Sarcasm: 'great' means the opposite here."
