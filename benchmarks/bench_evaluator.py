@@ -10,10 +10,11 @@ Writes medians to ``benchmarks/results/evaluator.json``.
    process over the same batches. Goal: end to end, start-up excluded, within 1.1x the raw
    time; the start-up is reported beside it. The same for a model doing 1 ms of CPU work
    per example, to show how the fixed per-example cost weighs against model cost.
-2. Jobs per minute through the queue with one and with two workers (the embedded pool,
-   SQLite, local sandbox): each job a 200-example dataset for the same model, so the
+2. Jobs per minute through the queue with one and with two workers: the embedded pool
+   (threads, SQLite) and, where PostgreSQL and Redis run locally, `evalboard worker`
+   processes under Celery. Each job is a 200-example dataset for the same model, so the
    figure is dominated by per-job cost (claim, bundle fetch and unpack, sandbox start,
-   result write), which is what a busy queue pays.
+   result write), which is what a busy queue pays. Local sandbox in both.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import platform
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,11 +37,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from sqlalchemy import func, select  # noqa: E402
+
 from datasets_registry.registry import add_dataset, create_task  # noqa: E402
 from datasets_registry.taskspec import parse_task_spec  # noqa: E402
 from evalboard.core.context import Context  # noqa: E402
 from evalboard.core.settings import Settings  # noqa: E402
+from evalboard.core.tables import Job  # noqa: E402
 from evaluator import TestSet, WorkerPool, enqueue_submission, evaluate_dataset  # noqa: E402
+from evaluator.broker import make_celery  # noqa: E402
 from evaluator.provenance import cpu_count, cpu_model  # noqa: E402
 from tests.evaluator.conftest import submit  # noqa: E402
 from tests.helpers.tasks import SENTIMENT  # noqa: E402
@@ -147,19 +154,24 @@ def _timed(fn: Any, n: int) -> float:
     return time.perf_counter() - started
 
 
+def _prepare(ctx: Context, root: Path, jobs: int) -> int:
+    """A task with ``jobs`` datasets of 200 examples, and the VADER model submitted."""
+    create_task(ctx, parse_task_spec(SENTIMENT))
+    examples, _ = sentences(200 * jobs)
+    for n in range(jobs):
+        path = root / f"d{n}.jsonl"
+        path.write_text("".join(json.dumps(e) + "\n"
+                                for e in examples[n * 200 : (n + 1) * 200]))
+        add_dataset(ctx, task_id="sentiment", name=f"d{n}", path=path, perturb=False)
+    return submit(ctx, _bundle_copy(root))
+
+
 def bench_jobs_per_minute(workers: int, jobs: int) -> float:
+    """The embedded pool: ``workers`` threads over SQLite."""
     with tempfile.TemporaryDirectory(prefix="evalboard-bench-") as tmp:
         root = Path(tmp)
         ctx = Context.from_settings(Settings(data_dir=root / "data", sandbox="local"))
-        task = parse_task_spec(SENTIMENT)
-        create_task(ctx, task)
-        examples, _ = sentences(200 * jobs)
-        for n in range(jobs):
-            path = root / f"d{n}.jsonl"
-            path.write_text("".join(json.dumps(e) + "\n"
-                                    for e in examples[n * 200 : (n + 1) * 200]))
-            add_dataset(ctx, task_id="sentiment", name=f"d{n}", path=path, perturb=False)
-        submission = submit(ctx, _bundle_copy(root))
+        submission = _prepare(ctx, root, jobs)
         with WorkerPool(ctx, concurrency=workers, poll_s=0.02) as pool:
             started = time.perf_counter()
             enqueue_submission(ctx, submission)
@@ -168,6 +180,70 @@ def bench_jobs_per_minute(workers: int, jobs: int) -> float:
             elapsed = time.perf_counter() - started
         ctx.db.dispose()
         return jobs / elapsed * 60
+
+
+def bench_jobs_per_minute_celery(workers: int, jobs: int) -> float | None:
+    """``workers`` `evalboard worker` processes over PostgreSQL and Redis (None: absent)."""
+    import uuid
+
+    try:
+        import psycopg
+        import redis
+
+        admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres",
+                                autocommit=True, connect_timeout=3)
+        broker = next(client for index in range(15, 0, -1)
+                      if (client := redis.Redis(host="127.0.0.1", port=6379, db=index,
+                                                socket_timeout=3)).dbsize() == 0)
+    except Exception as exc:
+        print(f"skipping the Celery figure: {exc}")
+        return None
+    name = f"evalboard_bench_{uuid.uuid4().hex[:10]}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="evalboard-bench-") as tmp:
+            root = Path(tmp)
+            index = broker.connection_pool.connection_kwargs["db"]
+            settings = Settings(data_dir=root / "data", database_url=url,
+                                broker_url=f"redis://127.0.0.1:6379/{index}", sandbox="local")
+            ctx = Context.from_settings(settings)
+            submission = _prepare(ctx, root, jobs)
+            env = {**os.environ, "EVALBOARD_DATA_DIR": str(settings.data_dir),
+                   "EVALBOARD_DATABASE_URL": url, "EVALBOARD_BROKER_URL": settings.broker_url,
+                   "EVALBOARD_ARTIFACTS": settings.artifacts, "EVALBOARD_SANDBOX": "local"}
+            logs = [root / f"worker-{n}.log" for n in range(workers)]
+            for log in logs:
+                with log.open("wb") as output:
+                    processes.append(subprocess.Popen(
+                        [str(Path(sys.executable).parent / "evalboard"), "worker",
+                         "--concurrency", "1"], env=env, stdout=output,
+                        stderr=subprocess.STDOUT))
+            deadline = time.monotonic() + 60
+            while not all("ready." in log.read_text() for log in logs):
+                assert time.monotonic() < deadline, "workers did not start"
+                time.sleep(0.1)
+            started = time.perf_counter()
+            enqueue_submission(ctx, submission)
+            while True:
+                with ctx.db.session() as session:
+                    left = session.scalar(select(func.count(Job.id)).where(
+                        Job.status.in_(("queued", "building", "running"))))
+                if not left:
+                    break
+                time.sleep(0.05)
+            elapsed = time.perf_counter() - started
+            ctx.db.dispose()
+            make_celery(settings).close()
+            return jobs / elapsed * 60
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(30)
+        broker.flushdb()
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
 
 
 def _bundle_copy(root: Path) -> Path:
@@ -192,17 +268,25 @@ def main() -> None:
         one_ms = bench_end_to_end(heavier, max(1, args.repeats // 2))
     print("1 ms/example:", json.dumps(one_ms, indent=2))
     per_minute: dict[str, float] = {}
+    celery: dict[str, float] = {}
     for workers in (1, 2):
+        label = f"{workers}_worker{'s' if workers > 1 else ''}"
         runs = [bench_jobs_per_minute(workers, args.jobs) for _ in range(3)]
-        per_minute[f"{workers}_worker{'s' if workers > 1 else ''}"] = round(
-            statistics.median(runs), 1)
-        print(f"{workers} worker(s): {per_minute} jobs/min (runs: {runs})")
+        per_minute[label] = round(statistics.median(runs), 1)
+        print(f"pool, {label}: {per_minute[label]} jobs/min (runs: {runs})")
+        distributed = [bench_jobs_per_minute_celery(workers, args.jobs) for _ in range(3)]
+        if all(value is not None for value in distributed):
+            celery[label] = round(statistics.median(v for v in distributed if v), 1)
+            print(f"celery, {label}: {celery[label]} jobs/min (runs: {distributed})")
     document = {
         "benchmark": "evaluator",
         "end_to_end_10k": end_to_end,
         "end_to_end_10k_model_1ms_per_example": one_ms,
         "jobs_per_minute": {**per_minute, "jobs": args.jobs, "examples_per_job": 200,
-                            "path": "embedded pool, SQLite, local sandbox"},
+                            "path": "embedded pool (threads), SQLite, local sandbox"},
+        "jobs_per_minute_celery": {**celery, "jobs": args.jobs, "examples_per_job": 200,
+                                   "path": "`evalboard worker` processes (concurrency 1), "
+                                           "Celery over Redis, PostgreSQL, local sandbox"},
         "repeats": args.repeats,
         "python": platform.python_version(),
         "cpu": cpu_model(),

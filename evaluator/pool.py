@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 from evalboard.core.context import Context
 from evalboard.core.tables import Job
 from evaluator import queue
+from evaluator.energy import warm_up
 from evaluator.job import execute_claimed
 from evaluator.lease import worker_identity
 
@@ -64,6 +65,7 @@ class WorkerPool:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
+        warm_up()  # codecarbon's one-off hardware probe, off the first job's clock
         for number in range(self.concurrency):
             thread = threading.Thread(target=self._work, name=f"evalboard-worker-{number}",
                                       daemon=True)

@@ -22,12 +22,14 @@ from leaderboard.accounts import ANONYMOUS, Principal, principal_for, principal_
 __all__ = [
     "CtxDep",
     "PrincipalDep",
+    "SignedInDep",
     "check_csrf",
     "csrf_token",
     "current_principal",
     "get_ctx",
     "sign_in",
     "sign_out",
+    "signed_in_principal",
 ]
 
 _SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
@@ -106,3 +108,12 @@ def _is_api(request: Request) -> bool:
 
 
 PrincipalDep = Annotated[Principal, Depends(current_principal)]
+
+
+async def signed_in_principal(principal: PrincipalDep) -> Principal:
+    """The caller, who must be signed in: 401 before the request body is even read."""
+    principal.require_signed_in()
+    return principal
+
+
+SignedInDep = Annotated[Principal, Depends(signed_in_principal)]

@@ -49,8 +49,15 @@ def main():
         writer.write(json.dumps(message).encode() + b"\n")
         writer.flush()
 
-    send({"type": "hello", "name": "contract-example", "runtime": "image", "batch_size": 16,
-          "metadata": {"language": "python", "contract": 1}})
+    send(
+        {
+            "type": "hello",
+            "name": "contract-example",
+            "runtime": "image",
+            "batch_size": 16,
+            "metadata": {"language": "python", "contract": 1},
+        }
+    )
     for line in reader:
         message = json.loads(line)
         if message.get("type") == "shutdown":

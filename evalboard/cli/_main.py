@@ -38,10 +38,11 @@ def _root(
 
 def _register() -> None:
     # One line per command group; each module owns its commands.
-    from evalboard.cli import dataset, task
+    from evalboard.cli import dataset, model, task
 
     app.add_typer(task.app, name="task")
     app.add_typer(dataset.app, name="dataset")
+    app.add_typer(model.app, name="model")
     from evalboard.cli import evaluate, worker
 
     app.command("evaluate")(evaluate.evaluate)

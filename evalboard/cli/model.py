@@ -12,7 +12,6 @@ from rich.table import Table
 from datasets_registry import TaskSpec, get_task, load_task_spec
 from evalboard.cli._output import console, err_console, warn
 from evalboard.core.errors import InvalidBundle, UsageError
-from evalboard.core.limits import SandboxLimits
 from submission_sandbox import (
     MANIFEST_NAME,
     SandboxFailure,
@@ -131,11 +130,17 @@ def init(
         init_code, predict_code = "", _SPAN_PREDICT
     else:
         output_doc = '{"label": one of the labels, "probs": {label: probability}} (sum 1).'
-        init_code, predict_code = _CLASSIFY_INIT.format(labels=spec.output.labels), _CLASSIFY_PREDICT
+        init_code, predict_code = (
+            _CLASSIFY_INIT.format(labels=spec.output.labels),
+            _CLASSIFY_PREDICT,
+        )
     (directory / "handler.py").write_text(
         _HANDLER.format(
-            name=model_name, fields=", ".join(spec.input_names), output_doc=output_doc,
-            init=init_code, predict=predict_code,
+            name=model_name,
+            fields=", ".join(spec.input_names),
+            output_doc=output_doc,
+            init=init_code,
+            predict=predict_code,
         )
     )
     console.print(
@@ -179,15 +184,21 @@ def test(
             usage = box.usage()
         except SandboxFailure as failure:
             box.close()
-            err_console.print(f"[bold red]FAILED[/bold red] ({failure.reason.value}): "
-                              f"{failure.detail}", highlight=False)
+            err_console.print(
+                f"[bold red]FAILED[/bold red] ({failure.reason.value}): {failure.detail}",
+                highlight=False,
+            )
             if failure.log_tail:
-                err_console.print("Last lines of the model's log:\n" + failure.log_tail,
-                                  highlight=False, markup=False)
+                err_console.print(
+                    "Last lines of the model's log:\n" + failure.log_tail,
+                    highlight=False,
+                    markup=False,
+                )
             raise typer.Exit(1) from None
         box.close()
-    problems = check_outputs(inputs, outputs, output_type=spec.output.type,
-                             labels=spec.output.labels)
+    problems = check_outputs(
+        inputs, outputs, output_type=spec.output.type, labels=spec.output.labels
+    )
     by_index: dict[int | None, list[str]] = {}
     for problem in problems:
         by_index.setdefault(problem.index, []).append(problem.problem)
@@ -195,14 +206,19 @@ def test(
     for index, (example, output) in enumerate(zip(inputs, outputs, strict=False)):
         shown = output.get("label", output.get("answer", output))
         issues = by_index.get(index)
-        table.add_row(example["uid"], str(shown)[:60],
-                      "[red]" + "; ".join(issues) + "[/red]" if issues else "[green]ok[/green]")
+        table.add_row(
+            example["uid"],
+            str(shown)[:60],
+            "[red]" + "; ".join(issues) + "[/red]" if issues else "[green]ok[/green]",
+        )
     console.print(table)
     for issue in by_index.get(None, []):
         console.print(f"[red]{issue}[/red]")
     memory = f"{usage.peak_memory_bytes / 1024**2:.0f} MiB" if usage.peak_memory_bytes else "n/a"
-    console.print(f"start-up {usage.startup_s or 0:.2f} s, peak memory {memory}, "
-                  f"CPU {usage.cpu_seconds or 0:.2f} s")
+    console.print(
+        f"start-up {usage.startup_s or 0:.2f} s, peak memory {memory}, "
+        f"CPU {usage.cpu_seconds or 0:.2f} s"
+    )
     if problems:
         console.print(f"[bold red]FAIL[/bold red]: {len(problems)} problem(s)")
         raise typer.Exit(1)

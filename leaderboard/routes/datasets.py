@@ -31,7 +31,7 @@ from evalboard.core.states import Access
 from evalboard.core.tables import Dataset
 from evaluator import queue_missing_jobs
 from leaderboard.accounts import Principal
-from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import DatasetPublic
@@ -83,7 +83,7 @@ def add_uploaded_dataset(
     principal: Principal,
     task_id: str,
     *,
-    upload: UploadFile,
+    upload: FormFile,
     name: str,
     round: int,
     access: Access,
@@ -125,7 +125,7 @@ def add_uploaded_dataset(
 def add(
     task_id: TaskId,
     ctx: CtxDep,
-    principal: PrincipalDep,
+    principal: SignedInDep,
     file: Annotated[UploadFile, File(description="JSONL, CSV, TSV or SQuAD JSON.")],
     name: Annotated[str, Form(max_length=100)],
     round: Annotated[int, Form(ge=0, le=10_000)] = 0,

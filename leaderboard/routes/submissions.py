@@ -10,7 +10,7 @@ from fastapi import APIRouter, Path, Query
 from datasets_registry import get_task
 from evalboard.core.errors import NotFound
 from evalboard.core.states import Access
-from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.drilldown import drilldown
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.routes.tasks import TaskId
@@ -46,7 +46,7 @@ def status(
 
 @router.post("/submissions/{submission_id}/cancel", summary="Cancel unfinished jobs")
 def cancel_(
-    submission_id: SubmissionId, ctx: CtxDep, principal: PrincipalDep
+    submission_id: SubmissionId, ctx: CtxDep, principal: SignedInDep
 ) -> SubmissionStatusPublic:
     cancel(ctx, principal, submission_id)
     return submission_status(ctx, principal, submission_id)
@@ -54,7 +54,7 @@ def cancel_(
 
 @router.post("/submissions/{submission_id}/rerun", summary="Queue failed and cancelled jobs again")
 def rerun_(
-    submission_id: SubmissionId, ctx: CtxDep, principal: PrincipalDep
+    submission_id: SubmissionId, ctx: CtxDep, principal: SignedInDep
 ) -> SubmissionStatusPublic:
     rerun(ctx, principal, submission_id)
     return submission_status(ctx, principal, submission_id)
@@ -62,7 +62,7 @@ def rerun_(
 
 @router.put("/submissions/{submission_id}/baseline", summary="Mark as baseline (task owner)")
 def baseline(
-    submission_id: SubmissionId, body: BaselineUpdate, ctx: CtxDep, principal: PrincipalDep
+    submission_id: SubmissionId, body: BaselineUpdate, ctx: CtxDep, principal: SignedInDep
 ) -> SubmissionStatusPublic:
     set_baseline(ctx, principal, submission_id, body.is_baseline)
     return submission_status(ctx, principal, submission_id)

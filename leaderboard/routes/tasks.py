@@ -14,7 +14,7 @@ from evalboard.core.errors import InvalidWeights
 from evalboard.core.states import Role
 from evalboard.core.tables import Task, User
 from leaderboard.accounts import get_user, grant_role
-from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.auth import CtxDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.schemas import TaskCreate, TaskPublic, WeightsPublic, WeightsUpdate
 
@@ -54,7 +54,7 @@ def list_(ctx: CtxDep) -> list[TaskPublic]:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, summary="Create a task (admin)")
-def create(body: TaskCreate, ctx: CtxDep, principal: PrincipalDep) -> TaskPublic:
+def create(body: TaskCreate, ctx: CtxDep, principal: SignedInDep) -> TaskPublic:
     principal.require_admin(doing="create tasks")
     spec = parse_task_spec(body.spec, source="the request's spec")
     owner_id = get_user(ctx, body.owner).id if body.owner else principal.user_id
@@ -95,7 +95,7 @@ def set_default_weights(ctx: Context, task_id: str, weights: dict[str, float]) -
 
 @router.put("/{task_id}/weights", summary="Set the default weights (task owner)")
 def put_weights(
-    task_id: TaskId, body: WeightsUpdate, ctx: CtxDep, principal: PrincipalDep
+    task_id: TaskId, body: WeightsUpdate, ctx: CtxDep, principal: SignedInDep
 ) -> WeightsPublic:
     get_task(ctx, task_id)
     principal.require_owner(task_id, doing="set its default weights")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, status
 
-from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.auth import CtxDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.schemas import SubmissionStatusPublic, UploadCreate, UploadPublic
 from leaderboard.submissions import submission_status
@@ -34,12 +34,12 @@ _BINARY_BODY = {
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, summary="Start an upload")
-def start(body: UploadCreate, ctx: CtxDep, principal: PrincipalDep) -> UploadPublic:
+def start(body: UploadCreate, ctx: CtxDep, principal: SignedInDep) -> UploadPublic:
     return upload_public(ctx, create_upload(ctx, principal, body))
 
 
 @router.get("/{upload_id}", summary="An upload's state: resume from `received`")
-def show(upload_id: UploadId, ctx: CtxDep, principal: PrincipalDep) -> UploadPublic:
+def show(upload_id: UploadId, ctx: CtxDep, principal: SignedInDep) -> UploadPublic:
     return upload_public(ctx, get_upload(ctx, principal, upload_id))
 
 
@@ -48,7 +48,7 @@ async def chunk(
     upload_id: UploadId,
     request: Request,
     ctx: CtxDep,
-    principal: PrincipalDep,
+    principal: SignedInDep,
     offset: Annotated[int, Query(ge=0, le=2**62, description="Must equal `received`.")],
 ) -> UploadPublic:
     upload = await write_chunk(ctx, principal, upload_id, offset=offset, chunks=request.stream())
@@ -56,6 +56,6 @@ async def chunk(
 
 
 @router.post("/{upload_id}/complete", summary="Check the sha256, validate, submit")
-def complete(upload_id: UploadId, ctx: CtxDep, principal: PrincipalDep) -> SubmissionStatusPublic:
+def complete(upload_id: UploadId, ctx: CtxDep, principal: SignedInDep) -> SubmissionStatusPublic:
     submission = complete_upload(ctx, principal, upload_id)
     return submission_status(ctx, principal, submission.id)

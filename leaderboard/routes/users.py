@@ -11,7 +11,7 @@ from evalboard.core.context import Context
 from evalboard.core.states import Role
 from evalboard.core.tables import ApiToken, RoleGrant, User
 from leaderboard.accounts import create_token, create_user, get_user, grant_role, revoke_token
-from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.auth import CtxDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.schemas import (
     RoleGrantCreate,
@@ -41,13 +41,13 @@ def user_public(ctx: Context, user: User) -> UserPublic:
 
 
 @router.get("/users/me", summary="Who you are, with your roles")
-def me(ctx: CtxDep, principal: PrincipalDep) -> UserPublic:
+def me(ctx: CtxDep, principal: SignedInDep) -> UserPublic:
     principal.require_signed_in()
     return user_public(ctx, get_user(ctx, principal.name))
 
 
 @router.get("/users", summary="All users (admin)")
-def list_(ctx: CtxDep, principal: PrincipalDep) -> list[UserPublic]:
+def list_(ctx: CtxDep, principal: SignedInDep) -> list[UserPublic]:
     principal.require_admin(doing="list users")
     with ctx.db.session() as session:
         users = session.scalars(select(User).order_by(User.name)).all()
@@ -55,7 +55,7 @@ def list_(ctx: CtxDep, principal: PrincipalDep) -> list[UserPublic]:
 
 
 @router.post("/users", status_code=status.HTTP_201_CREATED, summary="Add a user (admin)")
-def create(body: UserCreate, ctx: CtxDep, principal: PrincipalDep) -> UserPublic:
+def create(body: UserCreate, ctx: CtxDep, principal: SignedInDep) -> UserPublic:
     principal.require_admin(doing="add users")
     platform_roles = tuple(Role(g.role) for g in body.roles if g.task is None)
     user = create_user(
@@ -69,7 +69,7 @@ def create(body: UserCreate, ctx: CtxDep, principal: PrincipalDep) -> UserPublic
 
 @router.post("/users/{name}/roles", summary="Grant a role (admin)")
 def add_role(
-    name: UserName, body: RoleGrantCreate, ctx: CtxDep, principal: PrincipalDep
+    name: UserName, body: RoleGrantCreate, ctx: CtxDep, principal: SignedInDep
 ) -> UserPublic:
     principal.require_admin(doing="grant roles")
     grant_role(ctx, name, Role(body.role), task_id=body.task)
@@ -77,7 +77,7 @@ def add_role(
 
 
 @router.get("/users/me/tokens", summary="Your API tokens (never the secrets)")
-def tokens(ctx: CtxDep, principal: PrincipalDep) -> list[TokenPublic]:
+def tokens(ctx: CtxDep, principal: SignedInDep) -> list[TokenPublic]:
     principal.require_signed_in()
     with ctx.db.session() as session:
         rows = session.scalars(
@@ -94,7 +94,7 @@ def tokens(ctx: CtxDep, principal: PrincipalDep) -> list[TokenPublic]:
     status_code=status.HTTP_201_CREATED,
     summary="Create an API token (shown once)",
 )
-def new_token(body: TokenCreate, ctx: CtxDep, principal: PrincipalDep) -> TokenCreated:
+def new_token(body: TokenCreate, ctx: CtxDep, principal: SignedInDep) -> TokenCreated:
     principal.require_signed_in()
     token, row = create_token(ctx, principal.name, label=body.label)
     return TokenCreated(
@@ -112,7 +112,7 @@ def new_token(body: TokenCreate, ctx: CtxDep, principal: PrincipalDep) -> TokenC
     summary="Revoke one of your tokens",
 )
 def delete_token(
-    token_id: Annotated[int, Path(ge=1, le=2**31 - 1)], ctx: CtxDep, principal: PrincipalDep
+    token_id: Annotated[int, Path(ge=1, le=2**31 - 1)], ctx: CtxDep, principal: SignedInDep
 ) -> None:
     principal.require_signed_in()
     assert principal.user_id is not None

@@ -182,3 +182,35 @@ def _served_url(server: subprocess.Popen[str]) -> str:
         except httpx.HTTPError:
             time.sleep(0.2)
     raise AssertionError(f"{base}/health never answered")
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_demo_in_the_docker_sandbox(tmp_path: Path) -> None:
+    from leaderboard import build_leaderboard, load_table
+    from submission_sandbox import docker_client
+
+    try:
+        docker_client(timeout=10).images.get(Settings().base_image)
+    except Exception as exc:  # no engine, or no runtime image
+        pytest.skip(f"the Docker sandbox is not usable here: {exc}")
+    data_dir = tmp_path / "data"
+    done = subprocess.run(
+        [*EVALBOARD, "demo", "--no-serve", "--sandbox", "docker"],
+        env=_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Evaluating in the docker sandbox" in done.stderr
+    context = Context.from_settings(Settings(data_dir=data_dir))
+    try:
+        board = build_leaderboard(context, load_table(context, DEMO_TASK_ID), intervals=False)
+        ranked = {row.name for row in board.rows if row.kind == "model" and row.rank}
+        assert ranked == MODEL_NAMES
+        for row in board.rows:
+            if row.kind == "model":
+                assert row.metrics["memory"] is not None and row.metrics["memory"] > 0
+    finally:
+        context.db.dispose()

@@ -64,3 +64,25 @@ def test_a_model_failure_fails_its_jobs_with_the_reason(
     for job, _, result in _finished_jobs(ctx):
         assert (job.status, job.reason, result) == ("failed", "protocol_error", None)
         assert "'banana'" in (job.message or "")
+
+
+def test_a_fault_of_ours_is_retried_then_failed_as_a_platform_error(
+    ctx: Context, sentiment_task: str, keyword_bundle: BundleFactory
+) -> None:
+    from evalboard.core.tables import Submission
+    from evaluator.queue import MAX_ATTEMPTS
+
+    submission = submit(ctx, keyword_bundle())
+    with ctx.db.session() as session:
+        row = session.get(Submission, submission)
+        assert row is not None
+        ctx.artifacts.delete(row.artifact_key)  # the store lost the bundle
+    with WorkerPool(ctx, concurrency=1, poll_s=0.02) as pool:
+        enqueue_submission(ctx, submission)
+        assert pool.wait_idle(timeout=120)
+    for job, _, result in _finished_jobs(ctx):
+        assert (job.status, job.reason, result) == ("failed", "platform_error", None)
+        assert job.attempts == MAX_ATTEMPTS
+    with ctx.db.session() as session:
+        row = session.get(Submission, submission)
+        assert row is not None and row.platform_fault

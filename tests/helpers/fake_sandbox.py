@@ -72,8 +72,9 @@ class FakeSandbox(Sandbox):
 
     def _failure(self) -> SandboxFailure:
         assert self._fail_with is not None
-        return SandboxFailure(self._fail_with, f"fake failure: {self._fail_with.value}",
-                              log_tail=self._log_tail(50))
+        return SandboxFailure(
+            self._fail_with, f"fake failure: {self._fail_with.value}", log_tail=self._log_tail(50)
+        )
 
     def _start(self) -> ModelHello:
         self.started = True

@@ -20,7 +20,10 @@ import numpy as np
 
 LABELS = ["negative", "neutral", "positive"]
 DYNASENT = (
-    Path(__file__).resolve().parents[3] / "shared" / "datasets" / "dynasent"
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "datasets"
+    / "dynasent"
     / "dynasent-v1.1-round01-yelp-dev.jsonl"
 )
 
@@ -88,9 +91,12 @@ def _onnx_graph(embeddings: np.ndarray, weight: np.ndarray, bias: np.ndarray) ->
         numpy_helper.from_array(np.array([1.0], dtype=np.float32), "one"),
     ]
     graph = helper.make_graph(
-        nodes, "minilm-bow-sentiment",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"])],
+        nodes,
+        "minilm-bow-sentiment",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"]),
+        ],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", len(LABELS)])],
         initializers,
     )
@@ -133,7 +139,7 @@ def in_process_model(bundle: Path) -> Any:
     return _runner.OnnxModel(bundle, manifest)
 
 
-def test_sentences(count: int = 64) -> list[dict[str, str]]:
+def sample_sentences(count: int = 64) -> list[dict[str, str]]:
     path = DYNASENT.with_name("dynasent-v1.1-round01-yelp-test.jsonl")
     rows = [json.loads(line) for line in path.read_text().splitlines()[:count]]
     return [{"uid": str(i), "statement": row["sentence"]} for i, row in enumerate(rows)]

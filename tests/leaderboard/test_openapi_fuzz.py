@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import schemathesis
@@ -21,7 +22,7 @@ from leaderboard import create_app
 from tests.conftest import make_settings
 from tests.leaderboard.seeding import Seeded, seed
 
-_state: dict[str, Seeded] = {}
+_state: dict[str, Any] = {}
 
 
 def _seeded(tmp: Path) -> Seeded:
@@ -35,11 +36,14 @@ def _seeded(tmp: Path) -> Seeded:
 def _platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     _seeded(tmp_path_factory.mktemp("fuzz"))
     yield
+    _state.pop("app", None)
     _state.pop("seeded").ctx.db.dispose()
 
 
 def _app() -> object:
-    return create_app(_state["seeded"].ctx)
+    if "app" not in _state:
+        _state["app"] = create_app(_state["seeded"].ctx)
+    return _state["app"]
 
 
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(
@@ -47,7 +51,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(
 
 
 @schema.parametrize()
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @pytest.mark.parametrize("who", [None, "admin"])
 def test_api_keeps_its_schema(case: schemathesis.Case, who: str | None) -> None:
     headers = {"Authorization": f"Bearer {_state['seeded'].tokens[who]}"} if who else {}

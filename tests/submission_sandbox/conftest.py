@@ -43,7 +43,8 @@ def docker_client(docker_engine: Any) -> Iterator[Any]:
 
     owner = f"{socket.gethostname()}:{os.getpid()}"
     left = [
-        c.id for c in docker_engine.containers.list(all=True, filters=LABEL_FILTER)
+        c.id
+        for c in docker_engine.containers.list(all=True, filters=LABEL_FILTER)
         if c.id not in own and c.labels.get("org.evalboard.owner") == owner
     ]
     assert not left, f"sandbox containers left behind: {left}"

@@ -62,7 +62,9 @@ def test_members_leaving_the_bundle_are_refused_and_nothing_is_kept(
 
 
 def test_a_link_inside_the_bundle_is_kept(tmp_path: Path) -> None:
-    archive = _tar(tmp_path / "b.tgz", [_file("data/real.txt", b"hi"), _link("alias", "data/real.txt")])
+    archive = _tar(
+        tmp_path / "b.tgz", [_file("data/real.txt", b"hi"), _link("alias", "data/real.txt")]
+    )
     root = unpack_archive(archive, tmp_path / "out")
     assert (root / "alias").read_bytes() == b"hi"
 
@@ -111,7 +113,7 @@ def test_zip_traversal_is_refused(tmp_path: Path, name: str) -> None:
 def test_a_zip_symlink_out_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "b.zip"
     info = zipfile.ZipInfo("link")
-    info.external_attr = (0o120777 << 16)
+    info.external_attr = 0o120777 << 16
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr(info, "/etc/passwd")
     with pytest.raises(InvalidBundle, match="leaves the bundle"):

@@ -49,8 +49,12 @@ def test_init_makes_a_bundle_that_passes_its_own_test_locally(
     bundle = tmp_path / f"my-{task}-model"
     made = _invoke("init", "--task-file", str(task_files[task]), str(bundle))
     assert made.exit_code == 0, made.output
-    assert (bundle / "evalboard.yaml").read_text().startswith(f"name: my-{task}-model\ntask: {task}")
-    tested = _invoke("test", str(bundle), "--sandbox", "local", "--task-file", str(task_files[task]))
+    assert (
+        (bundle / "evalboard.yaml").read_text().startswith(f"name: my-{task}-model\ntask: {task}")
+    )
+    tested = _invoke(
+        "test", str(bundle), "--sandbox", "local", "--task-file", str(task_files[task])
+    )
     assert tested.exit_code == 0, tested.output
     assert "PASS" in tested.output and "sample-6" in tested.output
 
@@ -86,16 +90,21 @@ def test_test_fails_with_exit_1_and_says_what_is_wrong(
     tmp_path: Path, task_files: dict[str, Path], body: str, shown: str
 ) -> None:
     bundle = _bundle_with_predict(tmp_path, task_files, body)
-    result = _invoke("test", str(bundle), "--sandbox", "local", "--task-file",
-                     str(task_files["sentiment"]))
+    result = _invoke(
+        "test", str(bundle), "--sandbox", "local", "--task-file", str(task_files["sentiment"])
+    )
     assert result.exit_code == 1, result.output
     assert shown in result.output
 
 
-def test_a_bundle_for_another_task_is_bad_input(tmp_path: Path, task_files: dict[str, Path]) -> None:
+def test_a_bundle_for_another_task_is_bad_input(
+    tmp_path: Path, task_files: dict[str, Path]
+) -> None:
     bundle = tmp_path / "b"
     _invoke("init", "--task-file", str(task_files["sentiment"]), str(bundle))
-    result = _invoke("test", str(bundle), "--sandbox", "local", "--task-file", str(task_files["qa"]))
+    result = _invoke(
+        "test", str(bundle), "--sandbox", "local", "--task-file", str(task_files["qa"])
+    )
     assert result.exit_code != 0
     assert "for task 'sentiment'" in str(result.exception)
     assert getattr(result.exception, "exit_code", None) == 2
@@ -119,7 +128,8 @@ def test_test_runs_in_the_docker_sandbox_like_the_server(
     _invoke("init", "--task-file", str(task_files["sentiment"]), str(bundle))
     archive = tmp_path / "b.tar.gz"
     _invoke("package", str(bundle), "-o", str(archive))
-    result = _invoke("test", str(archive), "--sandbox", "docker", "--task-file",
-                     str(task_files["sentiment"]))
+    result = _invoke(
+        "test", str(archive), "--sandbox", "docker", "--task-file", str(task_files["sentiment"])
+    )
     assert result.exit_code == 0, result.output
     assert "PASS" in result.output and "peak memory" in result.output

@@ -84,8 +84,12 @@ def test_every_container_gets_the_whole_policy(tmp_path: Path, docker_client: An
 
 
 def test_peak_memory_and_cpu_come_from_the_cgroup(tmp_path: Path, docker_client: Any) -> None:
-    box = open_sandbox(_python_bundle(tmp_path / "b"), kind="docker", client=docker_client,
-                       limits=SandboxLimits(memory="512m", timeout_s=60))
+    box = open_sandbox(
+        _python_bundle(tmp_path / "b"),
+        kind="docker",
+        client=docker_client,
+        limits=SandboxLimits(memory="512m", timeout_s=60),
+    )
     box.start()
     try:
         idle = box.usage()
@@ -123,14 +127,22 @@ def test_the_reaper_removes_containers_whose_owner_died(docker_client: Any) -> N
     base = get_settings().base_image
     dead_owner = f"{socket.gethostname()}:999999999"
     orphan = docker_client.containers.create(
-        base, ["sleep", "600"], labels={"org.evalboard.sandbox": "docker",
-                                        "org.evalboard.owner": dead_owner,
-                                        "org.evalboard.deadline": str(time.time() + 600)},
+        base,
+        ["sleep", "600"],
+        labels={
+            "org.evalboard.sandbox": "docker",
+            "org.evalboard.owner": dead_owner,
+            "org.evalboard.deadline": str(time.time() + 600),
+        },
     )
     alive = docker_client.containers.create(
-        base, ["sleep", "600"], labels={"org.evalboard.sandbox": "docker",
-                                        "org.evalboard.owner": f"elsewhere:{1}",
-                                        "org.evalboard.deadline": str(time.time() + 600)},
+        base,
+        ["sleep", "600"],
+        labels={
+            "org.evalboard.sandbox": "docker",
+            "org.evalboard.owner": f"elsewhere:{1}",
+            "org.evalboard.deadline": str(time.time() + 600),
+        },
     )
     try:
         removed = reap_orphans(docker_client)
@@ -152,8 +164,11 @@ def test_an_image_bundle_that_speaks_the_contract_runs(tmp_path: Path, docker_cl
     )
     tag = "evalboard-test/contract-example:latest"
     docker_client.images.build(
-        path=str(context), tag=tag, buildargs={"BASE_IMAGE": get_settings().base_image},
-        network_mode="none", rm=True,
+        path=str(context),
+        tag=tag,
+        buildargs={"BASE_IMAGE": get_settings().base_image},
+        network_mode="none",
+        rm=True,
     )
     bundle = tmp_path / "bundle"
     bundle.mkdir()
@@ -164,11 +179,13 @@ def test_an_image_bundle_that_speaks_the_contract_runs(tmp_path: Path, docker_cl
         for chunk in docker_client.images.get(tag).save(named=True):
             out.write(chunk)
     for channel in ("unix", "stdio"):
-        with DockerSandbox(bundle, limits=SandboxLimits(timeout_s=60), client=docker_client,
-                           channel=channel) as box:
+        with DockerSandbox(
+            bundle, limits=SandboxLimits(timeout_s=60), client=docker_client, channel=channel
+        ) as box:
             assert box.hello is not None and box.hello.name == "contract-example"
-            outputs = box.predict([{"uid": "1", "statement": "a great film"},
-                                   {"uid": "2", "statement": "awful"}])
+            outputs = box.predict(
+                [{"uid": "1", "statement": "a great film"}, {"uid": "2", "statement": "awful"}]
+            )
             attrs = docker_client.api.inspect_container(box.container_id)
             assert attrs["Config"]["User"] == "10001:10001"
             assert attrs["HostConfig"]["ReadonlyRootfs"] is True
@@ -199,8 +216,11 @@ def test_two_sandboxes_run_side_by_side(tmp_path: Path, docker_client: Any) -> N
     results: dict[str, Any] = {}
 
     def run(name: str) -> None:
-        with DockerSandbox(_python_bundle(tmp_path / name), limits=SandboxLimits(timeout_s=60),
-                           client=docker_client) as box:
+        with DockerSandbox(
+            _python_bundle(tmp_path / name),
+            limits=SandboxLimits(timeout_s=60),
+            client=docker_client,
+        ) as box:
             results[name] = box.predict([{"uid": name, "text": "x"}])
 
     threads = [threading.Thread(target=run, args=(n,)) for n in ("a", "b")]

@@ -1,0 +1,218 @@
+"""Run every benchmark, then summarise their results in one table and one plot.
+
+Usage: ``python -m benchmarks [--quick] [--only NAME ...] [--timeout SECONDS]``.
+
+Each ``benchmarks/bench_<name>.py`` runs in its own process (as its docstring says to run
+it), so one that fails or hangs does not take the others down. The summary reads the
+JSON files they write and pulls out the ratios the README quotes: sandbox against
+in-process inference, evaluator against raw inference, re-ranking time, and jobs per
+minute with one and two workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+
+# Fewer repetitions, for a smoke run (--quick); benchmarks not named here run in full.
+QUICK_ARGS = {
+    "sandbox": ["--quick"],
+    "evaluator": ["--repeats", "2", "--jobs", "10"],
+}
+
+
+def discover() -> dict[str, Path]:
+    return {path.stem.removeprefix("bench_"): path for path in sorted(HERE.glob("bench_*.py"))}
+
+
+def run_one(name: str, path: Path, *, quick: bool, timeout: float) -> dict[str, Any]:
+    """Run one benchmark script; returns its status and the result files it wrote."""
+    before = {p: p.stat().st_mtime for p in RESULTS.glob("*.json")}
+    started = time.monotonic()
+    command = [sys.executable, str(path), *(QUICK_ARGS.get(name, []) if quick else [])]
+    print(f"== {name}: {' '.join(command[1:])}", flush=True)
+    try:
+        done = subprocess.run(command, cwd=ROOT, timeout=timeout, text=True, capture_output=True)
+        status, code, tail = (
+            ("ok" if done.returncode == 0 else "failed"),
+            done.returncode,
+            (done.stdout + done.stderr)[-2000:],
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or ""
+        status, code = "timeout", None
+        tail = (out.decode() if isinstance(out, bytes) else out)[-2000:]
+    seconds = time.monotonic() - started
+    written = sorted(
+        p.name
+        for p in RESULTS.glob("*.json")
+        if p.name != "summary.json" and before.get(p) != p.stat().st_mtime
+    )
+    print(f"   {status} in {seconds:.1f} s; wrote {', '.join(written) or 'nothing'}", flush=True)
+    if status != "ok":
+        print("   " + tail.strip().replace("\n", "\n   "), flush=True)
+    return {"status": status, "exit_code": code, "seconds": round(seconds, 1), "wrote": written}
+
+
+def _load(results: Path, name: str) -> dict[str, Any]:
+    path = results / f"{name}.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _dig(data: Any, *keys: str) -> float | None:
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return float(data) if isinstance(data, int | float) else None
+
+
+def _sandbox_panel(results: Path) -> dict[str, float]:
+    panel = {}
+    for row in _load(results, "sandbox").get("inference", []):
+        ratio = _dig(row, "ratio_docker_to_in_process")
+        if ratio is not None:
+            panel[f"batch {row.get('batch_size')}"] = ratio
+    return panel
+
+
+def _evaluator_panel(results: Path) -> dict[str, float]:
+    data = _load(results, "evaluator")
+    panel = {
+        "lexicon model": _dig(data, "end_to_end_10k", "ratio_end_to_end_to_raw"),
+        "1 ms/example model": _dig(
+            data, "end_to_end_10k_model_1ms_per_example", "ratio_end_to_end_to_raw"
+        ),
+    }
+    return {k: v for k, v in panel.items() if v is not None}
+
+
+def _rerank_panel(results: Path) -> dict[str, float]:
+    medians = _load(results, "scoring").get("medians_ms", {})
+    panel = {
+        "prepared": _dig(medians, "rerank_prepared_10000x8_ms"),
+        "from the table": _dig(medians, "rerank_from_table_10000x8_ms"),
+    }
+    return {k: v for k, v in panel.items() if v is not None}
+
+
+def _jobs_panel(results: Path) -> dict[str, float]:
+    data = _load(results, "evaluator").get("jobs_per_minute", {})
+    panel = {"1 worker": _dig(data, "1_worker"), "2 workers": _dig(data, "2_workers")}
+    return {k: v for k, v in panel.items() if v is not None}
+
+
+PANELS: list[tuple[str, str, Callable[[Path], dict[str, float]]]] = [
+    ("Sandbox throughput / in-process", "ratio (1 = no overhead)", _sandbox_panel),
+    ("Evaluator / raw inference (10k examples)", "time ratio (goal <= 1.1)", _evaluator_panel),
+    ("Re-ranking 10,000 submissions", "ms (goal < 20)", _rerank_panel),
+    ("Jobs per minute (embedded pool)", "jobs / min", _jobs_panel),
+]
+
+
+def summarise(results: Path = RESULTS) -> list[tuple[str, str, dict[str, float]]]:
+    """The README's figures, read from the benchmarks' JSON files in ``results``."""
+    return [(title, unit, panel(results)) for title, unit, panel in PANELS]
+
+
+def write_markdown(panels: list[tuple[str, str, dict[str, float]]], path: Path) -> None:
+    lines = ["| figure | case | value |", "|---|---|---|"]
+    for title, unit, values in panels:
+        for case, value in values.items():
+            lines.append(f"| {title} ({unit}) | {case} | {value:.3g} |")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def plot(panels: list[tuple[str, str, dict[str, float]]], path: Path) -> Path:
+    """A 2x2 bar chart as PNG (matplotlib), else an HTML page (plotly)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return _plot_html(panels, path.with_suffix(".html"))
+    figure, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    for axis, (title, unit, values) in zip(axes.flat, panels, strict=True):
+        axis.set_title(title, fontsize=11)
+        axis.set_ylabel(unit)
+        if not values:
+            axis.text(0.5, 0.5, "no result", ha="center", va="center", transform=axis.transAxes)
+            axis.set_xticks([])
+            continue
+        bars = axis.bar(list(values), list(values.values()), color="#4c72b0")
+        axis.bar_label(bars, fmt="%.3g")
+        axis.margins(y=0.2)
+    figure.suptitle(f"Evalboard benchmarks ({platform.node() or 'this machine'})")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def _plot_html(panels: list[tuple[str, str, dict[str, float]]], path: Path) -> Path:
+    from plotly.subplots import make_subplots
+
+    figure = make_subplots(rows=2, cols=2, subplot_titles=[title for title, _, _ in panels])
+    for index, (_, unit, values) in enumerate(panels):
+        row, col = divmod(index, 2)
+        figure.add_bar(x=list(values), y=list(values.values()), row=row + 1, col=col + 1)
+        figure.update_yaxes(title_text=unit, row=row + 1, col=col + 1)
+    figure.update_layout(showlegend=False, title="Evalboard benchmarks")
+    figure.write_html(path, include_plotlyjs=True)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions where offered")
+    parser.add_argument("--only", nargs="*", default=None, help="benchmark names to run")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per benchmark")
+    parser.add_argument(
+        "--summary-only", action="store_true", help="only summarise the existing results"
+    )
+    args = parser.parse_args(argv)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    found = discover()
+    unknown = sorted(set(args.only or []) - set(found))
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(found)}")
+    chosen = {n: p for n, p in found.items() if args.only is None or n in args.only}
+    runs = {}
+    if not args.summary_only:
+        runs = {n: run_one(n, p, quick=args.quick, timeout=args.timeout) for n, p in chosen.items()}
+    panels = summarise()
+    write_markdown(panels, RESULTS / "summary.md")
+    picture = plot(panels, RESULTS / "summary.png")
+    summary = {
+        "schema_version": 1,
+        "runs": runs,
+        "figures": {title: {"unit": unit, "values": values} for title, unit, values in panels},
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
+    (RESULTS / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    print((RESULTS / "summary.md").read_text(encoding="utf-8"))
+    print(f"wrote {RESULTS / 'summary.json'}, {RESULTS / 'summary.md'}, {picture}")
+    return 0 if all(run["status"] == "ok" for run in runs.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Sandbox overheads, side by side in one run; writes benchmarks/results/sandbox.json.
+
+1. Per-message cost of the channel: a round trip of one tiny request, unix socket vs
+   stdio, in the docker and local sandboxes.
+2. Start-up: open_sandbox(...).start() until the model's hello (image already built).
+3. Inference: a real model (MiniLM embeddings + a head trained on DynaSent, an onnx
+   bundle) in the docker sandbox against the same model in this process, at batch 1 and
+   batch 32, the same number of threads on both sides.
+
+Figures are medians. Run: ``.venv/bin/python benchmarks/bench_sandbox.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from evalboard.core.limits import SandboxLimits  # noqa: E402
+from submission_sandbox import open_sandbox  # noqa: E402
+from tests.helpers.sandbox_models import (  # noqa: E402
+    build_minilm_bundle,
+    in_process_model,
+    sample_sentences,
+)
+
+ECHO = (
+    "class Model:\n    def __init__(self, d):\n        pass\n    def predict(self, batch):\n"
+    "        return [{'label': 'positive'} for _ in batch]\n"
+)
+THREADS = 2
+LIMITS = SandboxLimits(cpus=THREADS, memory="2g", timeout_s=600)
+
+
+def _echo_bundle(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "evalboard.yaml").write_text(
+        "name: echo\ntask: sentiment\nruntime: python\nentry: handler:Model\n"
+    )
+    (directory / "handler.py").write_text(ECHO)
+    return directory
+
+
+def per_message(bundle: Path, kind: str, channel: str, count: int) -> float:
+    message = [{"uid": "1", "statement": "a short sentence"}]
+    with open_sandbox(bundle, kind=kind, limits=LIMITS, channel=channel) as box:
+        for _ in range(20):
+            box.predict(message)
+        times = []
+        for _ in range(count):
+            started = time.perf_counter()
+            box.predict(message)
+            times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1e6
+
+
+def startup(bundle: Path, kind: str, count: int) -> float:
+    with open_sandbox(bundle, kind=kind, limits=LIMITS):
+        pass  # builds the image once, outside the timing
+    times = []
+    for _ in range(count):
+        box = open_sandbox(bundle, kind=kind, limits=LIMITS)
+        started = time.perf_counter()
+        box.start()
+        times.append(time.perf_counter() - started)
+        box.close()
+    return statistics.median(times)
+
+
+def _throughput(predict: Any, inputs: list[dict[str, Any]], batch: int, reps: int) -> float:
+    batches = [inputs[i : i + batch] for i in range(0, len(inputs), batch)]
+    for chunk in batches[:2]:
+        predict(chunk)
+    rates = []
+    for _ in range(reps):
+        started = time.perf_counter()
+        for chunk in batches:
+            predict(chunk)
+        rates.append(len(inputs) / (time.perf_counter() - started))
+    return statistics.median(rates)
+
+
+def inference(bundle: Path, batch: int, reps: int, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+    os.environ["EVALBOARD_THREADS"] = str(THREADS)
+    local = in_process_model(bundle)
+    in_process = _throughput(local.predict, inputs, batch, reps)
+    with open_sandbox(bundle, kind="docker", limits=LIMITS) as box:
+        sandboxed = _throughput(box.predict, inputs, batch, reps)
+        same = box.predict(inputs[:batch]) == [
+            {"label": o["label"], "probs": o["probs"]} for o in local.predict(inputs[:batch])
+        ]
+    return {
+        "batch_size": batch,
+        "in_process_examples_per_s": round(in_process, 1),
+        "docker_examples_per_s": round(sandboxed, 1),
+        "ratio_docker_to_in_process": round(sandboxed / in_process, 3),
+        "same_predictions": same,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--output", type=Path, default=ROOT / "benchmarks/results/sandbox.json")
+    args = parser.parse_args()
+    messages, starts, reps = (200, 3, 3) if args.quick else (1000, 7, 7)
+    with tempfile.TemporaryDirectory(prefix="evalboard-bench-") as scratch:
+        work = Path(scratch)
+        echo = _echo_bundle(work / "echo")
+        results: dict[str, Any] = {
+            "schema_version": 1,
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+            },
+            "threads": THREADS,
+            "per_message_us": {
+                f"{kind}_{channel}": round(per_message(echo, kind, channel, messages), 1)
+                for kind in ("docker", "local")
+                for channel in ("unix", "stdio")
+            },
+            "startup_s": {
+                kind: round(startup(echo, kind, starts), 3) for kind in ("docker", "local")
+            },
+        }
+        model = build_minilm_bundle(work / "minilm")
+        inputs = sample_sentences(256)
+        results["model"] = "MiniLM token embeddings + logistic head (DynaSent r1), onnx"
+        results["startup_s"]["docker_minilm"] = round(startup(model, "docker", starts), 3)
+        results["inference"] = [
+            inference(model, batch, reps, inputs[: 64 if batch == 1 else 256]) for batch in (1, 32)
+        ]
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
