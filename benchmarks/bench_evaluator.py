@@ -257,6 +257,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=20)
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     end_to_end = bench_end_to_end(BUNDLE, args.repeats)
     print("vader:", json.dumps(end_to_end, indent=2))
     with tempfile.TemporaryDirectory(prefix="evalboard-bench-") as tmp:
@@ -288,6 +289,9 @@ def main() -> None:
                                    "path": "`evalboard worker` processes (concurrency 1), "
                                            "Celery over Redis, PostgreSQL, local sandbox"},
         "repeats": args.repeats,
+        # Other work on the machine skews every figure; this says how busy it was.
+        "load_average_1m": {"before": round(load_before, 2),
+                            "after": round(os.getloadavg()[0], 2)},
         "python": platform.python_version(),
         "cpu": cpu_model(),
         "cpus": cpu_count(),

@@ -97,7 +97,7 @@ def _aware(moment: datetime | None) -> datetime | None:
     return moment
 
 
-def _provenance(ctx: Context, run: DatasetRun, work: _Work, sandbox: str,
+def _provenance(run: DatasetRun, work: _Work, sandbox: str,
                 limits: dict[str, Any]) -> dict[str, Any]:
     record = Provenance(
         bundle_sha256=work.submission.bundle_sha256,
@@ -160,7 +160,7 @@ def execute_claimed(
                 ctx, job_id,
                 metrics={"schema_version": SCHEMA_VERSION,
                          **run.outcome.metrics.model_dump(mode="json")},
-                provenance=_provenance(ctx, run, work, kind, spec.limits.model_dump(mode="json")),
+                provenance=_provenance(run, work, kind, spec.limits.model_dump(mode="json")),
                 predictions_key=key,
             )
             return JobStatus.FINISHED

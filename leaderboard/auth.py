@@ -79,14 +79,15 @@ def sign_out(request: Request) -> None:
     request.session.clear()
 
 
-async def current_principal(
-    request: Request,
-    ctx: CtxDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Principal:
-    """The caller, from the Bearer token or the session; anonymous when neither."""
-    if credentials is not None:
-        principal = principal_for_token(ctx, credentials.credentials)
+async def current_principal(request: Request, ctx: CtxDep) -> Principal:
+    """The caller, from a Bearer token or the session; anonymous when neither.
+
+    The header is read directly, so routes open to everyone do not declare a required
+    security scheme; routes that need an account use :data:`SignedInDep`, which does.
+    """
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        principal = principal_for_token(ctx, token.strip())
         if principal is None:
             raise _BadToken(
                 "The API token is unknown or revoked; create a new one with "
@@ -110,7 +111,10 @@ def _is_api(request: Request) -> bool:
 PrincipalDep = Annotated[Principal, Depends(current_principal)]
 
 
-async def signed_in_principal(principal: PrincipalDep) -> Principal:
+async def signed_in_principal(
+    principal: PrincipalDep,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
     """The caller, who must be signed in: 401 before the request body is even read."""
     principal.require_signed_in()
     return principal

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from evalboard.core.states import Access, JobStatus, Role, RoundStatus
 
@@ -39,8 +39,18 @@ __all__ = [
 Weight = Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)]
 
 
+def _utc(value: datetime) -> datetime:
+    # SQLite hands back naive datetimes; every one we store is UTC.
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+Timestamp = Annotated[datetime, AfterValidator(_utc)]
+"""A timezone-aware datetime (UTC when the database dropped the zone)."""
+
+
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: a request that breaks the schema (``"is_admin": 0``) is refused, not coerced.
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 # Tasks and datasets -------------------------------------------------------------------------
@@ -86,7 +96,7 @@ class DatasetPublic(BaseModel):
     sha256: str
     derived_from: str | None
     perturbation: str | None
-    created_at: datetime
+    created_at: Timestamp
 
 
 class RoundPublic(BaseModel):
@@ -94,8 +104,8 @@ class RoundPublic(BaseModel):
     status: RoundStatus
     target_submission_ids: list[int]
     dataset: str | None
-    opened_at: datetime
-    closed_at: datetime | None
+    opened_at: Timestamp
+    closed_at: Timestamp | None
 
 
 # Uploads and submissions --------------------------------------------------------------------
@@ -129,8 +139,8 @@ class JobPublic(BaseModel):
     progress: float = Field(description="0..1")
     message: str | None = Field(None, description="Submitter, task owner and admin only.")
     log_tail: str | None = Field(None, description="Submitter, task owner and admin only.")
-    started_at: datetime | None
-    finished_at: datetime | None
+    started_at: Timestamp | None
+    finished_at: Timestamp | None
     metrics: dict[str, Any] | None = None
 
 
@@ -143,7 +153,7 @@ class SubmissionPublic(BaseModel):
     bundle_sha256: str
     is_baseline: bool
     status: JobStatus = Field(description="Summary of the per-dataset jobs.")
-    created_at: datetime
+    created_at: Timestamp
 
 
 class SubmissionStatusPublic(SubmissionPublic):
@@ -228,7 +238,7 @@ class UserPublic(BaseModel):
     name: str
     is_admin: bool
     roles: list[dict[str, str | None]]
-    created_at: datetime
+    created_at: Timestamp
 
 
 class TokenCreate(_In):
@@ -238,8 +248,8 @@ class TokenCreate(_In):
 class TokenPublic(BaseModel):
     id: int
     label: str
-    created_at: datetime
-    last_used_at: datetime | None
+    created_at: Timestamp
+    last_used_at: Timestamp | None
 
 
 class TokenCreated(TokenPublic):

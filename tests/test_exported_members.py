@@ -9,6 +9,7 @@ import pytest
 PACKAGES = [
     "evalboard.core",
     "evalboard.cli",
+    "evalboard.demo",
     "datasets_registry",
     "submission_sandbox",
     "evaluator",
