@@ -25,13 +25,31 @@ _EXTRA_METRICS = {"macro_f1": ("accuracy",), "accuracy": ("macro_f1",), "squad_f
 
 @dataclass
 class Quality:
-    """A dataset's quality figures (x100) and its per-example records."""
+    """A dataset's quality figures (x100), and what its per-example records are made of.
+
+    The records (uid, the model's output, gold or the original prediction, the score) are
+    built only when asked for: an evaluation that keeps no predictions does not pay.
+    """
 
     perf: float | None = None
     extra: dict[str, float] = field(default_factory=dict)
     delta: float | None = None
     ece: float | None = None
-    records: list[dict[str, Any]] = field(default_factory=list)
+    uids: Sequence[Any] = ()
+    outputs: Sequence[Mapping[str, Any]] = ()
+    scores: Sequence[float] = ()
+    #: Per example: ``gold`` (against gold) or ``input_id`` and ``original`` (a copy).
+    references: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        columns = list(self.references.items())
+        return [
+            {"uid": uid, "output": dict(output), "score": float(value),
+             **{name: values[i] for name, values in columns}}
+            for i, (uid, output, value) in enumerate(
+                zip(self.uids, self.outputs, self.scores, strict=True))
+        ]
 
     def jsonl(self) -> bytes:
         """The per-example records as JSON lines (the drill-down file)."""
@@ -68,36 +86,29 @@ def score(
             delta metric (fairness or robustness), not perf against gold.
     """
     predictions = [prediction_of(output, task) for output in outputs]
-    records: list[dict[str, Any]] = [
-        {"uid": example["uid"], "output": dict(output)}
-        for example, output in zip(examples, outputs, strict=True)
-    ]
+    uids = [example["uid"] for example in examples]
     if originals is not None:
-        original_predictions = [
-            prediction_of(originals[str(example["input_id"])], task) for example in examples
-        ]
+        input_ids = [example["input_id"] for example in examples]
+        original_predictions = [prediction_of(originals[str(i)], task) for i in input_ids]
         scores = delta_per_example(task.perf_metric, predictions, original_predictions)
-        for record, example, original, value in zip(
-            records, examples, original_predictions, scores, strict=True
-        ):
-            record.update(input_id=example["input_id"], original=original, score=float(value))
-        return Quality(delta=float(100.0 * scores.mean()), records=records)
+        return Quality(delta=float(100.0 * scores.mean()), uids=uids, outputs=outputs,
+                       scores=scores.tolist(), references={
+                           "input_id": input_ids, "original": original_predictions})
 
     golds = [_gold_of(example, task) for example in examples]
     labels = task.output.labels or None
-    quality = Quality(perf=compute(task.perf_metric, predictions, golds, labels=labels))
+    per_name = "squad_f1" if task.output.type == "span" else "accuracy"
+    quality = Quality(
+        perf=compute(task.perf_metric, predictions, golds, labels=labels), uids=uids,
+        outputs=outputs, scores=per_example(per_name, predictions, golds).tolist(),
+        references={"gold": golds},
+    )
     for name in _EXTRA_METRICS.get(task.perf_metric, ()):
         quality.extra[name] = compute(name, predictions, golds, labels=labels)
-    per_name = "squad_f1" if task.output.type == "span" else "accuracy"
-    for record, gold, value in zip(
-        records, golds, per_example(per_name, predictions, golds), strict=True
-    ):
-        record.update(gold=gold, score=float(value))
     probs = [output.get("probs") for output in outputs]
     if task.output.type == "multiclass" and all(isinstance(p, Mapping) and p for p in probs):
         given: list[Mapping[str, float]] = [p for p in probs if isinstance(p, Mapping)]
         quality.ece = calibration_error(given, golds, labels=task.output.labels)
-    quality.records = records
     return quality
 
 

@@ -19,7 +19,7 @@ from evalboard.core.context import Context
 from evalboard.core.errors import PermissionDenied
 from evalboard.core.states import Role
 from evalboard.core.tables import Example, Round
-from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.auth import CtxDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.loop.collection import collect_example, explain_example, get_example
 from leaderboard.loop.deps import PoolDep, may_annotate, warm_quietly
@@ -59,7 +59,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 TaskId = Annotated[str, Path(max_length=64, description="Task id, e.g. sentiment.")]
-Number = Annotated[int, Path(ge=1, description="Round number.")]
+Number = Annotated[int, Path(ge=1, le=1_000_000, description="Round number.")]
+ExampleId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Example id.")]
 
 router = APIRouter(tags=["rounds"], responses=ERROR_RESPONSES, lifespan=_lifespan)
 
@@ -85,7 +86,7 @@ def open_(
     task_id: TaskId,
     body: RoundCreate,
     ctx: CtxDep,
-    principal: PrincipalDep,
+    principal: SignedInDep,
     pool: PoolDep,
     background: BackgroundTasks,
 ) -> RoundDetailPublic:
@@ -104,7 +105,7 @@ def show(task_id: TaskId, number: Number, ctx: CtxDep) -> RoundDetailPublic:
 
 @router.post("/tasks/{task_id}/rounds/{number}/close", summary="Close a round (task owner)")
 def close(
-    task_id: TaskId, number: Number, ctx: CtxDep, principal: PrincipalDep, pool: PoolDep
+    task_id: TaskId, number: Number, ctx: CtxDep, principal: SignedInDep, pool: PoolDep
 ) -> ClosedRoundPublic:
     principal.require_owner(task_id, doing="close a round")
     closed = close_round(ctx, task_id, number)
@@ -128,7 +129,7 @@ def collect(
     number: Number,
     body: ExampleCreate,
     ctx: CtxDep,
-    principal: PrincipalDep,
+    principal: SignedInDep,
     pool: PoolDep,
 ) -> ExamplePublic:
     may_annotate(principal, task_id)
@@ -148,7 +149,7 @@ def collect(
 
 @router.get("/tasks/{task_id}/rounds/{number}/examples", summary="A round's examples")
 def list_examples(
-    task_id: TaskId, number: Number, ctx: CtxDep, principal: PrincipalDep
+    task_id: TaskId, number: Number, ctx: CtxDep, principal: SignedInDep
 ) -> list[ExamplePublic]:
     """The owner sees every example; anyone else signed in, their own."""
     principal.require_signed_in()
@@ -166,7 +167,7 @@ def vmer(task_id: TaskId, number: Number, ctx: CtxDep) -> VmerPublic:
 
 @router.put("/examples/{example_id}/explanation", summary="Say why it fooled the model (author)")
 def explain(
-    example_id: int, body: ExplanationUpdate, ctx: CtxDep, principal: PrincipalDep
+    example_id: ExampleId, body: ExplanationUpdate, ctx: CtxDep, principal: SignedInDep
 ) -> ExamplePublic:
     principal.require_signed_in()
     assert principal.user_id is not None
@@ -180,7 +181,7 @@ def explain(
 def queue(
     task_id: TaskId,
     ctx: CtxDep,
-    principal: PrincipalDep,
+    principal: SignedInDep,
     flagged: Annotated[bool, Query(description="The flagged ones (task owner).")] = False,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> list[ExamplePublic]:
@@ -200,7 +201,7 @@ def queue(
     summary="Judge another annotator's example (annotators; the owner's verdict settles it)",
 )
 def validate(
-    example_id: int, body: ValidationCreate, ctx: CtxDep, principal: PrincipalDep
+    example_id: ExampleId, body: ValidationCreate, ctx: CtxDep, principal: SignedInDep
 ) -> ValidationPublic:
     task_id = get_example(ctx, example_id).task_id
     may_annotate(principal, task_id)
@@ -239,7 +240,7 @@ def _failure(item: FailureItem) -> Failure:
     summary="Report inputs a deployed model got wrong, with the correct output",
 )
 def failures(
-    task_id: TaskId, body: FailuresCreate, ctx: CtxDep, principal: PrincipalDep
+    task_id: TaskId, body: FailuresCreate, ctx: CtxDep, principal: SignedInDep
 ) -> list[ExamplePublic]:
     principal.require_signed_in()
     if not (principal.may_upload(task_id) or principal.has_role(Role.ANNOTATOR, task_id)):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -28,6 +28,10 @@ __all__ = [
 ]
 
 
+#: An id as the database stores it (a 32-bit integer, positive).
+Id = Annotated[int, Field(ge=1, le=2**31 - 1)]
+
+
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -35,7 +39,7 @@ class _In(BaseModel):
 class RoundCreate(_In):
     """Targets of the new round: by submission id, or the leaderboard's top K."""
 
-    submission_ids: list[int] | None = Field(
+    submission_ids: list[Id] | None = Field(
         None, min_length=1, max_length=20, description="Target submissions of the task."
     )
     top: int | None = Field(None, ge=1, le=20, description="Promote the top K of the leaderboard.")
@@ -82,7 +86,7 @@ class ExampleCreate(_In):
     label: str | None = Field(None, description="Classification: the intended label.")
     answer: str | None = Field(None, description="QA: the answer, a span of the context.")
     answer_start: int | None = Field(
-        None, ge=0, description="QA: where the answer starts (default: first occurrence)."
+        None, ge=0, le=20_000, description="QA: where the answer starts (default: first one)."
     )
     explanation: str = Field("", max_length=2000, description="Why the model should be fooled.")
 
@@ -152,9 +156,9 @@ class FailureItem(_In):
     inputs: dict[str, str]
     label: str | None = None
     answer: str | None = None
-    answer_start: int | None = Field(None, ge=0)
+    answer_start: int | None = Field(None, ge=0, le=20_000)
     prediction: dict[str, Any] | None = Field(None, description="What the deployed model said.")
-    submission_id: int | None = Field(None, description="The deployed submission, if known.")
+    submission_id: Id | None = Field(None, description="The deployed submission, if known.")
     explanation: str = Field("", max_length=2000)
 
 

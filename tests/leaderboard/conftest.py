@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -57,3 +64,71 @@ async def client(shared_app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     """An anonymous client of the shared platform."""
     async with make_client(shared_app) as c:
         yield c
+
+
+@dataclass
+class LiveServer:
+    url: str
+    seeded: Seeded
+    process: subprocess.Popen[str]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """``evalboard serve`` in its own process on a free port, over a seeded platform, with
+    the inline worker running jobs in the local sandbox."""
+    tmp = tmp_path_factory.mktemp("live")
+    settings = make_settings(tmp)
+    ctx = Context.from_settings(settings)
+    seeded = seed(ctx, tmp)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "EVALBOARD_DATA_DIR": str(settings.data_dir),
+        "EVALBOARD_SANDBOX": "local",
+        "COLUMNS": "200",
+    }
+    log = (tmp / "server.log").open("w")
+    process = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "evalboard"),
+            "serve",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError((tmp / "server.log").read_text())
+        time.sleep(0.2)
+    try:
+        yield LiveServer(url=url, seeded=seeded, process=process)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+        ctx.db.dispose()

@@ -31,12 +31,24 @@ LABELS = ["negative", "neutral", "positive"]
 
 _SUBJECTS = ["She", "He", "Mary", "John", "My sister", "Her brother", "The waiter", "Our guide"]
 _TEXTS = {
-    "positive": ["said the food was wonderful", "loved the friendly staff",
-                 "thought the show was brilliant", "enjoyed every minute of the trip"],
-    "negative": ["said the service was terrible", "hated the cold soup",
-                 "thought it wasn't worth the price", "found the room dirty and loud"],
-    "neutral": ["said the hotel is on Main Street", "went to the market on Monday",
-                "read the menu before ordering", "took the train to Boston"],
+    "positive": [
+        "said the food was wonderful",
+        "loved the friendly staff",
+        "thought the show was brilliant",
+        "enjoyed every minute of the trip",
+    ],
+    "negative": [
+        "said the service was terrible",
+        "hated the cold soup",
+        "thought it wasn't worth the price",
+        "found the room dirty and loud",
+    ],
+    "neutral": [
+        "said the hotel is on Main Street",
+        "went to the market on Monday",
+        "read the menu before ordering",
+        "took the train to Boston",
+    ],
 }
 
 
@@ -99,8 +111,13 @@ def _probs(label: str, rng: random.Random) -> dict[str, float]:
     return {name: (top if name == label else rest) for name in LABELS}
 
 
-def _result(ctx: Context, model: Model, dataset: Dataset, examples: list[dict[str, Any]],
-            originals: dict[str, list[str]]) -> tuple[dict[str, Any], bytes]:
+def _result(
+    ctx: Context,
+    model: Model,
+    dataset: Dataset,
+    examples: list[dict[str, Any]],
+    originals: dict[str, list[str]],
+) -> tuple[dict[str, Any], bytes]:
     rng = random.Random(f"{model.name}/{dataset.name}/probs")
     records = []
     figures: dict[str, Any] = {}
@@ -111,13 +128,19 @@ def _result(ctx: Context, model: Model, dataset: Dataset, examples: list[dict[st
         figures["perf"] = compute("macro_f1", predictions, golds, labels=LABELS)
         figures["extra"] = {"accuracy": compute("accuracy", predictions, golds, labels=LABELS)}
         for example, prediction in zip(examples, predictions, strict=True):
-            records.append({"uid": example["uid"], "gold": example["label"],
-                            "output": {"label": prediction, "probs": _probs(prediction, rng)},
-                            "score": float(prediction == example["label"])})
+            records.append(
+                {
+                    "uid": example["uid"],
+                    "gold": example["label"],
+                    "output": {"label": prediction, "probs": _probs(prediction, rng)},
+                    "score": float(prediction == example["label"]),
+                }
+            )
     else:
         parent = _parent(ctx, dataset)
-        by_uid = dict(zip((e["uid"] for e in read_examples(ctx, parent)),
-                          originals[parent.name], strict=True))
+        by_uid = dict(
+            zip((e["uid"] for e in read_examples(ctx, parent)), originals[parent.name], strict=True)
+        )
         rate = model.fairness if dataset.perturbation == "fairness" else model.robustness
         scores = []
         for example in examples:
@@ -125,16 +148,28 @@ def _result(ctx: Context, model: Model, dataset: Dataset, examples: list[dict[st
             kept = rng.random() < rate
             label = original if kept else rng.choice([x for x in LABELS if x != original])
             scores.append(float(kept))
-            records.append({"uid": example["uid"], "input_id": example["input_id"],
-                            "original": original, "output": {"label": label},
-                            "score": float(kept)})
+            records.append(
+                {
+                    "uid": example["uid"],
+                    "input_id": example["input_id"],
+                    "original": original,
+                    "output": {"label": label},
+                    "score": float(kept),
+                }
+            )
         figures[dataset.perturbation] = 100.0 * sum(scores) / len(scores)
     throughput = model.throughput * rng.uniform(0.97, 1.03)
     metrics = DatasetMetrics(
-        perf_metric="macro_f1", examples=len(examples), throughput=throughput, batch_size=32,
-        predict_s=len(examples) / throughput, startup_s=rng.uniform(0.4, 3.0),
-        latency_p50_s=32 / throughput, latency_p95_s=40 / throughput,
-        memory_gib=model.memory_gib * rng.uniform(0.98, 1.02), cpu_seconds=len(examples) / 50,
+        perf_metric="macro_f1",
+        examples=len(examples),
+        throughput=throughput,
+        batch_size=32,
+        predict_s=len(examples) / throughput,
+        startup_s=rng.uniform(0.4, 3.0),
+        latency_p50_s=32 / throughput,
+        latency_p95_s=40 / throughput,
+        memory_gib=model.memory_gib * rng.uniform(0.98, 1.02),
+        cpu_seconds=len(examples) / 50,
         **figures,
     )
     payload = b"".join(json.dumps(r, sort_keys=True).encode() + b"\n" for r in records)
@@ -151,7 +186,10 @@ def _parent(ctx: Context, dataset: Dataset) -> Dataset:
 def _submission(ctx: Context, name: str, user_id: int | None, **fields: Any) -> Submission:
     with ctx.db.session() as session:
         submission = Submission(
-            task_id=TASK, user_id=user_id, name=name, bundle_sha256="0" * 64,
+            task_id=TASK,
+            user_id=user_id,
+            name=name,
+            bundle_sha256="0" * 64,
             artifact_key=f"bundles/{name}.tar.gz",
             manifest={"name": name, "task": TASK, "runtime": "python", "entry": "handler:Model"},
             **fields,
@@ -163,48 +201,77 @@ def _submission(ctx: Context, name: str, user_id: int | None, **fields: Any) -> 
 def seed(ctx: Context, tmp: Path) -> Seeded:
     """Users, two tasks, datasets (scoring, hidden, standard), and evaluated models."""
     users = {}
-    for name, admin in [("admin", True), ("owner", False), ("alice", False), ("bob", False),
-                        ("carol", False), ("annie", False)]:
+    for name, admin in [
+        ("admin", True),
+        ("owner", False),
+        ("alice", False),
+        ("bob", False),
+        ("carol", False),
+        ("annie", False),
+    ]:
         roles = (Role.ANNOTATOR,) if name == "annie" else (Role.RESEARCHER,)
         users[name] = create_user(ctx, name, password=PASSWORD, is_admin=admin, roles=roles)
     create_task(ctx, sentiment_spec(), owner_id=users["owner"].id)
-    create_task(ctx, sentiment_spec(id=OTHER_TASK, name="Sentiment, second edition"),
-                owner_id=users["carol"].id)
-    for name, access, rnd, count in [("test", Access.SCORING, 1, 60),
-                                     ("hidden-test", Access.HIDDEN, 1, 40),
-                                     ("dev", Access.STANDARD, 0, 30)]:
+    create_task(
+        ctx,
+        sentiment_spec(id=OTHER_TASK, name="Sentiment, second edition"),
+        owner_id=users["carol"].id,
+    )
+    for name, access, rnd, count in [
+        ("test", Access.SCORING, 1, 60),
+        ("hidden-test", Access.HIDDEN, 1, 40),
+        ("dev", Access.STANDARD, 0, 30),
+    ]:
         path = write_jsonl(tmp / f"{name}.jsonl", _rows(count, seed=len(name) * 7 + rnd))
         add_dataset(ctx, task_id=TASK, name=name, path=path, round=rnd, access=access)
     seeded = Seeded(ctx=ctx, tokens={n: create_token(ctx, n)[0] for n in users})
     datasets = list_datasets(ctx, TASK)
     start = utcnow() - timedelta(hours=1)
     for model in MODELS:
-        submission = _submission(ctx, model.name, users[model.owner].id,
-                                 is_baseline=model.baseline)
+        submission = _submission(ctx, model.name, users[model.owner].id, is_baseline=model.baseline)
         seeded.submissions[model.name] = submission.id
         originals: dict[str, list[str]] = {}
         for dataset in datasets:  # originals come before their copies
-            metrics, payload = _result(ctx, model, dataset, read_examples(ctx, dataset),
-                                       originals)
+            metrics, payload = _result(ctx, model, dataset, read_examples(ctx, dataset), originals)
             with ctx.db.session() as session:
-                job = Job(submission_id=submission.id, dataset_id=dataset.id,
-                          status=JobStatus.FINISHED.value, progress=1.0, attempts=1,
-                          started_at=start, finished_at=start + timedelta(minutes=3))
+                job = Job(
+                    submission_id=submission.id,
+                    dataset_id=dataset.id,
+                    status=JobStatus.FINISHED.value,
+                    progress=1.0,
+                    attempts=1,
+                    started_at=start,
+                    finished_at=start + timedelta(minutes=3),
+                )
                 session.add(job)
                 session.flush()
                 key = f"predictions/{submission.id}/job-{job.id}.jsonl"
                 ctx.artifacts.put_bytes(key, payload)
-                session.add(Result(job_id=job.id, submission_id=submission.id,
-                                   dataset_id=dataset.id, metrics=metrics,
-                                   provenance={"seeded": True}, predictions_key=key))
+                session.add(
+                    Result(
+                        job_id=job.id,
+                        submission_id=submission.id,
+                        dataset_id=dataset.id,
+                        metrics=metrics,
+                        provenance={"seeded": True},
+                        predictions_key=key,
+                    )
+                )
     queued = _submission(ctx, "distilbert", users["bob"].id)
     broken = _submission(ctx, "broken-model", users["alice"].id)
     seeded.submissions.update({"distilbert": queued.id, "broken-model": broken.id})
     with ctx.db.session() as session:
         for dataset in datasets:
             session.add(Job(submission_id=queued.id, dataset_id=dataset.id))
-            session.add(Job(submission_id=broken.id, dataset_id=dataset.id,
-                            status=JobStatus.FAILED.value, reason="oom",
-                            message="The model used more than its 4g memory limit (exit 137).",
-                            log_tail="loading weights\nKilled\n", finished_at=start))
+            session.add(
+                Job(
+                    submission_id=broken.id,
+                    dataset_id=dataset.id,
+                    status=JobStatus.FAILED.value,
+                    reason="oom",
+                    message="The model used more than its 4g memory limit (exit 137).",
+                    log_tail="loading weights\nKilled\n",
+                    finished_at=start,
+                )
+            )
     return seeded

@@ -27,20 +27,24 @@ async def test_leaderboard_ranks_every_complete_model(client: httpx.AsyncClient)
     scores = [r["dynascore"] for r in ranked]
     assert scores == sorted(scores, reverse=True)
     assert {p["name"]: p["status"] for p in board["pending"]} == {
-        "distilbert": "queued", "broken-model": "failed",
+        "distilbert": "queued",
+        "broken-model": "failed",
     }
     directions = {m["name"]: m["direction"] for m in board["metrics"]}
     assert directions["perf"] == "higher" and directions["memory"] == "lower"
 
 
-async def test_the_ranking_is_the_scoring_packages(client: httpx.AsyncClient,
-                                                   shared: Seeded) -> None:
+async def test_the_ranking_is_the_scoring_packages(
+    client: httpx.AsyncClient, shared: Seeded
+) -> None:
     weights = {"perf": 1.0, "throughput": 3.0, "memory": 2.0, "fairness": 0.5, "robustness": 0}
     query = ",".join(f"{k}:{v}" for k, v in weights.items())
     board = (await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": query})).json()
     table = load_table(shared.ctx, TASK)
-    grid = {m.key: {k: m.metrics[k] for k in ("perf", "throughput", "memory", "fairness",
-                                              "robustness")} for m in table.ranked}
+    grid = {
+        m.key: {k: m.metrics[k] for k in ("perf", "throughput", "memory", "fairness", "robustness")}
+        for m in table.ranked
+    }
     expected = rank(grid, weights=weights, directions={"memory": -1}, offsets={"memory": 16})
     assert [r["key"] for r in board["rows"] if r["rank"]] == expected
     assert board["weights"] == weights
@@ -48,18 +52,21 @@ async def test_the_ranking_is_the_scoring_packages(client: httpx.AsyncClient,
 
 async def test_weights_change_the_order(client: httpx.AsyncClient) -> None:
     default = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
-    fast = (await client.get(f"/tasks/{TASK}/leaderboard",
-                             params={"weights": "perf:1,throughput:10"})).json()
+    fast = (
+        await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": "perf:1,throughput:10"})
+    ).json()
     first = [r["name"] for r in default["rows"] if r["rank"]]
     second = [r["name"] for r in fast["rows"] if r["rank"]]
     assert first[0] == "roberta-large"
     assert second[0] == "bow-logreg" and first != second
 
 
-@pytest.mark.parametrize("weights", ["perf:x", "speed:1", "perf:-1", "perf", "perf:0",
-                                     "perf:inf", "perf:nan"])
-async def test_bad_weights_are_refused_with_the_fix(client: httpx.AsyncClient,
-                                                    weights: str) -> None:
+@pytest.mark.parametrize(
+    "weights", ["perf:x", "speed:1", "perf:-1", "perf", "perf:0", "perf:inf", "perf:nan"]
+)
+async def test_bad_weights_are_refused_with_the_fix(
+    client: httpx.AsyncClient, weights: str
+) -> None:
     response = await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": weights})
     assert response.status_code == 400
     assert "perf" in response.json()["detail"]
@@ -123,13 +130,15 @@ def test_a_task_without_results_has_an_empty_board(shared: Seeded) -> None:
     assert [r for r in board.rows if r.rank] == [] and board.pending == []
 
 
-async def test_owner_sets_default_weights_and_the_board_follows(app: object,
-                                                                seeded: Seeded) -> None:
+async def test_owner_sets_default_weights_and_the_board_follows(
+    app: object, seeded: Seeded
+) -> None:
     from tests.leaderboard.conftest import make_client
 
     async with make_client(app, seeded.tokens["owner"]) as owner:  # type: ignore[arg-type]
-        response = await owner.put(f"/tasks/{TASK}/weights",
-                                   json={"weights": {"perf": 1, "throughput": 10}})
+        response = await owner.put(
+            f"/tasks/{TASK}/weights", json={"weights": {"perf": 1, "throughput": 10}}
+        )
         assert response.status_code == 200, response.text
         board = (await owner.get(f"/tasks/{TASK}/leaderboard")).json()
     assert board["weights"] == {"perf": 1.0, "throughput": 10.0}

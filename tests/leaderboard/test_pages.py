@@ -23,8 +23,10 @@ def _csrf(html: str) -> str:
 
 async def _sign_in(client: httpx.AsyncClient, name: str) -> None:
     page = await client.get("/ui/login")
-    response = await client.post("/ui/login", data={
-        "name": name, "password": PASSWORD, "csrf_token": _csrf(page.text), "next": "/ui"})
+    response = await client.post(
+        "/ui/login",
+        data={"name": name, "password": PASSWORD, "csrf_token": _csrf(page.text), "next": "/ui"},
+    )
     assert response.status_code == 303, response.text
 
 
@@ -34,8 +36,10 @@ async def test_sign_in_needs_the_forms_csrf_token(app: FastAPI) -> None:
         forged = await client.post("/ui/login", data={"name": "alice", "password": PASSWORD})
         assert forged.status_code == 403 and "CSRF" in forged.text
         page = await client.get("/ui/login")
-        wrong = await client.post("/ui/login", data={
-            "name": "alice", "password": "nope-nope", "csrf_token": _csrf(page.text)})
+        wrong = await client.post(
+            "/ui/login",
+            data={"name": "alice", "password": "nope-nope", "csrf_token": _csrf(page.text)},
+        )
         assert wrong.status_code == 401 and "Wrong name or password" in wrong.text
 
 
@@ -50,8 +54,11 @@ async def test_session_cookie_is_signed_lax_and_api_writes_need_csrf(app: FastAP
         forged = await client.put(f"/tasks/{TASK}/weights", json={"weights": {"perf": 1}})
         assert forged.status_code == 403
         page = await client.get(f"/ui/tasks/{TASK}")
-        ok = await client.put(f"/tasks/{TASK}/weights", json={"weights": {"perf": 1}},
-                              headers={"X-CSRF-Token": _csrf(page.text)})
+        ok = await client.put(
+            f"/tasks/{TASK}/weights",
+            json={"weights": {"perf": 1}},
+            headers={"X-CSRF-Token": _csrf(page.text)},
+        )
         assert ok.status_code == 200
     async with make_client(app) as client:
         await _sign_in(client, "owner")
@@ -64,26 +71,40 @@ async def test_pages_render_for_viewers(client: httpx.AsyncClient, shared: Seede
     assert index.status_code == 200 and "Three-way sentiment" in index.text
     task = await client.get(f"/ui/tasks/{TASK}")
     assert task.status_code == 200
-    for marker in ("roberta-large", "↑", "↓", 'type="range"', "dynascore.js", "majority-class",
-                   "leaderboard.csv", "distilbert"):
+    for marker in (
+        "roberta-large",
+        "↑",
+        "↓",
+        'type="range"',
+        "dynascore.js",
+        "majority-class",
+        "leaderboard.csv",
+        "distilbert",
+    ):
         assert marker in task.text, marker
     assert "hidden-test" not in task.text
     roberta = shared.submissions["roberta-large"]
     model = await client.get(f"/ui/tasks/{TASK}/models/{roberta}")
     assert model.status_code == 200
-    for marker in ("chart-contributions", "chart-pareto_throughput", "chart-pareto_memory",
-                   "chart-datasets", "chart-rounds", "/static/vendor/plotly.min.js"):
+    for marker in (
+        "chart-contributions",
+        "chart-pareto_throughput",
+        "chart-pareto_memory",
+        "chart-datasets",
+        "chart-rounds",
+        "/static/vendor/plotly.min.js",
+    ):
         assert marker in model.text, marker
     assert "hidden-test" not in model.text
-    wrong = await client.get(f"/ui/tasks/{TASK}/models/{roberta}",
-                             params={"dataset": "dev", "wrong_only": "true"})
+    wrong = await client.get(
+        f"/ui/tasks/{TASK}/models/{roberta}", params={"dataset": "dev", "wrong_only": "true"}
+    )
     assert wrong.status_code == 200 and 'class="wrong"' in wrong.text
     status = await client.get(f"/ui/submissions/{shared.submissions['distilbert']}")
     assert status.status_code == 200 and 'http-equiv="refresh"' in status.text
 
 
-async def test_nothing_is_loaded_from_elsewhere(client: httpx.AsyncClient,
-                                                shared: Seeded) -> None:
+async def test_nothing_is_loaded_from_elsewhere(client: httpx.AsyncClient, shared: Seeded) -> None:
     roberta = shared.submissions["roberta-large"]
     for path in ("/ui", f"/ui/tasks/{TASK}", f"/ui/tasks/{TASK}/models/{roberta}"):
         html = (await client.get(path)).text
@@ -106,16 +127,25 @@ async def test_the_owner_page_adds_datasets_sets_weights_and_baselines(
         page = await client.get(f"/ui/tasks/{TASK}/manage")
         assert page.status_code == 200 and "hidden-test" in page.text
         token = _csrf(page.text)
-        saved = await client.post(f"/ui/tasks/{TASK}/manage/weights", data={
-            "csrf_token": token, "w_perf": "2", "w_throughput": "1", "w_memory": "0"})
+        saved = await client.post(
+            f"/ui/tasks/{TASK}/manage/weights",
+            data={"csrf_token": token, "w_perf": "2", "w_throughput": "1", "w_memory": "0"},
+        )
         assert saved.status_code == 303
         assert (await client.get(f"/tasks/{TASK}/weights")).json()["weights"] == {
-            "perf": 2.0, "throughput": 1.0}
+            "perf": 2.0,
+            "throughput": 1.0,
+        }
         rows = '{"uid": "n1", "statement": "It rained on Tuesday.", "label": "neutral"}\n'
         added = await client.post(
             f"/ui/tasks/{TASK}/manage/datasets",
-            data={"csrf_token": token, "name": "r2-test", "round": "2", "access": "scoring",
-                  "weight": "1"},
+            data={
+                "csrf_token": token,
+                "name": "r2-test",
+                "round": "2",
+                "access": "scoring",
+                "weight": "1",
+            },
             files={"file": ("r2.jsonl", rows.encode(), "application/json")},
         )
         assert added.status_code == 303
@@ -125,8 +155,10 @@ async def test_the_owner_page_adds_datasets_sets_weights_and_baselines(
         board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
         assert "roberta-large" in {p["name"] for p in board["pending"]}
         bow = seeded.submissions["bow-logreg"]
-        marked = await client.post(f"/ui/tasks/{TASK}/manage/baseline/{bow}",
-                                   data={"csrf_token": token, "is_baseline": "true"})
+        marked = await client.post(
+            f"/ui/tasks/{TASK}/manage/baseline/{bow}",
+            data={"csrf_token": token, "is_baseline": "true"},
+        )
         assert marked.status_code == 303
         assert (await client.get(f"/submissions/{bow}")).json()["is_baseline"] is True
 

@@ -28,8 +28,9 @@ async def test_hidden_datasets_are_invisible_to_all_but_the_owner(
         assert not any(d["access"] == "hidden" for d in listed)
         assert (await client.get(f"/tasks/{TASK}/datasets/{HIDDEN}")).status_code == 404
         for labels in ("true", "false"):
-            response = await client.get(f"/tasks/{TASK}/datasets/{HIDDEN}/examples",
-                                        params={"labels": labels})
+            response = await client.get(
+                f"/tasks/{TASK}/datasets/{HIDDEN}/examples", params={"labels": labels}
+            )
             assert response.status_code == 404
             assert "statement" not in response.text
 
@@ -83,8 +84,9 @@ async def test_hidden_results_and_examples_are_refused_to_the_submitter(
     roberta = shared.submissions["roberta-large"]  # alice's
     async with _as(shared_app, shared, "alice") as client:
         status = (await client.get(f"/submissions/{roberta}")).json()
-        assert all(job["metrics"] is None for job in status["jobs"]
-                   if job["dataset"].startswith("hidden-"))
+        assert all(
+            job["metrics"] is None for job in status["jobs"] if job["dataset"].startswith("hidden-")
+        )
         refused = await client.get(f"/submissions/{roberta}/examples/{HIDDEN}")
         assert refused.status_code == 404
         allowed = await client.get(f"/submissions/{roberta}/examples/test")
@@ -93,8 +95,9 @@ async def test_hidden_results_and_examples_are_refused_to_the_submitter(
         assert (await owner.get(f"/submissions/{roberta}/examples/{HIDDEN}")).status_code == 200
 
 
-@pytest.mark.parametrize(("who", "status"), [(None, 401), ("alice", 403), ("carol", 403),
-                                             ("annie", 403)])
+@pytest.mark.parametrize(
+    ("who", "status"), [(None, 401), ("alice", 403), ("carol", 403), ("annie", 403)]
+)
 async def test_only_the_owner_sets_default_weights(
     app: FastAPI, seeded: Seeded, who: str | None, status: int
 ) -> None:
@@ -113,8 +116,9 @@ async def test_an_owner_may_not_set_another_owners_weights(app: FastAPI, seeded:
         allowed = await owner.put(f"/tasks/{TASK}/weights", json={"weights": {"perf": 2}})
         assert allowed.status_code == 200
     async with _as(app, seeded, "carol") as carol:
-        assert (await carol.put(f"/tasks/{OTHER_TASK}/weights",
-                                json={"weights": {"perf": 2}})).status_code == 200
+        assert (
+            await carol.put(f"/tasks/{OTHER_TASK}/weights", json={"weights": {"perf": 2}})
+        ).status_code == 200
 
 
 @pytest.mark.parametrize("who", ["bob", "carol", "annie"])
@@ -125,8 +129,9 @@ async def test_others_may_not_cancel_rerun_or_mark_baselines(
     async with _as(app, seeded, who) as client:
         assert (await client.post(f"/submissions/{broken}/cancel")).status_code == 403
         assert (await client.post(f"/submissions/{broken}/rerun")).status_code == 403
-        assert (await client.put(f"/submissions/{broken}/baseline",
-                                 json={"is_baseline": True})).status_code == 403
+        assert (
+            await client.put(f"/submissions/{broken}/baseline", json={"is_baseline": True})
+        ).status_code == 403
 
 
 async def test_submitter_reruns_and_owner_marks_baseline(app: FastAPI, seeded: Seeded) -> None:
@@ -143,13 +148,13 @@ async def test_submitter_reruns_and_owner_marks_baseline(app: FastAPI, seeded: S
 
 
 @pytest.mark.parametrize("who", ["alice", "owner"])
-async def test_only_admins_manage_users_and_tasks(app: FastAPI, seeded: Seeded,
-                                                  who: str) -> None:
+async def test_only_admins_manage_users_and_tasks(app: FastAPI, seeded: Seeded, who: str) -> None:
     async with _as(app, seeded, who) as client:
         assert (await client.get("/users")).status_code == 403
         assert (await client.post("/users", json={"name": "mallory"})).status_code == 403
-        assert (await client.post("/users/alice/roles",
-                                  json={"role": "owner", "task": TASK})).status_code == 403
+        assert (
+            await client.post("/users/alice/roles", json={"role": "owner", "task": TASK})
+        ).status_code == 403
         assert (await client.post("/tasks", json={"spec": {}})).status_code == 403
 
 

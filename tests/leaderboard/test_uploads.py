@@ -20,7 +20,7 @@ from tests.leaderboard.seeding import TASK, Seeded
 
 pytestmark = pytest.mark.anyio
 
-HANDLER = '''
+HANDLER = """
 class Model:
     def __init__(self, model_dir):
         pass
@@ -28,7 +28,7 @@ class Model:
     def predict(self, batch):
         return [{"label": "positive", "probs": {"negative": 0.1, "neutral": 0.1,
                  "positive": 0.8}} for _ in batch]
-'''
+"""
 
 
 def make_bundle(root: Path, name: str = "always-positive", task: str = TASK) -> Path:
@@ -45,15 +45,21 @@ def make_bundle(root: Path, name: str = "always-positive", task: str = TASK) -> 
 
 
 async def _start(client: httpx.AsyncClient, archive: Path, **changes: object) -> dict:
-    body = {"task": TASK, "filename": archive.name, "size": archive.stat().st_size,
-            "sha256": hashlib.sha256(archive.read_bytes()).hexdigest(), **changes}
+    body = {
+        "task": TASK,
+        "filename": archive.name,
+        "size": archive.stat().st_size,
+        "sha256": hashlib.sha256(archive.read_bytes()).hexdigest(),
+        **changes,
+    }
     response = await client.post("/uploads", json=body)
     assert response.status_code == 201, response.text
     return response.json()
 
 
-async def test_chunked_upload_resumes_and_submits(app: FastAPI, seeded: Seeded,
-                                                  tmp_path: Path) -> None:
+async def test_chunked_upload_resumes_and_submits(
+    app: FastAPI, seeded: Seeded, tmp_path: Path
+) -> None:
     archive = make_bundle(tmp_path)
     data = archive.read_bytes()
     async with make_client(app, seeded.tokens["bob"]) as bob:
@@ -85,8 +91,7 @@ async def test_chunked_upload_resumes_and_submits(app: FastAPI, seeded: Seeded,
     assert not seeded.ctx.artifacts.exists(f"uploads/{upload['id']}/{0:015d}")
 
 
-async def test_a_corrupted_upload_is_refused(app: FastAPI, seeded: Seeded,
-                                             tmp_path: Path) -> None:
+async def test_a_corrupted_upload_is_refused(app: FastAPI, seeded: Seeded, tmp_path: Path) -> None:
     archive = make_bundle(tmp_path)
     data = bytearray(archive.read_bytes())
     data[100] ^= 0xFF
@@ -97,23 +102,27 @@ async def test_a_corrupted_upload_is_refused(app: FastAPI, seeded: Seeded,
     assert response.status_code == 400 and "Upload it again" in response.json()["detail"]
 
 
-async def test_more_bytes_than_announced_are_refused(app: FastAPI, seeded: Seeded,
-                                                     tmp_path: Path) -> None:
+async def test_more_bytes_than_announced_are_refused(
+    app: FastAPI, seeded: Seeded, tmp_path: Path
+) -> None:
     archive = make_bundle(tmp_path)
     async with make_client(app, seeded.tokens["bob"]) as bob:
         upload = await _start(bob, archive, size=100)
-        response = await bob.patch(f"/uploads/{upload['id']}", params={"offset": 0},
-                                   content=archive.read_bytes())
+        response = await bob.patch(
+            f"/uploads/{upload['id']}", params={"offset": 0}, content=archive.read_bytes()
+        )
         assert response.status_code == 413
         assert (await bob.get(f"/uploads/{upload['id']}")).json()["received"] == 0
 
 
-async def test_size_limit_and_archive_type_are_checked_first(seeded: Seeded,
-                                                             tmp_path: Path) -> None:
+async def test_size_limit_and_archive_type_are_checked_first(
+    seeded: Seeded, tmp_path: Path
+) -> None:
     settings = make_settings(tmp_path / "small")
     settings.max_upload_bytes = 1000
-    app = create_app(type(seeded.ctx)(settings=settings, db=seeded.ctx.db,
-                                      artifacts=seeded.ctx.artifacts))
+    app = create_app(
+        type(seeded.ctx)(settings=settings, db=seeded.ctx.db, artifacts=seeded.ctx.artifacts)
+    )
     archive = make_bundle(tmp_path)
     async with make_client(app, seeded.tokens["bob"]) as bob:
         body = {"task": TASK, "filename": "m.tar.gz", "size": 5000, "sha256": "0" * 64}
@@ -124,13 +133,15 @@ async def test_size_limit_and_archive_type_are_checked_first(seeded: Seeded,
     assert archive.exists()
 
 
-async def test_a_bundle_for_another_task_is_refused(app: FastAPI, seeded: Seeded,
-                                                    tmp_path: Path) -> None:
+async def test_a_bundle_for_another_task_is_refused(
+    app: FastAPI, seeded: Seeded, tmp_path: Path
+) -> None:
     archive = make_bundle(tmp_path, task="sentiment-b")
     async with make_client(app, seeded.tokens["bob"]) as bob:
         upload = await _start(bob, archive)
-        await bob.patch(f"/uploads/{upload['id']}", params={"offset": 0},
-                        content=archive.read_bytes())
+        await bob.patch(
+            f"/uploads/{upload['id']}", params={"offset": 0}, content=archive.read_bytes()
+        )
         response = await bob.post(f"/uploads/{upload['id']}/complete")
     assert response.status_code == 400 and "sentiment-b" in response.json()["detail"]
 
@@ -144,8 +155,10 @@ async def test_daily_quota_excludes_platform_faults(seeded: Seeded, tmp_path: Pa
     app = create_app(seeded.ctx)
     archive = make_bundle(tmp_path)
     async with make_client(app, seeded.tokens["alice"]) as alice:
-        refused = await alice.post("/uploads", json={
-            "task": TASK, "filename": archive.name, "size": 10, "sha256": "0" * 64})
+        refused = await alice.post(
+            "/uploads",
+            json={"task": TASK, "filename": archive.name, "size": 10, "sha256": "0" * 64},
+        )
     assert refused.status_code == 429 and "quota of 2" in refused.json()["detail"]
     seeded.ctx.settings.daily_upload_quota = 3
     async with make_client(app, seeded.tokens["alice"]) as alice:
@@ -161,8 +174,9 @@ async def test_anonymous_and_annotators_may_not_upload(
         assert (await client.post("/uploads", json=body)).status_code == status
 
 
-async def test_someone_elses_upload_is_not_found(app: FastAPI, seeded: Seeded,
-                                                 tmp_path: Path) -> None:
+async def test_someone_elses_upload_is_not_found(
+    app: FastAPI, seeded: Seeded, tmp_path: Path
+) -> None:
     archive = make_bundle(tmp_path)
     async with make_client(app, seeded.tokens["bob"]) as bob:
         upload = await _start(bob, archive)

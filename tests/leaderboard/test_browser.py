@@ -1,0 +1,102 @@
+"""In headless Chromium: sign in, move a weight slider, and see exactly the API's order."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.leaderboard.conftest import LiveServer
+from tests.leaderboard.seeding import PASSWORD, TASK
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+CHROMIUM = next(
+    (p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if Path(p).exists()),
+    shutil.which("chromium"),
+)
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+def _api_order(server: LiveServer, weights: dict[str, float] | None = None) -> list[str]:
+    params = {"weights": ",".join(f"{k}:{v:g}" for k, v in weights.items())} if weights else {}
+    board = httpx.get(f"{server.url}/tasks/{TASK}/leaderboard", params=params).json()
+    return [row["key"] for row in board["rows"] if row["rank"] is not None]
+
+
+def _page_order(page: Any) -> list[str]:
+    keys: list[str] = page.eval_on_selector_all(
+        "#board tbody tr:not([data-kind=majority])", "rows => rows.map(r => r.dataset.key)"
+    )
+    return keys
+
+
+def test_slider_reranks_to_the_apis_order(browser: Any, live_server: LiveServer) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{live_server.url}/ui/login?next=/ui/tasks/{TASK}")
+    page.fill("input[name=name]", "alice")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**/ui/tasks/{TASK}")
+    assert page.locator(".who").inner_text() == "alice"
+
+    before = _page_order(page)
+    assert len(before) >= 3 and before == _api_order(live_server)
+    weights = {
+        m: float(page.input_value(f"#w-{m}"))
+        for m in ("perf", "throughput", "memory", "fairness", "robustness")
+    }
+    weights["throughput"] = 10.0
+    page.fill("#w-throughput", "10")
+    expected = _api_order(live_server, weights)
+    assert expected != before, "the seeded models should re-rank when speed matters"
+    page.wait_for_function(
+        "expected => Array.from(document.querySelectorAll("
+        "'#board tbody tr:not([data-kind=majority])')).map(r => r.dataset.key).join() "
+        "=== expected.join()",
+        arg=expected,
+        timeout=5000,
+    )
+    assert _page_order(page) == expected
+    assert page.locator("#o-throughput").inner_text() == "10"
+    assert "throughput%3A10" in page.get_attribute("#dl-csv", "href")
+    page.screenshot(path=str(ARTIFACTS / "task-page.png"), full_page=True)
+
+    phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
+    phone.goto(f"{live_server.url}/ui/tasks/{TASK}")
+    phone.screenshot(path=str(ARTIFACTS / "task-page-phone.png"), full_page=True)
+    phone.close()
+
+    page.click(f"#board tbody tr[data-key='{expected[0]}'] td.name a")
+    page.wait_for_selector("#chart-pareto_memory .main-svg", timeout=15000)
+    for chart in ("contributions", "datasets", "rounds", "pareto_throughput"):
+        assert page.locator(f"#chart-{chart} .main-svg").count() >= 1, chart
+    assert page.locator("table.examples tbody tr").count() == 25
+    page.screenshot(path=str(ARTIFACTS / "model-page.png"), full_page=True)
+    assert errors == []
+    page.close()
