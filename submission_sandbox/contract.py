@@ -6,17 +6,25 @@ See docs/contract.md. The model sends a hello, then answers each request
 (the run's wall-clock limit) and every line a size cap; what goes wrong is raised as one
 of the ``Channel*`` exceptions below, which the sandboxes turn into failure reasons after
 looking at how the process ended.
+
+Requests may be pipelined (:meth:`ContractClient.stream`): the next request is written
+while the model works on the current one. The model reads requests in order and answers
+them in order, so it needs nothing new; the host writes from a thread of its own so that a
+large request cannot deadlock against a model that is writing a large answer.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import select
 import socket
 import struct
+import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,16 +79,27 @@ Reader = Callable[[int, float], bytes]
 
 
 def socket_reader(sock: socket.socket) -> Reader:
+    """A reader over a connected socket, which it puts (and keeps) in blocking mode.
+
+    The deadline is kept with ``poll``, not with the socket's timeout: a timeout is shared
+    with every thread using the socket, and a pipelined request may be being written (by
+    :meth:`ContractClient.stream`'s writer thread) while we wait for an answer.
+    """
+    sock.settimeout(None)
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+
     def read(n: int, deadline: float) -> bytes:
-        sock.settimeout(max(deadline - time.monotonic(), 0.001))
-        try:
-            return sock.recv(n)
-        except TimeoutError:
-            raise
-        except OSError as exc:
-            if isinstance(exc, socket.timeout):
-                raise TimeoutError from exc
-            return b""
+        while True:
+            left_ms = max(deadline - time.monotonic(), 0.0) * 1000
+            if not poller.poll(min(left_ms, 2**31 - 1)):
+                raise TimeoutError
+            try:
+                return sock.recv(n, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                continue  # woken without data after all
+            except OSError:
+                return b""
 
     return read
 
@@ -163,17 +182,74 @@ class UnixListener:
         self.path.unlink(missing_ok=True)
 
 
+class _Writer:
+    """Writes request lines on a thread of its own, for one stream.
+
+    The model reads a whole request before it works on it, then writes the whole answer.
+    Written inline, a request larger than the channel's buffer could block us while the
+    model blocks writing the previous answer that we are not yet reading; on a thread,
+    we keep reading. ``stop`` drops what was not begun and says which writes began (those
+    requests are in the model's hands and will be answered).
+    """
+
+    def __init__(self, write: Callable[[bytes], None]) -> None:
+        self._write = write
+        self._queue: queue.SimpleQueue[tuple[int, bytes] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._begun: set[int] = set()
+        self.error: ChannelClosed | None = None
+        self._thread = threading.Thread(target=self._run, name="contract-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, request_id: int, data: bytes) -> None:
+        self._queue.put((request_id, data))
+
+    def check(self) -> None:
+        """Raise the write's failure, if one failed."""
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            request_id, data = item
+            with self._lock:
+                if self._stopped or self.error is not None:
+                    continue
+                self._begun.add(request_id)
+            try:
+                self._write(data)
+            except OSError as exc:
+                self.error = ChannelClosed(f"could not write to the model: {exc}")
+
+    def stop(self) -> set[int]:
+        with self._lock:
+            self._stopped = True
+            begun = set(self._begun)
+        self._queue.put(None)
+        return begun
+
+
 class ContractClient:
-    """Speaks the contract to one model over a reader and a writer."""
+    """Speaks the contract to one model over a reader and a writer.
+
+    ``write`` must send all of its bytes (blocking) and may be called from another thread
+    than the reads (see :meth:`stream`).
+    """
 
     def __init__(self, read: Reader, write: Callable[[bytes], None], *, max_line_bytes: int):
         self._read = read
         self._write = write
+        self._write_lock = threading.Lock()
         self._max = max_line_bytes
         self._buffer = bytearray()
         self._next_id = 1
+        #: Requests the model has (or is being sent) whose answers nobody read yet: those
+        #: of a stream left early. They are read, and dropped, before anything else.
+        self._unanswered: deque[int] = deque()
+        self._streaming = False
 
-    def _line(self, deadline: float) -> bytes:
+    def _line(self, deadline: float, check: Callable[[], None] | None = None) -> bytes:
         while True:
             end = self._buffer.find(b"\n")
             if end >= 0:
@@ -186,16 +262,24 @@ class ContractClient:
                 continue
             if len(self._buffer) > self._max:
                 raise OutputTooLarge(f"a line of more than {self._max} bytes")
+            # With a writer to watch, wait in slices so that its failure is seen promptly.
+            until = deadline if check is None else min(deadline, time.monotonic() + 0.5)
             try:
-                chunk = self._read(1024 * 1024, deadline)
+                chunk = self._read(1024 * 1024, until)
             except TimeoutError:
+                if until < deadline:
+                    assert check is not None
+                    check()
+                    continue
                 raise ChannelTimeout("no answer before the time limit") from None
             if not chunk:
                 raise ChannelClosed("the model closed the channel")
             self._buffer.extend(chunk)
 
-    def _message(self, deadline: float) -> dict[str, Any]:
-        line = self._line(deadline)
+    def _message(
+        self, deadline: float, check: Callable[[], None] | None = None
+    ) -> dict[str, Any]:
+        line = self._line(deadline, check)
         try:
             message = json.loads(line)
         except ValueError:
@@ -204,10 +288,17 @@ class ContractClient:
             raise ProtocolViolation(f"a message must be a JSON object, got {line[:120]!r}")
         return message
 
-    def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
-        try:
+    @staticmethod
+    def _encode(message: dict[str, Any]) -> bytes:
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+    def _write_line(self, data: bytes) -> None:
+        with self._write_lock:
             self._write(data)
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            self._write_line(self._encode(message))
         except OSError as exc:
             raise ChannelClosed(f"could not write to the model: {exc}") from None
 
@@ -226,11 +317,88 @@ class ContractClient:
         except ValueError as exc:
             raise ProtocolViolation(f"a malformed hello: {exc}") from None
 
-    def request(self, inputs: list[dict[str, Any]], deadline: float) -> list[dict[str, Any]]:
+    def _new_id(self) -> int:
         request_id = self._next_id
         self._next_id += 1
+        return request_id
+
+    def _idle(self, deadline: float) -> None:
+        """Refuse to interleave with an open stream; read the answers a closed one left."""
+        if self._streaming:
+            raise RuntimeError("a stream of requests is still open; close it first")
+        self._drain(deadline)
+
+    def request(self, inputs: list[dict[str, Any]], deadline: float) -> list[dict[str, Any]]:
+        self._idle(deadline)
+        request_id = self._new_id()
         self.send({"id": request_id, "inputs": inputs})
-        message = self._message(deadline)
+        return self._answer(request_id, deadline)
+
+    def stream(
+        self,
+        batches: Iterator[list[dict[str, Any]]],
+        deadline: float,
+        *,
+        in_flight: int,
+        latencies: list[float],
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Answers to ``batches`` in order, with up to ``in_flight`` requests unanswered.
+
+        As soon as an answer is read, the next request is handed to the writer thread, and
+        only then is the answer given to the caller: the model works while the caller does.
+        ``batches`` is pulled from in the caller's thread, so what it raises is raised here.
+
+        A batch's latency (appended to ``latencies``) is the time from when the model could
+        start on it to its answer's arrival: from the later of its request's send and the
+        previous answer's arrival (the model answers in order, so it works on one request
+        at a time). One request at a time, that is the round trip; pipelined, the model's
+        time per batch without the queueing in front of it, which a send-to-arrival
+        figure would count (about ``in_flight`` times the model's time). Arrival is when
+        this generator read the answer: a caller slower than the model sees its own pace.
+
+        Leaving early (an exception, or closing the generator) drops the requests not yet
+        begun; the answers to those begun are read and dropped before the next request.
+        """
+        self._idle(deadline)
+        clock = time.perf_counter
+        writer = _Writer(self._write_line)
+        pending: deque[tuple[int, float]] = deque()  # (request id, sent at)
+        exhausted = False
+        last_arrival = -float("inf")
+
+        def fill() -> None:
+            nonlocal exhausted
+            while not exhausted and len(pending) < in_flight:
+                batch = next(batches, None)
+                if batch is None:
+                    exhausted = True
+                    return
+                request_id = self._new_id()
+                data = self._encode({"id": request_id, "inputs": batch})
+                pending.append((request_id, clock()))
+                writer.put(request_id, data)
+
+        self._streaming = True
+        try:
+            fill()
+            while pending:
+                request_id, sent = pending[0]
+                outputs = self._answer(request_id, deadline, writer.check)
+                arrived = clock()
+                pending.popleft()
+                latencies.append(arrived - max(sent, last_arrival))
+                last_arrival = arrived
+                fill()
+                yield outputs
+        finally:
+            self._streaming = False
+            begun = writer.stop()
+            self._unanswered.extend(rid for rid, _ in pending if rid in begun)
+
+    def _answer(
+        self, request_id: int, deadline: float, check: Callable[[], None] | None = None
+    ) -> list[dict[str, Any]]:
+        message = self._message(deadline, check)
         if "error" in message:
             raise ModelError(str(message["error"]))
         if message.get("id") != request_id:
@@ -244,8 +412,26 @@ class ContractClient:
             )
         return outputs
 
-    def shutdown(self) -> None:
+    def shutdown(self, grace_s: float = 5.0) -> bool:
+        """Ask the model to exit; False when that could not be asked within ``grace_s``.
+
+        Answers still owed to a stream left early are read (and dropped) first: a model
+        blocked writing one would otherwise never read the shutdown.
+        """
+        deadline = time.monotonic() + grace_s
         try:
-            self.send({"type": "shutdown"})
-        except ChannelClosed:
-            pass
+            self._drain(deadline)
+            if not self._write_lock.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+                return False  # a write of a left stream is still blocked
+            try:
+                self._write(self._encode({"type": "shutdown"}))
+            finally:
+                self._write_lock.release()
+        except (ChannelError, OSError):
+            return False
+        return True
+
+    def _drain(self, deadline: float) -> None:
+        while self._unanswered:
+            self._answer(self._unanswered[0], deadline)
+            self._unanswered.popleft()

@@ -6,12 +6,17 @@ all of them lives here; they implement the ``_``-prefixed hooks.
 
 A sandbox never sees gold labels: :meth:`Sandbox.predict` takes inputs only (``uid`` plus
 the task's input fields), and the evaluator strips everything else before calling it.
+
+:meth:`Sandbox.predict_stream` sends many batches with several requests in flight, so the
+model never waits for the host's side of a round trip; it checks each answer as
+:meth:`Sandbox.predict` does.
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Self
@@ -23,7 +28,9 @@ from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
 
 __all__ = [
+    "IMAGE_DIGEST",
     "ModelHello",
+    "PredictionStream",
     "ResourceUsage",
     "Sandbox",
     "SandboxFailure",
@@ -33,13 +40,30 @@ __all__ = [
 ]
 
 
+#: Key of :attr:`ModelHello.metadata` that the sandbox (never the model) sets to the
+#: digest of the image the model ran in; absent where no image ran (``local``).
+IMAGE_DIGEST = "image_digest"
+
+Outputs = list[dict[str, Any]]
+
+
 class ModelHello(BaseModel):
-    """The first message a model sends: who it is, before any request."""
+    """The first message a model sends: who it is, before any request.
+
+    ``metadata`` is the model's own, free-form, except :data:`IMAGE_DIGEST`, which the
+    sandbox sets (or removes) after the hello arrives, whatever the model sent.
+    """
 
     name: str = ""
     runtime: str = ""
     batch_size: int = Field(32, ge=1)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def image_digest(self) -> str | None:
+        """The digest of the image the model ran in (``sha256:...``), None without one."""
+        digest = self.metadata.get(IMAGE_DIGEST)
+        return str(digest) if digest else None
 
 
 class ResourceUsage(BaseModel):
@@ -106,6 +130,58 @@ class Sandbox(ABC):
             )
         return outputs
 
+    def predict_stream(
+        self, batches: Iterable[list[dict[str, Any]]], *, in_flight: int = 2
+    ) -> PredictionStream:
+        """Many requests, pipelined: outputs per batch, in order, each checked as by predict.
+
+        Up to ``in_flight`` requests are unanswered at once, so the model starts on the next
+        batch while the host reads, checks and uses the answer to this one. ``batches`` is
+        consumed lazily, up to ``in_flight`` ahead of what was yielded, in the caller's
+        thread (what it raises, the stream raises). Failures are those of
+        :meth:`predict`, with the same reasons and the same wall-clock limit. Close the
+        stream (or use it in a ``with``) when leaving it early; answers already asked for
+        are then read and dropped before the next request. ``stream.latencies`` holds each
+        batch's latency as defined by the sandbox (see :meth:`_predict_stream`).
+
+        The base class sends one request at a time; the docker and local sandboxes
+        pipeline over their channel.
+        """
+        if self.hello is None:
+            raise RuntimeError("Sandbox.predict_stream() before start()")
+        if in_flight < 1:
+            raise ValueError(f"in_flight must be at least 1, got {in_flight}")
+        return PredictionStream(self, batches, in_flight)
+
+    def _checked_stream(
+        self, batches: Iterable[list[dict[str, Any]]], in_flight: int, latencies: list[float]
+    ) -> Iterator[Outputs]:
+        sent: list[list[dict[str, Any]]] = []
+
+        def recorded() -> Iterator[list[dict[str, Any]]]:
+            for batch in batches:
+                sent.append(batch)
+                yield batch
+
+        answers = self._predict_stream(recorded(), in_flight, latencies)
+        try:
+            for number, outputs in enumerate(answers):
+                inputs = sent[number]
+                sent[number] = []  # keep no more than what is in flight
+                if len(outputs) != len(inputs):
+                    raise SandboxFailure(
+                        FailureReason.PROTOCOL_ERROR,
+                        f"the model returned {len(outputs)} outputs for {len(inputs)} "
+                        f"inputs (batch {number + 1} of a stream); return exactly one "
+                        "output per input",
+                        log_tail=self.log_tail(),
+                    )
+                yield outputs
+        finally:
+            close = getattr(answers, "close", None)
+            if close is not None:
+                close()
+
     def usage(self) -> ResourceUsage:
         """Peak memory and CPU time so far (read before the sandbox is removed)."""
         return self._usage()
@@ -141,6 +217,20 @@ class Sandbox(ABC):
     @abstractmethod
     def _predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
 
+    def _predict_stream(
+        self, batches: Iterator[list[dict[str, Any]]], in_flight: int, latencies: list[float]
+    ) -> Iterator[Outputs]:
+        """Answers to ``batches`` in order; appends each batch's latency to ``latencies``.
+
+        This default sends one request at a time (``in_flight`` is ignored) and a latency
+        is a request's round trip. A pipelining implementation documents its own figure.
+        """
+        for batch in batches:
+            started = time.perf_counter()
+            outputs = self._predict(batch)
+            latencies.append(time.perf_counter() - started)
+            yield outputs
+
     @abstractmethod
     def _usage(self) -> ResourceUsage: ...
 
@@ -149,6 +239,43 @@ class Sandbox(ABC):
 
     @abstractmethod
     def _log_tail(self, lines: int) -> str: ...
+
+
+class PredictionStream(Iterator[Outputs]):
+    """What :meth:`Sandbox.predict_stream` returns: outputs per batch, and their latencies.
+
+    Iterate it for the outputs; ``latencies`` grows by one figure (seconds) per batch
+    answered. Close it, or use it as a context manager, to leave it early.
+    """
+
+    def __init__(
+        self, box: Sandbox, batches: Iterable[list[dict[str, Any]]], in_flight: int
+    ) -> None:
+        self.latencies: list[float] = []
+        self._answers = box._checked_stream(batches, in_flight, self.latencies)
+
+    def __iter__(self) -> Self:
+        return self
+
+    def __next__(self) -> Outputs:
+        return next(self._answers)
+
+    def close(self) -> None:
+        """Stop early: no more requests are sent (those sent are answered, and dropped)."""
+        close = getattr(self._answers, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 _REGISTRY: dict[str, Callable[..., Sandbox]] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,3 +75,12 @@ def any_ctx(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Context]
         context = Context.from_settings(make_settings(tmp_path, url))
         yield context
         context.db.dispose()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium, shared by the tests of one module."""
+    from tests.helpers.browser import chromium
+
+    with chromium() as launched:
+        yield launched

@@ -24,6 +24,7 @@ from evalboard.cli._context import context
 from evalboard.cli._output import console, print_json
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset
+from evaluator import queue_missing_jobs
 
 __all__ = ["app"]
 
@@ -74,8 +75,9 @@ def add(
         labels=parse_mapping(label_map, what="--label-map"),
         exclude_labels=frozenset(exclude),
     )
+    ctx = context()
     added = add_dataset(
-        context(),
+        ctx,
         task_id=task,
         name=name,
         path=file,
@@ -100,6 +102,13 @@ def add(
     )
     for child in added.derived:
         console.print(f"  derived [bold]{child.name}[/bold]: {child.rows} perturbed examples")
+    # Keep the leaderboard complete: every submission gets evaluated on the new data.
+    queued = queue_missing_jobs(ctx, task)
+    if queued:
+        console.print(
+            f"Queued {len(queued)} evaluation jobs for the task's submissions; a running "
+            "`evalboard serve` or `evalboard worker` picks them up."
+        )
 
 
 @app.command("list")

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,14 +19,6 @@ from evalboard.core.settings import Settings
 from evalboard.demo import DEMO_MODELS, DEMO_TASK_ID
 
 EVALBOARD = [sys.executable, "-c", "from evalboard.cli import entry; entry()"]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 MODEL_NAMES = {model.name for model in DEMO_MODELS}
 
 
@@ -120,11 +113,10 @@ def test_second_run_reuses_everything(
 @pytest.mark.slow
 @pytest.mark.browser
 def test_the_served_page_shows_the_three_models_with_all_metrics(
-    demo_run: tuple[Path, subprocess.CompletedProcess[str], float], demo_ctx: Context
+    demo_run: tuple[Path, subprocess.CompletedProcess[str], float],
+    demo_ctx: Context,
+    browser: Any,
 ) -> None:
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
     data_dir, _, _ = demo_run
     server = subprocess.Popen(
         [*EVALBOARD, "demo", "--sandbox", "local", "--port", "0"],
@@ -135,26 +127,21 @@ def test_the_served_page_shows_the_three_models_with_all_metrics(
     )
     try:
         url = _served_url(server)
-        with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page()
-                page.goto(url)
-                rows = page.locator('#board tr[data-kind="model"]')
-                rows.first.wait_for()
-                assert rows.count() == 3
-                shown = set()
-                for index in range(3):
-                    row = rows.nth(index)
-                    shown.add(row.locator("td.name").inner_text().split("\n")[0].strip())
-                    cells = row.locator("td.metric")
-                    assert cells.count() >= 5
-                    for cell in range(cells.count()):
-                        text = cells.nth(cell).inner_text()
-                        assert re.search(r"\d", text), (index, cell, text)
-                assert shown == MODEL_NAMES
-            finally:
-                browser.close()
+        page = browser.new_page()
+        page.goto(url)
+        rows = page.locator('#board tr[data-kind="model"]')
+        rows.first.wait_for()
+        assert rows.count() == 3
+        shown = set()
+        for index in range(3):
+            row = rows.nth(index)
+            shown.add(row.locator("td.name").inner_text().split("\n")[0].strip())
+            cells = row.locator("td.metric")
+            assert cells.count() >= 5
+            for cell in range(cells.count()):
+                text = cells.nth(cell).inner_text()
+                assert re.search(r"\d", text), (index, cell, text)
+        assert shown == MODEL_NAMES
     finally:
         server.terminate()
         server.wait(timeout=30)

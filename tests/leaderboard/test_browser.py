@@ -2,42 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.helpers.browser import ARTIFACTS
 from tests.leaderboard.conftest import LiveServer
 from tests.leaderboard.seeding import PASSWORD, TASK
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-CHROMIUM = next(
-    (p for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium") if Path(p).exists()),
-    shutil.which("chromium"),
-)
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    if CHROMIUM is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 def _api_order(server: LiveServer, weights: dict[str, float] | None = None) -> list[str]:

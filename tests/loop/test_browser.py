@@ -3,12 +3,12 @@ target's prediction and probabilities at once, say why it fooled the model."""
 
 from __future__ import annotations
 
-import shutil
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -21,15 +21,6 @@ from leaderboard.loop import open_round
 from tests.loop.platform import Platform, build_platform
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 
 
 def _free_port() -> int:
@@ -61,41 +52,33 @@ def server(ctx: Context, tmp_path: Path) -> Iterator[tuple[str, Platform]]:
 
 
 def test_an_annotator_collects_one_example_in_the_browser(
-    server: tuple[str, Platform], ctx: Context
+    server: tuple[str, Platform], ctx: Context, browser: Any
 ) -> None:
-    if not CHROMIUM.exists() or shutil.which(str(CHROMIUM)) is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
     base, _ = server
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.goto(f"{base}/ui/tasks/sentiment/collect")
-            # Not signed in: the page sends the annotator to sign in, then back.
-            page.fill("input[name=name]", "alice")
-            page.fill("input[name=password]", "correct-horse-battery")
-            page.click("button[type=submit]")
-            page.wait_for_url(f"{base}/ui/tasks/sentiment/collect")
-            assert "Round 1" in page.inner_text("main")
+    page = browser.new_page()
+    page.goto(f"{base}/ui/tasks/sentiment/collect")
+    # Not signed in: the page sends the annotator to sign in, then back.
+    page.fill("input[name=name]", "alice")
+    page.fill("input[name=password]", "correct-horse-battery")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/ui/tasks/sentiment/collect")
+    assert "Round 1" in page.inner_text("main")
 
-            page.fill("#in_statement", "Oh great, the flight is delayed again.")
-            page.select_option("#label", "negative")
-            page.click("#submit-example")
+    page.fill("#in_statement", "Oh great, the flight is delayed again.")
+    page.select_option("#label", "negative")
+    page.click("#submit-example")
 
-            assert page.inner_text("#verdict") == "You fooled the model!"
-            assert page.inner_text("#prediction") == "positive"
-            probs = page.locator("#probs tbody tr")
-            assert probs.count() == 3
-            shown = {row.split()[0] for row in probs.all_inner_texts()}
-            assert shown == {"negative", "neutral", "positive"}
+    assert page.inner_text("#verdict") == "You fooled the model!"
+    assert page.inner_text("#prediction") == "positive"
+    probs = page.locator("#probs tbody tr")
+    assert probs.count() == 3
+    shown = {row.split()[0] for row in probs.all_inner_texts()}
+    assert shown == {"negative", "neutral", "positive"}
 
-            page.fill("#explain-text", "Sarcasm: 'great' means the opposite here.")
-            page.click("text=Save the explanation")
-            page.wait_for_selector(".flash")
-            assert "Explanation of example" in page.inner_text(".flash")
-        finally:
-            browser.close()
+    page.fill("#explain-text", "Sarcasm: 'great' means the opposite here.")
+    page.click("text=Save the explanation")
+    page.wait_for_selector(".flash")
+    assert "Explanation of example" in page.inner_text(".flash")
 
     with ctx.db.session() as session:
         (example,) = session.scalars(select(Example)).all()
