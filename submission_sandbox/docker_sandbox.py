@@ -22,6 +22,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -321,9 +322,12 @@ class DockerSandbox(Sandbox):
         return bool(state.get("Running"))
 
     def _kill_for_timeout(self) -> None:
+        self._timed_out.set()
+        self._kill_quietly()
+
+    def _kill_quietly(self) -> None:
         import docker.errors
 
-        self._timed_out.set()
         try:
             self._client.api.kill(self.container_id)
         except docker.errors.APIError:
@@ -380,6 +384,25 @@ class DockerSandbox(Sandbox):
             return self._contract.request(inputs, self._deadline)
         except ChannelError as exc:
             raise self._fail(exc) from None
+
+    def _predict_stream(
+        self, batches: Iterator[list[dict[str, Any]]], in_flight: int, latencies: list[float]
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Pipelined over the channel; latencies as :meth:`ContractClient.stream` defines."""
+        if self._failure is not None:
+            raise self._failure
+        assert self._contract is not None
+        if time.monotonic() >= self._deadline:
+            self._kill_for_timeout()
+        try:
+            yield from self._contract.stream(
+                batches, self._deadline, in_flight=in_flight, latencies=latencies
+            )
+        except ChannelError as exc:
+            raise self._fail(exc) from None
+
+    def _image_digest(self) -> str | None:
+        return self.image.id if self.image is not None else None
 
     # Resources -------------------------------------------------------------------------------
 
@@ -441,8 +464,9 @@ class DockerSandbox(Sandbox):
             if self.container_id is not None:
                 if self._failure is None and self._contract is not None:
                     usage = self._read_usage()  # before the cgroup goes with the process
-                    self._contract.shutdown()
-                    if self._conn is not None and self.channel == "stdio":
+                    if not self._contract.shutdown():
+                        self._kill_quietly()  # it could not be asked to exit
+                    elif self._conn is not None and self.channel == "stdio":
                         self._conn.shutdown(socket.SHUT_WR)
                     self._exit_info(wait_s=5)
                 if self._final_log is None:

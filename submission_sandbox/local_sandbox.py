@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -236,6 +237,20 @@ class LocalSandbox(Sandbox):
         except ChannelError as exc:
             raise self._fail(exc) from None
 
+    def _predict_stream(
+        self, batches: Iterator[list[dict[str, Any]]], in_flight: int, latencies: list[float]
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Pipelined over the channel; latencies as :meth:`ContractClient.stream` defines."""
+        if self._failure is not None:
+            raise self._failure
+        assert self._contract is not None
+        try:
+            yield from self._contract.stream(
+                batches, self._deadline, in_flight=in_flight, latencies=latencies
+            )
+        except ChannelError as exc:
+            raise self._fail(exc) from None
+
     def _usage(self) -> ResourceUsage:
         if self._alive():
             self._measure()
@@ -260,7 +275,8 @@ class LocalSandbox(Sandbox):
         usage = self._usage()
         try:
             if self._process is not None and self._failure is None and self._contract is not None:
-                self._contract.shutdown()
+                if not self._contract.shutdown():
+                    self._kill()  # before closing stdin, which a blocked write may hold
                 if self._process.stdin is not None:
                     try:
                         self._process.stdin.close()

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Self
@@ -113,7 +114,12 @@ class Sandbox(ABC):
 
     def start(self) -> ModelHello:
         """Start the model and wait for its hello; raises :class:`SandboxFailure`."""
-        self.hello = self._start()
+        hello = self._start()
+        metadata = {k: v for k, v in hello.metadata.items() if k != IMAGE_DIGEST}
+        digest = self._image_digest()
+        if digest:
+            metadata[IMAGE_DIGEST] = digest
+        self.hello = hello.model_copy(update={"metadata": metadata})
         return self.hello
 
     def predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -155,8 +161,8 @@ class Sandbox(ABC):
 
     def _checked_stream(
         self, batches: Iterable[list[dict[str, Any]]], in_flight: int, latencies: list[float]
-    ) -> Iterator[Outputs]:
-        sent: list[list[dict[str, Any]]] = []
+    ) -> Generator[Outputs, None, None]:
+        sent: deque[list[dict[str, Any]]] = deque()  # asked for, not yet answered
 
         def recorded() -> Iterator[list[dict[str, Any]]]:
             for batch in batches:
@@ -166,8 +172,7 @@ class Sandbox(ABC):
         answers = self._predict_stream(recorded(), in_flight, latencies)
         try:
             for number, outputs in enumerate(answers):
-                inputs = sent[number]
-                sent[number] = []  # keep no more than what is in flight
+                inputs = sent.popleft()
                 if len(outputs) != len(inputs):
                     raise SandboxFailure(
                         FailureReason.PROTOCOL_ERROR,
@@ -231,6 +236,10 @@ class Sandbox(ABC):
             latencies.append(time.perf_counter() - started)
             yield outputs
 
+    def _image_digest(self) -> str | None:
+        """The digest of the image the model runs in; None where it runs in none."""
+        return None
+
     @abstractmethod
     def _usage(self) -> ResourceUsage: ...
 
@@ -262,9 +271,7 @@ class PredictionStream(Iterator[Outputs]):
 
     def close(self) -> None:
         """Stop early: no more requests are sent (those sent are answered, and dropped)."""
-        close = getattr(self._answers, "close", None)
-        if close is not None:
-            close()
+        self._answers.close()
 
     def __enter__(self) -> Self:
         return self

@@ -56,6 +56,10 @@ class Case:
     )
     #: How many times the inputs are sent.
     requests: int = 1
+    #: 0: one request at a time (``predict``); else every request through
+    #: ``predict_stream`` with this many in flight, each request's uids suffixed with
+    #: ``#<request number>`` so that answers out of order are caught.
+    in_flight: int = 0
     #: None: every request succeeds; else the exact reason the run must end with.
     expect: FailureReason | None = None
     #: When set, each output must equal this label.
@@ -120,11 +124,20 @@ def run_case(
     log_tail = ""
     usage: ResourceUsage | None = None
     outputs: list[list[dict[str, Any]]] = []
+    requests = [case.inputs] * case.requests
+    if case.in_flight:
+        requests = [
+            [{**x, "uid": f"{x['uid']}#{number}"} for x in case.inputs]
+            for number in range(case.requests)
+        ]
     box = open_sandbox(bundle, kind=kind, limits=limits, **{**options, **case.options})
     try:
         box.start()
-        for _ in range(case.requests):
-            outputs.append(box.predict(case.inputs))
+        if case.in_flight:
+            with box.predict_stream(requests, in_flight=case.in_flight) as stream:
+                outputs.extend(stream)
+        else:
+            outputs.extend(box.predict(inputs) for inputs in requests)
         usage = box.usage()
     except SandboxFailure as failure:
         reason, detail, log_tail = failure.reason, failure.detail, failure.log_tail
@@ -133,6 +146,13 @@ def run_case(
         usage = usage or closing
     elapsed = time.monotonic() - started
     passed = reason == case.expect
+    if passed and case.expect is None:
+        # Outputs that echo their input's uid must echo it in place.
+        echoed = [o.get("uid") for batch in outputs for o in batch]
+        sent = [x["uid"] for batch in requests[: len(outputs)] for x in batch]
+        misplaced = [(u, e) for u, e in zip(sent, echoed, strict=False) if e not in (None, u)]
+        passed = len(outputs) == case.requests and not misplaced
+        detail = detail or f"{len(outputs)} answers of {case.requests}, misplaced {misplaced[:3]}"
     if passed and case.expect is None and case.expect_label is not None:
         got = {o.get("label") for batch in outputs for o in batch}
         passed = got == {case.expect_label}
@@ -155,6 +175,9 @@ def _case(name: str, **kwargs: Any) -> Case:
 
 
 _ECHO = "return [{'label': 'yes', 'uid': x['uid'], 'text': x['text']} for x in batch]"
+#: Six requests, two in flight; the third is where things go wrong.
+_MIDWAY: dict[str, Any] = {"requests": 6, "in_flight": 2, "init": "self.n = 0"}
+_ON_THIRD = "self.n += 1\nif self.n == 3:\n    {}\nreturn [{{'label': 'yes'}} for _ in batch]"
 
 CONFORMANCE: list[Case] = [
     _case("answers", expect_label="yes", requests=3),
@@ -222,6 +245,61 @@ CONFORMANCE: list[Case] = [
         limits={"max_output_bytes": 1_000_000},
         expect=FailureReason.OUTPUT_LIMIT,
     ),
+    # Pipelined (predict_stream): order kept, and the same reasons as one at a time.
+    _case("stream_keeps_order", predict=_ECHO, requests=20, in_flight=3),
+    _case(
+        "stream_large_both_ways",  # a 2 MB request written while a 2 MB answer comes back
+        predict=_ECHO,
+        inputs=[{"uid": "1", "text": "z" * 2_000_000}],
+        requests=4,
+        in_flight=2,
+    ),
+    _case(
+        "stream_crashes_midway",
+        **_MIDWAY,
+        predict=_ON_THIRD.format("os._exit(3)"),
+        expect=FailureReason.CRASHED,
+    ),
+    _case(
+        "stream_raises_midway",
+        **_MIDWAY,
+        predict=_ON_THIRD.format("raise ValueError('bad third batch')"),
+        expect=FailureReason.CRASHED,
+        expect_log="bad third batch",
+    ),
+    _case(
+        "stream_wrong_number_of_outputs_midway",
+        **_MIDWAY,
+        predict=_ON_THIRD.format("return [{'label': 'yes'}]"),
+        expect=FailureReason.PROTOCOL_ERROR,
+    ),
+    _case(
+        "stream_exits_zero_midway",
+        **_MIDWAY,
+        predict=_ON_THIRD.format("os._exit(0)"),
+        expect=FailureReason.PROTOCOL_ERROR,
+    ),
+    _case(
+        "stream_huge_response_midway",
+        **_MIDWAY,
+        predict=_ON_THIRD.format("return [{'label': 'x' * 3_000_000} for _ in batch]"),
+        limits={"max_output_bytes": 1_000_000},
+        expect=FailureReason.OUTPUT_LIMIT,
+    ),
+    _case(
+        "stream_sleeps_midway",
+        **_MIDWAY,
+        predict=_ON_THIRD.format("time.sleep(3600)"),
+        limits={"timeout_s": 3},
+        expect=FailureReason.TIMEOUT,
+    ),
+    _case(
+        "stream_memory_is_limited",
+        **_MIDWAY,
+        predict=_ON_THIRD.format("hog = [bytearray(16 * 1024 * 1024) for _ in range(32)]"),
+        limits={"memory": "128m"},
+        expect=FailureReason.OOM,
+    ),
     _case(
         "invalid_bundle",
         files={"evalboard.yaml": "name: x\ntask: t\nruntime: python\n"},
@@ -267,6 +345,7 @@ LOCAL_KNOWN_DIFFERENCES: dict[str, str] = {
     "root_is_read_only": "local runs as the calling user on the host's own filesystem",
     "no_network": "local shares the host's network",
     "memory_is_limited": "local sets no memory limit, so nothing is OOM-killed",
+    "stream_memory_is_limited": "local sets no memory limit, so nothing is OOM-killed",
 }
 
 # The marker is assembled at run time so that this handler's own source does not hold it.
