@@ -10,6 +10,9 @@ Writes medians to ``benchmarks/results/evaluator.json``.
    process over the same batches. Goal: end to end, start-up excluded, within 1.1x the raw
    time; the start-up is reported beside it. The same for a model doing 1 ms of CPU work
    per example, to show how the fixed per-example cost weighs against model cost.
+   Beside it, in the same run, the timed phase alone (``measure``, output checks
+   included) in one local sandbox with one request in flight (the evaluator before
+   pipelining) and with two (what it runs now), alternating, medians.
 2. Jobs per minute through the queue with one and with two workers: the embedded pool
    (threads, SQLite) and, where PostgreSQL and Redis run locally, `evalboard worker`
    processes under Celery. Each job is a 200-example dataset for the same model, so the
@@ -46,7 +49,9 @@ from evalboard.core.settings import Settings  # noqa: E402
 from evalboard.core.tables import Job  # noqa: E402
 from evaluator import TestSet, WorkerPool, enqueue_submission, evaluate_dataset  # noqa: E402
 from evaluator.broker import make_celery  # noqa: E402
+from evaluator.measurement import measure  # noqa: E402
 from evaluator.provenance import cpu_count, cpu_model  # noqa: E402
+from submission_sandbox import open_sandbox  # noqa: E402
 from tests.evaluator.conftest import submit  # noqa: E402
 from tests.helpers.tasks import SENTIMENT  # noqa: E402
 
@@ -69,19 +74,36 @@ def sentences(n: int) -> tuple[list[dict[str, Any]], str]:
         source = "dynasent+sst (cycled)"
     else:
         rng = random.Random(0)
-        words = ["good", "bad", "food", "service", "slow", "great", "the", "was", "not",
-                 "awful", "staff", "lovely", "price", "ok", "room", "never", "again"]
-        rows = [(" ".join(rng.choices(words, k=12)), rng.choice(sorted(LABELS)))
-                for _ in range(n)]
+        words = [
+            "good",
+            "bad",
+            "food",
+            "service",
+            "slow",
+            "great",
+            "the",
+            "was",
+            "not",
+            "awful",
+            "staff",
+            "lovely",
+            "price",
+            "ok",
+            "room",
+            "never",
+            "again",
+        ]
+        rows = [(" ".join(rng.choices(words, k=12)), rng.choice(sorted(LABELS))) for _ in range(n)]
         source = "synthetic"
-    examples = [{"uid": f"e{i}", "statement": rows[i % len(rows)][0],
-                 "label": rows[i % len(rows)][1]} for i in range(n)]
+    examples = [
+        {"uid": f"e{i}", "statement": rows[i % len(rows)][0], "label": rows[i % len(rows)][1]}
+        for i in range(n)
+    ]
     return examples, source
 
 
 def _handler(bundle: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(f"handler_{bundle.name}",
-                                                  bundle / "handler.py")
+    spec = importlib.util.spec_from_file_location(f"handler_{bundle.name}", bundle / "handler.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -140,6 +162,28 @@ def bench_end_to_end(bundle: Path, repeats: int) -> dict[str, Any]:
     }
 
 
+def bench_in_flight(bundle: Path, repeats: int) -> dict[str, Any]:
+    """The timed phase with one request in flight and with two, alternating in one sandbox."""
+    task = parse_task_spec(SENTIMENT)
+    examples, _ = sentences(10_000)
+    inputs = [{"uid": e["uid"], "statement": e["statement"]} for e in examples]
+    seconds: dict[int, list[float]] = {1: [], 2: []}
+    with open_sandbox(bundle, kind="local", limits=task.limits) as box:
+        measure(box, inputs[:640], task, batch_size=64)  # warm-up
+        for _ in range(repeats):
+            for in_flight, times in seconds.items():
+                run = measure(box, inputs, task, batch_size=64, in_flight=in_flight)
+                times.append(run.predict_s)
+    one, two = (statistics.median(seconds[n]) for n in (1, 2))
+    return {
+        "examples": len(inputs),
+        "batch_size": 64,
+        "timed_phase_one_in_flight_s": round(one, 4),
+        "timed_phase_two_in_flight_s": round(two, 4),
+        "speedup": round(one / two, 3),
+    }
+
+
 def iterations_per_ms() -> int:
     """Loop iterations of the keyword model's ``busy`` that take about 1 ms here (best of 5)."""
     busy = _handler(KEYWORD_BUNDLE).busy
@@ -160,8 +204,7 @@ def _prepare(ctx: Context, root: Path, jobs: int) -> int:
     examples, _ = sentences(200 * jobs)
     for n in range(jobs):
         path = root / f"d{n}.jsonl"
-        path.write_text("".join(json.dumps(e) + "\n"
-                                for e in examples[n * 200 : (n + 1) * 200]))
+        path.write_text("".join(json.dumps(e) + "\n" for e in examples[n * 200 : (n + 1) * 200]))
         add_dataset(ctx, task_id="sentiment", name=f"d{n}", path=path, perturb=False)
     return submit(ctx, _bundle_copy(root))
 
@@ -190,11 +233,17 @@ def bench_jobs_per_minute_celery(workers: int, jobs: int) -> float | None:
         import psycopg
         import redis
 
-        admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres",
-                                autocommit=True, connect_timeout=3)
-        broker = next(client for index in range(15, 0, -1)
-                      if (client := redis.Redis(host="127.0.0.1", port=6379, db=index,
-                                                socket_timeout=3)).dbsize() == 0)
+        admin = psycopg.connect(
+            "postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True, connect_timeout=3
+        )
+        broker = next(
+            client
+            for index in range(15, 0, -1)
+            if (
+                client := redis.Redis(host="127.0.0.1", port=6379, db=index, socket_timeout=3)
+            ).dbsize()
+            == 0
+        )
     except Exception as exc:
         print(f"skipping the Celery figure: {exc}")
         return None
@@ -206,20 +255,38 @@ def bench_jobs_per_minute_celery(workers: int, jobs: int) -> float | None:
         with tempfile.TemporaryDirectory(prefix="evalboard-bench-") as tmp:
             root = Path(tmp)
             index = broker.connection_pool.connection_kwargs["db"]
-            settings = Settings(data_dir=root / "data", database_url=url,
-                                broker_url=f"redis://127.0.0.1:6379/{index}", sandbox="local")
+            settings = Settings(
+                data_dir=root / "data",
+                database_url=url,
+                broker_url=f"redis://127.0.0.1:6379/{index}",
+                sandbox="local",
+            )
             ctx = Context.from_settings(settings)
             submission = _prepare(ctx, root, jobs)
-            env = {**os.environ, "EVALBOARD_DATA_DIR": str(settings.data_dir),
-                   "EVALBOARD_DATABASE_URL": url, "EVALBOARD_BROKER_URL": settings.broker_url,
-                   "EVALBOARD_ARTIFACTS": settings.artifacts, "EVALBOARD_SANDBOX": "local"}
+            env = {
+                **os.environ,
+                "EVALBOARD_DATA_DIR": str(settings.data_dir),
+                "EVALBOARD_DATABASE_URL": url,
+                "EVALBOARD_BROKER_URL": settings.broker_url,
+                "EVALBOARD_ARTIFACTS": settings.artifacts,
+                "EVALBOARD_SANDBOX": "local",
+            }
             logs = [root / f"worker-{n}.log" for n in range(workers)]
             for log in logs:
                 with log.open("wb") as output:
-                    processes.append(subprocess.Popen(
-                        [str(Path(sys.executable).parent / "evalboard"), "worker",
-                         "--concurrency", "1"], env=env, stdout=output,
-                        stderr=subprocess.STDOUT))
+                    processes.append(
+                        subprocess.Popen(
+                            [
+                                str(Path(sys.executable).parent / "evalboard"),
+                                "worker",
+                                "--concurrency",
+                                "1",
+                            ],
+                            env=env,
+                            stdout=output,
+                            stderr=subprocess.STDOUT,
+                        )
+                    )
             deadline = time.monotonic() + 60
             while not all("ready." in log.read_text() for log in logs):
                 assert time.monotonic() < deadline, "workers did not start"
@@ -228,8 +295,11 @@ def bench_jobs_per_minute_celery(workers: int, jobs: int) -> float | None:
             enqueue_submission(ctx, submission)
             while True:
                 with ctx.db.session() as session:
-                    left = session.scalar(select(func.count(Job.id)).where(
-                        Job.status.in_(("queued", "building", "running"))))
+                    left = session.scalar(
+                        select(func.count(Job.id)).where(
+                            Job.status.in_(("queued", "building", "running"))
+                        )
+                    )
                 if not left:
                     break
                 time.sleep(0.05)
@@ -260,6 +330,8 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     end_to_end = bench_end_to_end(BUNDLE, args.repeats)
     print("vader:", json.dumps(end_to_end, indent=2))
+    in_flight = bench_in_flight(BUNDLE, args.repeats)
+    print("vader, timed phase by requests in flight:", json.dumps(in_flight, indent=2))
     with tempfile.TemporaryDirectory(prefix="evalboard-bench-") as tmp:
         # The same pipeline for a model with 1 ms of CPU work per example (a small neural
         # model on CPU costs more): the evaluator's per-example cost, fixed, matters less.
@@ -283,15 +355,23 @@ def main() -> None:
         "benchmark": "evaluator",
         "end_to_end_10k": end_to_end,
         "end_to_end_10k_model_1ms_per_example": one_ms,
-        "jobs_per_minute": {**per_minute, "jobs": args.jobs, "examples_per_job": 200,
-                            "path": "embedded pool (threads), SQLite, local sandbox"},
-        "jobs_per_minute_celery": {**celery, "jobs": args.jobs, "examples_per_job": 200,
-                                   "path": "`evalboard worker` processes (concurrency 1), "
-                                           "Celery over Redis, PostgreSQL, local sandbox"},
+        "timed_phase_10k_by_in_flight": in_flight,
+        "jobs_per_minute": {
+            **per_minute,
+            "jobs": args.jobs,
+            "examples_per_job": 200,
+            "path": "embedded pool (threads), SQLite, local sandbox",
+        },
+        "jobs_per_minute_celery": {
+            **celery,
+            "jobs": args.jobs,
+            "examples_per_job": 200,
+            "path": "`evalboard worker` processes (concurrency 1), "
+            "Celery over Redis, PostgreSQL, local sandbox",
+        },
         "repeats": args.repeats,
         # Other work on the machine skews every figure; this says how busy it was.
-        "load_average_1m": {"before": round(load_before, 2),
-                            "after": round(os.getloadavg()[0], 2)},
+        "load_average_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
         "python": platform.python_version(),
         "cpu": cpu_model(),
         "cpus": cpu_count(),

@@ -67,8 +67,12 @@ def make_celery(settings: Settings) -> Any:
 
 def _run_job_task(job_id: int) -> str:
     ctx: Context = _worker.get("ctx") or Context.from_settings()
-    status = run_job(ctx, int(job_id), lease_s=_worker.get("lease_s", queue.DEFAULT_LEASE_S),
-                     sandbox=_worker.get("sandbox"))
+    status = run_job(
+        ctx,
+        int(job_id),
+        lease_s=_worker.get("lease_s", queue.DEFAULT_LEASE_S),
+        sandbox=_worker.get("sandbox"),
+    )
     return status.value if status is not None else "skipped"
 
 
@@ -106,23 +110,27 @@ def run_celery_worker(
     warm_up()
     stop = threading.Event()
     reaper = threading.Thread(
-        target=_reap_forever, args=(ctx, reap_every_s or lease_s / 2, stop),
-        name="evalboard-reaper", daemon=True,
+        target=_reap_forever,
+        args=(ctx, reap_every_s or lease_s / 2, stop),
+        name="evalboard-reaper",
+        daemon=True,
     )
     reaper.start()
     app = make_celery(ctx.settings)
     try:
-        app.worker_main([
-            "worker",
-            f"--queues={','.join(queues)}",
-            f"--concurrency={concurrency}",
-            # Threads: a job's work happens in its sandbox, and a SIGKILL takes the whole
-            # worker down at once (no orphaned pool children holding leases).
-            "--pool=threads",
-            f"--loglevel={loglevel}",
-            f"--hostname=evalboard-{os.getpid()}@{socket.gethostname()}",
-            "--without-gossip",
-            "--without-mingle",
-        ])
+        app.worker_main(
+            [
+                "worker",
+                f"--queues={','.join(queues)}",
+                f"--concurrency={concurrency}",
+                # Threads: a job's work happens in its sandbox, and a SIGKILL takes the whole
+                # worker down at once (no orphaned pool children holding leases).
+                "--pool=threads",
+                f"--loglevel={loglevel}",
+                f"--hostname=evalboard-{os.getpid()}@{socket.gethostname()}",
+                "--without-gossip",
+                "--without-mingle",
+            ]
+        )
     finally:
         stop.set()

@@ -82,8 +82,9 @@ class EnergyMeter:
     def stop(self) -> Energy:
         if self._tracker is None:
             if self.enabled:
-                self.energy = Energy(country_iso_code=self.country_iso_code,
-                                     method=self._error or "unavailable")
+                self.energy = Energy(
+                    country_iso_code=self.country_iso_code, method=self._error or "unavailable"
+                )
             return self.energy
         try:
             self._tracker.stop()
@@ -97,8 +98,9 @@ class EnergyMeter:
                 country_iso_code=self.country_iso_code,
             )
         except Exception as exc:  # noqa: BLE001 - see class docstring
-            self.energy = Energy(country_iso_code=self.country_iso_code,
-                                 method=f"codecarbon failed: {exc}")
+            self.energy = Energy(
+                country_iso_code=self.country_iso_code, method=f"codecarbon failed: {exc}"
+            )
         finally:
             self._tracker = None
         return self.energy

@@ -71,10 +71,14 @@ class DatasetRun:
 
 def _outcome(test_set: TestSet, **fields: Any) -> DatasetOutcome:
     return DatasetOutcome(
-        dataset=test_set.name, sha256=test_set.sha256, round=test_set.round,
-        access=test_set.access, weight=test_set.weight,
+        dataset=test_set.name,
+        sha256=test_set.sha256,
+        round=test_set.round,
+        access=test_set.access,
+        weight=test_set.weight,
         perturbation=test_set.perturbation,
-        derived_from=test_set.derived_from, **fields,
+        derived_from=test_set.derived_from,
+        **fields,
     )
 
 
@@ -100,8 +104,10 @@ def evaluate_dataset(
         evaluator.measurement.Aborted: ``abort`` was set.
     """
     if test_set.perturbation and original is None and original_outputs is None:
-        raise UsageError(f"Dataset {test_set.name!r} is a {test_set.perturbation} copy of "
-                         f"{test_set.derived_from!r}; evaluate it together with that dataset")
+        raise UsageError(
+            f"Dataset {test_set.name!r} is a {test_set.perturbation} copy of "
+            f"{test_set.derived_from!r}; evaluate it together with that dataset"
+        )
     inputs = model_inputs(test_set.examples, task.input_names)
     box = open_sandbox(bundle_dir, kind=sandbox, limits=limits or task.limits)
     meter = EnergyMeter(country_iso_code, enabled=measure_energy)
@@ -117,10 +123,12 @@ def evaluate_dataset(
             assert original is not None
             wanted = {str(example["input_id"]) for example in test_set.examples}
             needed = [e for e in original.examples if str(e["uid"]) in wanted]
-            before = measure(box, model_inputs(needed, task.input_names), task,
-                             batch_size=size, abort=abort)
-            original_outputs = {str(e["uid"]): o
-                                for e, o in zip(needed, before.outputs, strict=True)}
+            before = measure(
+                box, model_inputs(needed, task.input_names), task, batch_size=size, abort=abort
+            )
+            original_outputs = {
+                str(e["uid"]): o for e, o in zip(needed, before.outputs, strict=True)
+            }
 
         def on_batch(done: int) -> None:
             if progress is not None:
@@ -135,9 +143,13 @@ def evaluate_dataset(
         if progress is not None:
             progress.end(test_set.name, f"failed: {failure.reason.value}")
         return DatasetRun(
-            outcome=_outcome(test_set, status="failed", failure=Failure(
-                reason=failure.reason.value, message=failure.detail,
-                log_tail=failure.log_tail)),
+            outcome=_outcome(
+                test_set,
+                status="failed",
+                failure=Failure(
+                    reason=failure.reason.value, message=failure.detail, log_tail=failure.log_tail
+                ),
+            ),
             energy=energy,
             isolating=type(box).isolating,
         )
@@ -173,11 +185,12 @@ def evaluate_dataset(
     return DatasetRun(
         outcome=_outcome(test_set, metrics=metrics),
         energy=energy,
-        outputs={str(e["uid"]): o for e, o in zip(test_set.examples, measured.outputs,
-                                                  strict=True)},
+        outputs={
+            str(e["uid"]): o for e, o in zip(test_set.examples, measured.outputs, strict=True)
+        },
         quality=quality,
         model=hello.name,
-        image_digest=_image_digest(box, hello.metadata),
+        image_digest=hello.image_digest,
         gpu=usage.gpu or final.gpu,
         isolating=type(box).isolating,
     )
@@ -207,15 +220,6 @@ def _note(metrics: DatasetMetrics) -> str:
         if value is not None:
             return f"{name} {value:.2f}, {metrics.throughput:.1f} ex/s"
     return "done"
-
-
-def _image_digest(box: Sandbox, metadata: Mapping[str, Any]) -> str | None:
-    # The docker sandbox keeps the built image (its id is the content digest); a sandbox
-    # that runs no image (local) has none.
-    image = getattr(box, "image", None)
-    digest = (metadata.get("image_digest") or getattr(box, "image_digest", None)
-              or getattr(image, "id", None))
-    return str(digest) if digest else None
 
 
 def _total_energy(runs: Sequence[DatasetRun], country_iso_code: str) -> Energy:
@@ -266,15 +270,25 @@ def evaluate(
     fatal: DatasetOutcome | None = None
     for test_set in in_evaluation_order(datasets):
         if fatal is not None:
-            runs.append(DatasetRun(outcome=_outcome(test_set, status="failed",
-                                                    failure=fatal.failure),
-                                   energy=Energy(method="not run")))
+            runs.append(
+                DatasetRun(
+                    outcome=_outcome(test_set, status="failed", failure=fatal.failure),
+                    energy=Energy(method="not run"),
+                )
+            )
             continue
         original = by_name.get(test_set.derived_from or "")
         run = evaluate_dataset(
-            bundle_dir, test_set, task, sandbox=sandbox, limits=limits, original=original,
-            original_outputs=outputs.get(test_set.derived_from or ""), batch_size=batch_size,
-            progress=progress, country_iso_code=country_iso_code,
+            bundle_dir,
+            test_set,
+            task,
+            sandbox=sandbox,
+            limits=limits,
+            original=original,
+            original_outputs=outputs.get(test_set.derived_from or ""),
+            batch_size=batch_size,
+            progress=progress,
+            country_iso_code=country_iso_code,
             measure_energy=measure_energy,
         )
         runs.append(run)

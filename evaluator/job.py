@@ -54,8 +54,9 @@ def _load(ctx: Context, job_id: int) -> _Work:
         submission = session.get(Submission, job.submission_id)
         dataset = session.get(Dataset, job.dataset_id)
         assert submission is not None and dataset is not None
-        original = session.get(Dataset, dataset.derived_from_id) if dataset.derived_from_id \
-            else None
+        original = (
+            session.get(Dataset, dataset.derived_from_id) if dataset.derived_from_id else None
+        )
         task = session.get(Task, dataset.task_id)
         assert task is not None
         has_result = session.scalar(select(Result.id).where(Result.job_id == job_id))
@@ -97,13 +98,16 @@ def _aware(moment: datetime | None) -> datetime | None:
     return moment
 
 
-def _provenance(run: DatasetRun, work: _Work, sandbox: str,
-                limits: dict[str, Any]) -> dict[str, Any]:
+def _provenance(
+    run: DatasetRun, work: _Work, sandbox: str, limits: dict[str, Any]
+) -> dict[str, Any]:
     record = Provenance(
         bundle_sha256=work.submission.bundle_sha256,
         image_digest=run.image_digest,
-        dataset_sha256={work.dataset.name: work.dataset.sha256,
-                        **({work.original.name: work.original.sha256} if work.original else {})},
+        dataset_sha256={
+            work.dataset.name: work.dataset.sha256,
+            **({work.original.name: work.original.sha256} if work.original else {}),
+        },
         evaluator_version=provenance.evaluator_version(),
         sandbox=sandbox,
         sandbox_isolating=run.isolating,
@@ -116,12 +120,19 @@ def _provenance(run: DatasetRun, work: _Work, sandbox: str,
         started_at=_aware(work.job.started_at) or datetime.now(UTC),
         finished_at=datetime.now(UTC),
     ).model_dump(mode="json")
-    return {"schema_version": SCHEMA_VERSION, **record,
-            "energy": run.energy.model_dump(mode="json")}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        **record,
+        "energy": run.energy.model_dump(mode="json"),
+    }
 
 
 def execute_claimed(
-    ctx: Context, job_id: int, *, owner: str, lease_s: float = queue.DEFAULT_LEASE_S,
+    ctx: Context,
+    job_id: int,
+    *,
+    owner: str,
+    lease_s: float = queue.DEFAULT_LEASE_S,
     sandbox: str | None = None,
 ) -> JobStatus | None:
     """Run a job this owner has claimed; returns its final status (None: lease lost)."""
@@ -138,18 +149,31 @@ def execute_claimed(
             with tempfile.TemporaryDirectory(prefix=f"evalboard-job-{job_id}-") as tmp:
                 bundle_dir = _fetch_bundle(ctx, work.submission, Path(tmp))
                 original = TestSet.from_table(ctx, work.original) if work.original else None
-                test_set = TestSet.from_table(ctx, work.dataset, derived_from=original.name
-                                              if original is not None else None)
+                test_set = TestSet.from_table(
+                    ctx, work.dataset, derived_from=original.name if original is not None else None
+                )
                 run = evaluate_dataset(
-                    bundle_dir, test_set, spec, sandbox=kind, limits=spec.limits,
-                    original=original, progress=_JobProgress(ctx, lease), abort=lease.lost,
+                    bundle_dir,
+                    test_set,
+                    spec,
+                    sandbox=kind,
+                    limits=spec.limits,
+                    original=original,
+                    progress=_JobProgress(ctx, lease),
+                    abort=lease.lost,
                 )
             if lease.lost.is_set():
                 return None
             failure = run.outcome.failure
             if failure is not None:
-                queue.fail(ctx, job_id, owner=owner, reason=FailureReason(failure.reason),
-                           message=failure.message, log_tail=failure.log_tail)
+                queue.fail(
+                    ctx,
+                    job_id,
+                    owner=owner,
+                    reason=FailureReason(failure.reason),
+                    message=failure.message,
+                    log_tail=failure.log_tail,
+                )
                 return JobStatus.FAILED
             assert run.outcome.metrics is not None
             key = None
@@ -157,9 +181,12 @@ def execute_claimed(
                 key = f"predictions/{work.submission.id}/job-{job_id}.jsonl"
                 ctx.artifacts.put_bytes(key, run.quality.jsonl())
             queue.finish(
-                ctx, job_id,
-                metrics={"schema_version": SCHEMA_VERSION,
-                         **run.outcome.metrics.model_dump(mode="json")},
+                ctx,
+                job_id,
+                metrics={
+                    "schema_version": SCHEMA_VERSION,
+                    **run.outcome.metrics.model_dump(mode="json"),
+                },
                 provenance=_provenance(run, work, kind, spec.limits.model_dump(mode="json")),
                 predictions_key=key,
             )
@@ -167,21 +194,31 @@ def execute_claimed(
         except Aborted:
             return None
         except InvalidBundle as exc:
-            queue.fail(ctx, job_id, owner=owner, reason=FailureReason.INVALID_BUNDLE,
-                       message=exc.message)
+            queue.fail(
+                ctx, job_id, owner=owner, reason=FailureReason.INVALID_BUNDLE, message=exc.message
+            )
             return JobStatus.FAILED
         except Exception as exc:
             logger.exception("job %s: platform error", job_id)
             if attempts < queue.MAX_ATTEMPTS and queue.release(ctx, job_id, owner=owner):
                 return JobStatus.QUEUED
-            queue.fail(ctx, job_id, owner=owner, reason=FailureReason.PLATFORM_ERROR,
-                       message=f"{type(exc).__name__}: {exc}")
+            queue.fail(
+                ctx,
+                job_id,
+                owner=owner,
+                reason=FailureReason.PLATFORM_ERROR,
+                message=f"{type(exc).__name__}: {exc}",
+            )
             return JobStatus.FAILED
 
 
 def run_job(
-    ctx: Context, job_id: int, *, owner: str | None = None,
-    lease_s: float = queue.DEFAULT_LEASE_S, sandbox: str | None = None,
+    ctx: Context,
+    job_id: int,
+    *,
+    owner: str | None = None,
+    lease_s: float = queue.DEFAULT_LEASE_S,
+    sandbox: str | None = None,
 ) -> JobStatus | None:
     """Claim and run a job; None when it is not queued (another worker has or had it)."""
     owner = owner or worker_identity()
@@ -190,13 +227,17 @@ def run_job(
     return execute_claimed(ctx, job_id, owner=owner, lease_s=lease_s, sandbox=sandbox)
 
 
-def stored_outcome(result: Result, dataset: Dataset, original: Dataset | None = None
-                   ) -> DatasetOutcome:
+def stored_outcome(
+    result: Result, dataset: Dataset, original: Dataset | None = None
+) -> DatasetOutcome:
     """A stored job result as a DatasetOutcome (for :func:`evaluator.summarize`)."""
     metrics = {k: v for k, v in result.metrics.items() if k != "schema_version"}
     return DatasetOutcome(
-        dataset=dataset.name, sha256=dataset.sha256, round=dataset.round,
-        access=dataset.access, weight=dataset.weight,
+        dataset=dataset.name,
+        sha256=dataset.sha256,
+        round=dataset.round,
+        access=dataset.access,
+        weight=dataset.weight,
         perturbation=dataset.perturbation,
         derived_from=original.name if original is not None else None,
         metrics=DatasetMetrics.model_validate(metrics),

@@ -51,8 +51,13 @@ class Lease:
         failures = 0
         while not self._stop.wait(self.interval_s):
             try:
-                held = renew(self.ctx, self.job_id, owner=self.owner, lease_s=self.lease_s,
-                             progress=self.progress)
+                held = renew(
+                    self.ctx,
+                    self.job_id,
+                    owner=self.owner,
+                    lease_s=self.lease_s,
+                    progress=self.progress,
+                )
             except Exception:
                 # A database blip: keep trying until the lease would have run out.
                 failures += 1

@@ -1,10 +1,12 @@
 """Send a dataset through a started sandbox, timing every batch and checking every output.
 
-The timed phase starts with the first request and ends with the last response; start-up
-is measured apart. Outputs are checked against the task before anything is scored: one
-output per input, a known label (classification) or a string answer (QA), and finite
-probabilities over known labels. A bad output is the model's ``protocol_error``, with the
-bad value in the message.
+The timed phase starts with the first request and ends with the last response checked;
+start-up is measured apart. Requests are pipelined (:meth:`Sandbox.predict_stream`, two in
+flight): the model works on the next batch while we check this one, as it would behind
+any serving loop, so throughput is the model's and not our round trip's. Outputs are
+checked against the task before anything is scored: one output per input, a known label
+(classification) or a string answer (QA), and finite probabilities over known labels. A
+bad output is the model's ``protocol_error``, with the bad value in the message.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,10 +25,13 @@ from datasets_registry.taskspec import TaskSpec
 from evalboard.core.states import FailureReason
 from submission_sandbox.sandbox import Sandbox, SandboxFailure
 
-__all__ = ["Aborted", "Measurement", "check_outputs", "measure", "percentile"]
+__all__ = ["IN_FLIGHT", "Aborted", "Measurement", "check_outputs", "measure", "percentile"]
 
 #: Called after each batch with the number of examples done so far.
 OnBatch = Callable[[int], None]
+#: Requests kept in flight: one being answered, one waiting, so the model never idles on
+#: our side of the round trip; more only adds queueing to each batch's wait.
+IN_FLIGHT = 2
 
 
 class Aborted(Exception):
@@ -71,37 +77,55 @@ def check_outputs(
 ) -> None:
     """Refuse outputs that break the contract; raises SandboxFailure(protocol_error)."""
     if len(outputs) != len(inputs):
-        raise _protocol_error(box, f"the model returned {len(outputs)} outputs for "
-                              f"{len(inputs)} inputs; return exactly one output per input")
+        raise _protocol_error(
+            box,
+            f"the model returned {len(outputs)} outputs for "
+            f"{len(inputs)} inputs; return exactly one output per input",
+        )
     labels = set(task.output.labels)
     for example, output in zip(inputs, outputs, strict=True):
         uid = example.get("uid")
         if not isinstance(output, dict):
-            raise _protocol_error(box, f"output for uid {uid!r} is {_short(output)}, not an "
-                                  "object")
+            raise _protocol_error(box, f"output for uid {uid!r} is {_short(output)}, not an object")
         if task.output.type == "span":
             if not isinstance(output.get("answer"), str):
-                raise _protocol_error(box, f"output for uid {uid!r} has answer "
-                                      f"{_short(output.get('answer'))}; a string (the span, "
-                                      "or '' for no answer) is required")
+                raise _protocol_error(
+                    box,
+                    f"output for uid {uid!r} has answer "
+                    f"{_short(output.get('answer'))}; a string (the span, "
+                    "or '' for no answer) is required",
+                )
             continue
         label = output.get("label")
         if label not in labels:
-            raise _protocol_error(box, f"output for uid {uid!r} has label {_short(label)}, "
-                                  f"which the task does not know; known: "
-                                  f"{', '.join(task.output.labels)}")
+            raise _protocol_error(
+                box,
+                f"output for uid {uid!r} has label {_short(label)}, "
+                f"which the task does not know; known: "
+                f"{', '.join(task.output.labels)}",
+            )
         probs = output.get("probs")
         if probs is None:
             continue
         if not isinstance(probs, dict) or not set(probs) <= labels:
-            raise _protocol_error(box, f"output for uid {uid!r} has probs {_short(probs)}; "
-                                  f"a mapping from the task's labels "
-                                  f"({', '.join(task.output.labels)}) to numbers is required")
+            raise _protocol_error(
+                box,
+                f"output for uid {uid!r} has probs {_short(probs)}; "
+                f"a mapping from the task's labels "
+                f"({', '.join(task.output.labels)}) to numbers is required",
+            )
         for name, value in probs.items():
-            if (not isinstance(value, (int, float)) or isinstance(value, bool)
-                    or not math.isfinite(value) or not 0 <= value <= 1):
-                raise _protocol_error(box, f"output for uid {uid!r} has probs[{name!r}] = "
-                                      f"{_short(value)}; probabilities are numbers in [0, 1]")
+            if (
+                not isinstance(value, (int, float))
+                or isinstance(value, bool)
+                or not math.isfinite(value)
+                or not 0 <= value <= 1
+            ):
+                raise _protocol_error(
+                    box,
+                    f"output for uid {uid!r} has probs[{name!r}] = "
+                    f"{_short(value)}; probabilities are numbers in [0, 1]",
+                )
 
 
 def _batches(
@@ -113,28 +137,6 @@ def _batches(
         yield list(inputs[offset : offset + batch_size])
 
 
-def _answers(
-    box: Sandbox, batches: Iterator[list[dict[str, Any]]], sent: list[list[dict[str, Any]]]
-) -> Iterator[list[dict[str, Any]]]:
-    """Outputs per batch, pipelined when the sandbox can keep several requests in flight.
-
-    A sandbox offering ``predict_stream(batches) -> Iterator[outputs]`` overlaps our side of
-    the channel (encoding, decoding, checks) with the model's work; otherwise one request
-    at a time.
-    """
-    def recorded() -> Iterator[list[dict[str, Any]]]:
-        for batch in batches:
-            sent.append(batch)
-            yield batch
-
-    stream = getattr(box, "predict_stream", None)
-    if callable(stream):
-        yield from stream(recorded())
-        return
-    for batch in recorded():
-        yield box.predict(batch)
-
-
 def measure(
     box: Sandbox,
     inputs: Sequence[dict[str, Any]],
@@ -143,31 +145,40 @@ def measure(
     batch_size: int,
     on_batch: OnBatch | None = None,
     abort: threading.Event | None = None,
+    in_flight: int = IN_FLIGHT,
 ) -> Measurement:
     """Predict every input in batches of ``batch_size``; the sandbox must be started.
 
-    A batch's latency is the time from the previous answer (or the start) to its own: for
-    one request at a time that is its round trip; pipelined, the model's time per batch.
+    ``in_flight`` requests are kept unanswered at once (1: one at a time). A batch's
+    latency is the sandbox's figure (:attr:`PredictionStream.latencies`): for the docker
+    and local sandboxes, from the later of its request's send and the previous answer's
+    arrival to its own answer's arrival. One at a time that is the round trip; pipelined,
+    the model's time per batch, without the wait behind the batch before it.
     """
     outputs: list[dict[str, Any]] = []
-    latencies: list[float] = []
-    sent: list[list[dict[str, Any]]] = []
+    sent: deque[list[dict[str, Any]]] = deque()  # asked for, not yet checked
+
+    def recorded() -> Iterator[list[dict[str, Any]]]:
+        for batch in _batches(inputs, batch_size, abort):
+            sent.append(batch)
+            yield batch
+
     clock = time.perf_counter
-    started = last = clock()
-    for number, got in enumerate(_answers(box, _batches(inputs, batch_size, abort), sent)):
-        now = clock()
-        latencies.append(now - last)
-        check_outputs(box, sent[number], got, task)
-        outputs.extend(got)
-        if on_batch is not None:
-            on_batch(len(outputs))
-        last = clock()
+    started = clock()
+    with box.predict_stream(recorded(), in_flight=in_flight) as stream:
+        for got in stream:
+            check_outputs(box, sent.popleft(), got, task)
+            outputs.extend(got)
+            if on_batch is not None:
+                on_batch(len(outputs))
+    predict_s = clock() - started
     if len(outputs) != len(inputs):
-        raise _protocol_error(box, f"the model answered {len(outputs)} of {len(inputs)} "
-                              "inputs; answer every request")
+        raise _protocol_error(
+            box, f"the model answered {len(outputs)} of {len(inputs)} inputs; answer every request"
+        )
     return Measurement(
         outputs=outputs,
         batch_size=batch_size,
-        predict_s=clock() - started,
-        batch_latencies=latencies,
+        predict_s=predict_s,
+        batch_latencies=list(stream.latencies),
     )

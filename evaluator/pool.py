@@ -67,8 +67,9 @@ class WorkerPool:
     def start(self) -> None:
         warm_up()  # codecarbon's one-off hardware probe, off the first job's clock
         for number in range(self.concurrency):
-            thread = threading.Thread(target=self._work, name=f"evalboard-worker-{number}",
-                                      daemon=True)
+            thread = threading.Thread(
+                target=self._work, name=f"evalboard-worker-{number}", daemon=True
+            )
             thread.start()
             self._threads.append(thread)
 
@@ -87,10 +88,14 @@ class WorkerPool:
     def pending(self) -> int:
         """Jobs of this pool's queues that are queued or running."""
         with self.ctx.db.session() as session:
-            return int(session.scalar(
-                select(func.count(Job.id)).where(
-                    Job.queue.in_(self.queues),
-                    Job.status.in_(("queued", *queue.ACTIVE)))) or 0)
+            return int(
+                session.scalar(
+                    select(func.count(Job.id)).where(
+                        Job.queue.in_(self.queues), Job.status.in_(("queued", *queue.ACTIVE))
+                    )
+                )
+                or 0
+            )
 
     def wait_idle(self, *, timeout: float | None = None) -> bool:
         """Block until no job of this pool's queues is queued or running; False on timeout."""
@@ -118,8 +123,9 @@ class WorkerPool:
         while not self._stopping.is_set():
             self._maybe_reap()
             try:
-                job_id = queue.claim_next(self.ctx, owner=owner, queues=self.queues,
-                                          lease_s=self.lease_s)
+                job_id = queue.claim_next(
+                    self.ctx, owner=owner, queues=self.queues, lease_s=self.lease_s
+                )
             except Exception:
                 logger.warning("claiming a job failed", exc_info=True)
                 job_id = None
@@ -128,8 +134,9 @@ class WorkerPool:
                 self._wake.clear()
                 continue
             try:
-                execute_claimed(self.ctx, job_id, owner=owner, lease_s=self.lease_s,
-                                sandbox=self.sandbox)
+                execute_claimed(
+                    self.ctx, job_id, owner=owner, lease_s=self.lease_s, sandbox=self.sandbox
+                )
             except Exception:  # execute_claimed records failures; this is a last resort
                 logger.exception("job %s: unexpected error in the worker", job_id)
 

@@ -19,6 +19,7 @@ __all__ = [
     "python_version",
 ]
 
+
 def evaluator_version() -> str:
     from evalboard import __version__
 
@@ -46,8 +47,8 @@ def cpu_model() -> str:
 
 
 def cpu_count() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 0
+    return (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)
     )
 
 
@@ -60,7 +61,10 @@ def gpu_name() -> str | None:
     try:
         out = subprocess.run(
             [smi, "--query-gpu=name", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None

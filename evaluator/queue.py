@@ -86,8 +86,12 @@ def _queue_of(submission: Submission) -> str:
     return "gpu" if int(submission.manifest.get("gpus", 0) or 0) > 0 else "cpu"
 
 
-def _create_missing(ctx: Context, submission_ids: Sequence[int] | None, task_id: str | None,
-                    dispatcher: Dispatcher | None) -> list[int]:
+def _create_missing(
+    ctx: Context,
+    submission_ids: Sequence[int] | None,
+    task_id: str | None,
+    dispatcher: Dispatcher | None,
+) -> list[int]:
     created: list[tuple[int, str]] = []
     with ctx.db.session() as session:
         query = select(Submission)
@@ -96,16 +100,21 @@ def _create_missing(ctx: Context, submission_ids: Sequence[int] | None, task_id:
         if task_id is not None:
             query = query.where(Submission.task_id == task_id)
         for submission in session.scalars(query.order_by(Submission.id)):
-            have = set(session.scalars(
-                select(Job.dataset_id).where(Job.submission_id == submission.id)))
+            have = set(
+                session.scalars(select(Job.dataset_id).where(Job.submission_id == submission.id))
+            )
             datasets = session.scalars(
-                select(Dataset.id).where(Dataset.task_id == submission.task_id)
-                .order_by(Dataset.id))
+                select(Dataset.id).where(Dataset.task_id == submission.task_id).order_by(Dataset.id)
+            )
             for dataset_id in datasets:
                 if dataset_id in have:
                     continue
-                job = Job(submission_id=submission.id, dataset_id=dataset_id,
-                          status=JobStatus.QUEUED.value, queue=_queue_of(submission))
+                job = Job(
+                    submission_id=submission.id,
+                    dataset_id=dataset_id,
+                    status=JobStatus.QUEUED.value,
+                    queue=_queue_of(submission),
+                )
                 session.add(job)
                 session.flush()
                 created.append((job.id, job.queue))
@@ -147,23 +156,39 @@ def claim(ctx: Context, job_id: int, *, owner: str, lease_s: float = DEFAULT_LEA
         done = session.execute(
             update(Job)
             .where(Job.id == job_id, Job.status == JobStatus.QUEUED.value)
-            .values(status=JobStatus.BUILDING.value, lease_owner=owner,
-                    lease_expires_at=now + timedelta(seconds=lease_s),
-                    attempts=Job.attempts + 1, started_at=now, finished_at=None,
-                    progress=0.0, reason=None, message=None, log_tail=None)
+            .values(
+                status=JobStatus.BUILDING.value,
+                lease_owner=owner,
+                lease_expires_at=now + timedelta(seconds=lease_s),
+                attempts=Job.attempts + 1,
+                started_at=now,
+                finished_at=None,
+                progress=0.0,
+                reason=None,
+                message=None,
+                log_tail=None,
+            )
         )
         return bool(getattr(done, "rowcount", 0) == 1)
 
 
 def claim_next(
-    ctx: Context, *, owner: str, queues: Sequence[str] = ("cpu",),
+    ctx: Context,
+    *,
+    owner: str,
+    queues: Sequence[str] = ("cpu",),
     lease_s: float = DEFAULT_LEASE_S,
 ) -> int | None:
     """Claim the oldest queued job of the given queues; None when there is none."""
     with ctx.db.session() as session:
-        candidates = list(session.scalars(
-            select(Job.id).where(Job.status == JobStatus.QUEUED.value, Job.queue.in_(queues))
-            .order_by(Job.id).limit(16)))
+        candidates = list(
+            session.scalars(
+                select(Job.id)
+                .where(Job.status == JobStatus.QUEUED.value, Job.queue.in_(queues))
+                .order_by(Job.id)
+                .limit(16)
+            )
+        )
     for job_id in candidates:
         if claim(ctx, job_id, owner=owner, lease_s=lease_s):
             return job_id
@@ -174,8 +199,14 @@ def _owned(job_id: int, owner: str) -> Any:
     return (Job.id == job_id) & (Job.lease_owner == owner) & Job.status.in_(ACTIVE)
 
 
-def renew(ctx: Context, job_id: int, *, owner: str, lease_s: float = DEFAULT_LEASE_S,
-          progress: float | None = None) -> bool:
+def renew(
+    ctx: Context,
+    job_id: int,
+    *,
+    owner: str,
+    lease_s: float = DEFAULT_LEASE_S,
+    progress: float | None = None,
+) -> bool:
     """Extend the lease; False when it was lost (reaped, cancelled, or finished elsewhere)."""
     values: dict[str, Any] = {"lease_expires_at": utcnow() + timedelta(seconds=lease_s)}
     if progress is not None:
@@ -188,13 +219,18 @@ def renew(ctx: Context, job_id: int, *, owner: str, lease_s: float = DEFAULT_LEA
 def mark_running(ctx: Context, job_id: int, *, owner: str) -> bool:
     """The model answered its hello: building -> running."""
     with ctx.db.session() as session:
-        done = session.execute(update(Job).where(_owned(job_id, owner))
-                               .values(status=JobStatus.RUNNING.value))
+        done = session.execute(
+            update(Job).where(_owned(job_id, owner)).values(status=JobStatus.RUNNING.value)
+        )
         return bool(getattr(done, "rowcount", 0) == 1)
 
 
 def finish(
-    ctx: Context, job_id: int, *, metrics: dict[str, Any], provenance: dict[str, Any],
+    ctx: Context,
+    job_id: int,
+    *,
+    metrics: dict[str, Any],
+    provenance: dict[str, Any],
     predictions_key: str | None = None,
 ) -> bool:
     """Write the job's result unless it has one, then mark the job finished.
@@ -210,40 +246,69 @@ def finish(
                 return False
             exists = session.scalar(select(Result.id).where(Result.job_id == job_id))
             if exists is None:
-                session.add(Result(job_id=job_id, submission_id=job.submission_id,
-                                   dataset_id=job.dataset_id, metrics=metrics,
-                                   provenance=provenance, predictions_key=predictions_key))
+                session.add(
+                    Result(
+                        job_id=job_id,
+                        submission_id=job.submission_id,
+                        dataset_id=job.dataset_id,
+                        metrics=metrics,
+                        provenance=provenance,
+                        predictions_key=predictions_key,
+                    )
+                )
                 wrote = True
     except IntegrityError:
         wrote = False  # written by another worker between our check and our insert
     with ctx.db.session() as session:
         session.execute(
-            update(Job).where(Job.id == job_id, Job.status != JobStatus.CANCELLED.value)
-            .values(status=JobStatus.FINISHED.value, finished_at=utcnow(), progress=1.0,
-                    lease_owner=None, lease_expires_at=None, reason=None, message=None)
+            update(Job)
+            .where(Job.id == job_id, Job.status != JobStatus.CANCELLED.value)
+            .values(
+                status=JobStatus.FINISHED.value,
+                finished_at=utcnow(),
+                progress=1.0,
+                lease_owner=None,
+                lease_expires_at=None,
+                reason=None,
+                message=None,
+            )
         )
     return wrote
 
 
-def _fail_where(session: Any, where: Any, job_id: int, reason: FailureReason, message: str,
-                log_tail: str) -> bool:
+def _fail_where(
+    session: Any, where: Any, job_id: int, reason: FailureReason, message: str, log_tail: str
+) -> bool:
     done = session.execute(
-        update(Job).where(where).values(
-            status=JobStatus.FAILED.value, reason=reason.value, message=message,
-            log_tail=log_tail[-64_000:], finished_at=utcnow(), lease_owner=None,
-            lease_expires_at=None)
+        update(Job)
+        .where(where)
+        .values(
+            status=JobStatus.FAILED.value,
+            reason=reason.value,
+            message=message,
+            log_tail=log_tail[-64_000:],
+            finished_at=utcnow(),
+            lease_owner=None,
+            lease_expires_at=None,
+        )
     )
     failed = bool(getattr(done, "rowcount", 0) == 1)
     if failed and reason.is_platform_fault:
         # Not the researcher's fault: the submission does not count against a quota.
         submission_id = select(Job.submission_id).where(Job.id == job_id).scalar_subquery()
-        session.execute(update(Submission).where(Submission.id == submission_id)
-                        .values(platform_fault=True))
+        session.execute(
+            update(Submission).where(Submission.id == submission_id).values(platform_fault=True)
+        )
     return failed
 
 
 def fail(
-    ctx: Context, job_id: int, *, owner: str | None, reason: FailureReason, message: str,
+    ctx: Context,
+    job_id: int,
+    *,
+    owner: str | None,
+    reason: FailureReason,
+    message: str,
     log_tail: str = "",
 ) -> bool:
     """Mark a job failed with its exact reason (only while ``owner`` holds it, if given)."""
@@ -252,13 +317,13 @@ def fail(
         return _fail_where(session, where, job_id, reason, message, log_tail)
 
 
-def release(ctx: Context, job_id: int, *, owner: str,
-            dispatcher: Dispatcher | None = None) -> bool:
+def release(ctx: Context, job_id: int, *, owner: str, dispatcher: Dispatcher | None = None) -> bool:
     """Give a held job back to the queue (a platform fault worth another try)."""
     with ctx.db.session() as session:
         done = session.execute(
-            update(Job).where(_owned(job_id, owner)).values(
-                status=JobStatus.QUEUED.value, lease_owner=None, lease_expires_at=None)
+            update(Job)
+            .where(_owned(job_id, owner))
+            .values(status=JobStatus.QUEUED.value, lease_owner=None, lease_expires_at=None)
         )
         released = bool(getattr(done, "rowcount", 0) == 1)
         queue = session.scalar(select(Job.queue).where(Job.id == job_id))
@@ -279,19 +344,28 @@ def reap_expired(
     expired = (Job.status.in_(ACTIVE)) & (Job.lease_expires_at < now)
     requeued: list[tuple[int, str]] = []
     with ctx.db.session() as session:
-        rows = session.execute(select(Job.id, Job.attempts, Job.queue, Job.lease_owner)
-                               .where(expired)).all()
+        rows = session.execute(
+            select(Job.id, Job.attempts, Job.queue, Job.lease_owner).where(expired)
+        ).all()
     for job_id, attempts, queue, owner in rows:
         if attempts >= max_attempts:
             with ctx.db.session() as session:
-                _fail_where(session, expired & (Job.id == job_id), job_id,
-                            FailureReason.PLATFORM_ERROR,
-                            f"the worker running this job was lost {attempts} times (last: "
-                            f"{owner}); an operator should check the workers", "")
+                _fail_where(
+                    session,
+                    expired & (Job.id == job_id),
+                    job_id,
+                    FailureReason.PLATFORM_ERROR,
+                    f"the worker running this job was lost {attempts} times (last: "
+                    f"{owner}); an operator should check the workers",
+                    "",
+                )
             continue
         with ctx.db.session() as session:
-            done = session.execute(update(Job).where(expired, Job.id == job_id).values(
-                status=JobStatus.QUEUED.value, lease_owner=None, lease_expires_at=None))
+            done = session.execute(
+                update(Job)
+                .where(expired, Job.id == job_id)
+                .values(status=JobStatus.QUEUED.value, lease_owner=None, lease_expires_at=None)
+            )
             if getattr(done, "rowcount", 0) == 1:
                 logger.warning("job %s: lease of %s expired; re-queued", job_id, owner)
                 requeued.append((job_id, queue))
@@ -306,8 +380,11 @@ def resend_queued(
     tool after a broker lost its queue; duplicates are harmless, the claim decides)."""
     cutoff = utcnow() - timedelta(seconds=older_than_s)
     with ctx.db.session() as session:
-        rows = session.execute(select(Job.id, Job.queue).where(
-            Job.status == JobStatus.QUEUED.value, Job.created_at < cutoff)).all()
+        rows = session.execute(
+            select(Job.id, Job.queue).where(
+                Job.status == JobStatus.QUEUED.value, Job.created_at < cutoff
+            )
+        ).all()
     _dispatch(ctx, [(job_id, name) for job_id, name in rows], dispatcher)
     return [job_id for job_id, _ in rows]
 
@@ -316,9 +393,16 @@ def cancel_submission(ctx: Context, submission_id: int) -> int:
     """Cancel the submission's unfinished jobs; running ones stop at their next heartbeat."""
     with ctx.db.session() as session:
         done = session.execute(
-            update(Job).where(Job.submission_id == submission_id,
-                              Job.status.in_((JobStatus.QUEUED.value, *ACTIVE)))
-            .values(status=JobStatus.CANCELLED.value, lease_owner=None,
-                    lease_expires_at=None, finished_at=utcnow())
+            update(Job)
+            .where(
+                Job.submission_id == submission_id,
+                Job.status.in_((JobStatus.QUEUED.value, *ACTIVE)),
+            )
+            .values(
+                status=JobStatus.CANCELLED.value,
+                lease_owner=None,
+                lease_expires_at=None,
+                finished_at=utcnow(),
+            )
         )
         return int(getattr(done, "rowcount", 0))

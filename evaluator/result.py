@@ -41,8 +41,9 @@ class Failure(_Model):
 class DatasetMetrics(_Model):
     """Every figure measured on one dataset; ``None`` where it does not apply."""
 
-    perf: float | None = Field(None, description="Task metric x100 against gold (not on "
-                               "perturbed copies).")
+    perf: float | None = Field(
+        None, description="Task metric x100 against gold (not on perturbed copies)."
+    )
     perf_metric: str = Field(description="accuracy, macro_f1 or squad_f1.")
     extra: dict[str, float] = Field(
         default_factory=dict, description="Other task metrics x100 (e.g. squad_em, accuracy)."
@@ -58,10 +59,12 @@ class DatasetMetrics(_Model):
     latency_p95_s: float | None = Field(None, description="95th percentile seconds per batch.")
     memory_gib: float | None = Field(None, description="Peak memory of the sandbox, GiB.")
     cpu_seconds: float | None = Field(None, description="CPU time used by the sandbox.")
-    ece: float | None = Field(None, description="Expected calibration error x100, where "
-                              "the model gave probabilities.")
-    energy_kwh: float | None = Field(None, description="Energy of this dataset's run "
-                                     "(codecarbon; see Energy.estimate).")
+    ece: float | None = Field(
+        None, description="Expected calibration error x100, where the model gave probabilities."
+    )
+    energy_kwh: float | None = Field(
+        None, description="Energy of this dataset's run (codecarbon; see Energy.estimate)."
+    )
     co2_kg: float | None = Field(None, description="CO2-equivalent of that energy.")
 
 
@@ -78,8 +81,9 @@ class DatasetOutcome(_Model):
     status: Literal["finished", "failed"] = "finished"
     metrics: DatasetMetrics | None = None
     failure: Failure | None = None
-    predictions: str | None = Field(None, description="Path or artifact key of the "
-                                    "per-example predictions (JSONL).")
+    predictions: str | None = Field(
+        None, description="Path or artifact key of the per-example predictions (JSONL)."
+    )
 
 
 class TaskMetrics(_Model):
@@ -102,8 +106,11 @@ class Energy(_Model):
 
     kwh: float | None = None
     co2_kg: float | None = None
-    estimate: bool = Field(True, description="True when no RAPL or GPU counter was read: "
-                           "codecarbon then estimates from CPU load and a TDP table.")
+    estimate: bool = Field(
+        True,
+        description="True when no RAPL or GPU counter was read: "
+        "codecarbon then estimates from CPU load and a TDP table.",
+    )
     method: str = ""
     country_iso_code: str = ""
 

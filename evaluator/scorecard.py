@@ -45,10 +45,15 @@ class Quality:
     def records(self) -> list[dict[str, Any]]:
         columns = list(self.references.items())
         return [
-            {"uid": uid, "output": dict(output), "score": float(value),
-             **{name: values[i] for name, values in columns}}
+            {
+                "uid": uid,
+                "output": dict(output),
+                "score": float(value),
+                **{name: values[i] for name, values in columns},
+            }
             for i, (uid, output, value) in enumerate(
-                zip(self.uids, self.outputs, self.scores, strict=True))
+                zip(self.uids, self.outputs, self.scores, strict=True)
+            )
         ]
 
     def jsonl(self) -> bytes:
@@ -66,8 +71,10 @@ def prediction_of(output: Mapping[str, Any], task: TaskSpec) -> Any:
 
 def _gold_of(example: Mapping[str, Any], task: TaskSpec) -> Any:
     if task.output.type == "span":
-        return [answer["text"] if isinstance(answer, Mapping) else answer
-                for answer in example.get("answers", [])]
+        return [
+            answer["text"] if isinstance(answer, Mapping) else answer
+            for answer in example.get("answers", [])
+        ]
     return example["label"]
 
 
@@ -91,16 +98,22 @@ def score(
         input_ids = [example["input_id"] for example in examples]
         original_predictions = [prediction_of(originals[str(i)], task) for i in input_ids]
         scores = delta_per_example(task.perf_metric, predictions, original_predictions)
-        return Quality(delta=float(100.0 * scores.mean()), uids=uids, outputs=outputs,
-                       scores=scores.tolist(), references={
-                           "input_id": input_ids, "original": original_predictions})
+        return Quality(
+            delta=float(100.0 * scores.mean()),
+            uids=uids,
+            outputs=outputs,
+            scores=scores.tolist(),
+            references={"input_id": input_ids, "original": original_predictions},
+        )
 
     golds = [_gold_of(example, task) for example in examples]
     labels = task.output.labels or None
     per_name = "squad_f1" if task.output.type == "span" else "accuracy"
     quality = Quality(
-        perf=compute(task.perf_metric, predictions, golds, labels=labels), uids=uids,
-        outputs=outputs, scores=per_example(per_name, predictions, golds).tolist(),
+        perf=compute(task.perf_metric, predictions, golds, labels=labels),
+        uids=uids,
+        outputs=outputs,
+        scores=per_example(per_name, predictions, golds).tolist(),
         references={"gold": golds},
     )
     for name in _EXTRA_METRICS.get(task.perf_metric, ()):
@@ -132,8 +145,11 @@ def summarize(outcomes: Sequence[DatasetOutcome]) -> TaskMetrics:
     robustness over the copies of each kind. ``standard`` datasets (shown, not scored) and
     failed ones are left out; the result lists them, the averages do not.
     """
-    done = [o for o in outcomes if o.status == "finished" and o.metrics is not None
-            and o.access != "standard"]
+    done = [
+        o
+        for o in outcomes
+        if o.status == "finished" and o.metrics is not None and o.access != "standard"
+    ]
     originals = [o for o in done if o.perturbation is None]
 
     def of(name: str) -> Callable[[DatasetOutcome], float | None]:
@@ -144,9 +160,7 @@ def summarize(outcomes: Sequence[DatasetOutcome]) -> TaskMetrics:
         throughput=_weighted(originals, of("throughput")),
         memory_gib=_weighted(originals, of("memory_gib")),
         fairness=_weighted((o for o in done if o.perturbation == "fairness"), of("fairness")),
-        robustness=_weighted(
-            (o for o in done if o.perturbation == "robustness"), of("robustness")
-        ),
+        robustness=_weighted((o for o in done if o.perturbation == "robustness"), of("robustness")),
         latency_p50_s=_weighted(originals, of("latency_p50_s")),
         latency_p95_s=_weighted(originals, of("latency_p95_s")),
         startup_s=_weighted(originals, of("startup_s")),

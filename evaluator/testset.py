@@ -93,8 +93,10 @@ class TestSet:
             except json.JSONDecodeError as exc:
                 raise InvalidDataset(f"{path.name}, line {number}: not JSON ({exc})") from None
             if not isinstance(row, dict) or "uid" not in row:
-                raise InvalidDataset(f"{path.name}, line {number}: a JSON object with a uid "
-                                     "is expected (canonical JSONL)")
+                raise InvalidDataset(
+                    f"{path.name}, line {number}: a JSON object with a uid "
+                    "is expected (canonical JSONL)"
+                )
             examples.append(row)
         perturbation, derived_from = None, None
         for kind in PERTURBATIONS:
@@ -115,9 +117,9 @@ class TestSet:
         return self.access != "standard"
 
 
-def model_inputs(examples: Iterable[dict[str, Any]], input_names: Sequence[str]) -> list[
-    dict[str, Any]
-]:
+def model_inputs(
+    examples: Iterable[dict[str, Any]], input_names: Sequence[str]
+) -> list[dict[str, Any]]:
     """Strip everything but ``uid`` and the task's inputs: gold never enters a sandbox."""
     keep = ("uid", *input_names)
     return [{name: example[name] for name in keep if name in example} for example in examples]

@@ -276,9 +276,7 @@ class ContractClient:
                 raise ChannelClosed("the model closed the channel")
             self._buffer.extend(chunk)
 
-    def _message(
-        self, deadline: float, check: Callable[[], None] | None = None
-    ) -> dict[str, Any]:
+    def _message(self, deadline: float, check: Callable[[], None] | None = None) -> dict[str, Any]:
         line = self._line(deadline, check)
         try:
             message = json.loads(line)

@@ -43,11 +43,15 @@ def _registered(task_id: str) -> tuple[TaskSpec, list[TestSet]]:
     spec = get_task(ctx, task_id)
     rows = list_datasets(ctx, task_id)
     names = {row.id: row.name for row in rows}
-    sets = [TestSet.from_table(ctx, row, derived_from=names.get(row.derived_from_id or -1))
-            for row in rows]
+    sets = [
+        TestSet.from_table(ctx, row, derived_from=names.get(row.derived_from_id or -1))
+        for row in rows
+    ]
     if not sets:
-        raise UsageError(f"Task {task_id!r} has no datasets yet; add one with "
-                         f"`evalboard dataset add --task {task_id} --name NAME FILE`")
+        raise UsageError(
+            f"Task {task_id!r} has no datasets yet; add one with "
+            f"`evalboard dataset add --task {task_id} --name NAME FILE`"
+        )
     return spec, sets
 
 
@@ -57,29 +61,68 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 
 def _table(result: EvaluationResult) -> Table:
     table = Table(title=f"{result.model or 'model'} on {result.task}")
-    for column in ("dataset", "round", "n", "perf", "fair.", "robust.", "ex/s", "batch",
-                   "start s", "p50 s", "p95 s", "mem GiB", "CPU s", "ECE", "kWh"):
+    for column in (
+        "dataset",
+        "round",
+        "n",
+        "perf",
+        "fair.",
+        "robust.",
+        "ex/s",
+        "batch",
+        "start s",
+        "p50 s",
+        "p95 s",
+        "mem GiB",
+        "CPU s",
+        "ECE",
+        "kWh",
+    ):
         table.add_column(column, justify="left" if column == "dataset" else "right")
     for outcome in result.datasets:
         m = outcome.metrics
         if m is None:
             reason = outcome.failure.reason if outcome.failure else "failed"
-            table.add_row(outcome.dataset, str(outcome.round), "-",
-                          f"[red]{reason}[/red]", *["-"] * 11)
+            table.add_row(
+                outcome.dataset, str(outcome.round), "-", f"[red]{reason}[/red]", *["-"] * 11
+            )
             continue
         table.add_row(
             outcome.dataset + ("" if outcome.access != "standard" else " (not scored)"),
-            str(outcome.round), str(m.examples), _fmt(m.perf), _fmt(m.fairness),
-            _fmt(m.robustness), _fmt(m.throughput, 1), str(m.batch_size), _fmt(m.startup_s),
-            _fmt(m.latency_p50_s, 4), _fmt(m.latency_p95_s, 4), _fmt(m.memory_gib, 3),
-            _fmt(m.cpu_seconds), _fmt(m.ece), _fmt(m.energy_kwh, 6),
+            str(outcome.round),
+            str(m.examples),
+            _fmt(m.perf),
+            _fmt(m.fairness),
+            _fmt(m.robustness),
+            _fmt(m.throughput, 1),
+            str(m.batch_size),
+            _fmt(m.startup_s),
+            _fmt(m.latency_p50_s, 4),
+            _fmt(m.latency_p95_s, 4),
+            _fmt(m.memory_gib, 3),
+            _fmt(m.cpu_seconds),
+            _fmt(m.ece),
+            _fmt(m.energy_kwh, 6),
         )
     s = result.summary
     table.add_section()
-    table.add_row("[bold]task (weighted)[/bold]", "", "", _fmt(s.perf), _fmt(s.fairness),
-                  _fmt(s.robustness), _fmt(s.throughput, 1), "", _fmt(s.startup_s),
-                  _fmt(s.latency_p50_s, 4), _fmt(s.latency_p95_s, 4), _fmt(s.memory_gib, 3),
-                  _fmt(s.cpu_seconds), _fmt(s.ece), _fmt(result.energy.kwh, 6))
+    table.add_row(
+        "[bold]task (weighted)[/bold]",
+        "",
+        "",
+        _fmt(s.perf),
+        _fmt(s.fairness),
+        _fmt(s.robustness),
+        _fmt(s.throughput, 1),
+        "",
+        _fmt(s.startup_s),
+        _fmt(s.latency_p50_s, 4),
+        _fmt(s.latency_p95_s, 4),
+        _fmt(s.memory_gib, 3),
+        _fmt(s.cpu_seconds),
+        _fmt(s.ece),
+        _fmt(result.energy.kwh, 6),
+    )
     return table
 
 
@@ -88,12 +131,17 @@ def _report(result: EvaluationResult) -> None:
     energy = result.energy
     if energy.kwh is not None:
         note = " (an estimate: no RAPL counter here)" if energy.estimate else ""
-        console.print(f"Energy {energy.kwh:.6f} kWh, CO2 {energy.co2_kg or 0:.6f} kg "
-                      f"({energy.country_iso_code}){note}; {energy.method}")
+        console.print(
+            f"Energy {energy.kwh:.6f} kWh, CO2 {energy.co2_kg or 0:.6f} kg "
+            f"({energy.country_iso_code}){note}; {energy.method}"
+        )
     p = result.provenance
-    console.print(f"bundle {p.bundle_sha256[:16]}, image {p.image_digest or '-'}, "
-                  f"sandbox {p.sandbox}, {p.cpu_model} x{p.cpu_count}, GPU {p.gpu or 'none'}, "
-                  f"seed {p.seed}, {p.evaluator_version}", highlight=False)
+    console.print(
+        f"bundle {p.bundle_sha256[:16]}, image {p.image_digest or '-'}, "
+        f"sandbox {p.sandbox}, {p.cpu_model} x{p.cpu_count}, GPU {p.gpu or 'none'}, "
+        f"seed {p.seed}, {p.evaluator_version}",
+        highlight=False,
+    )
 
 
 def evaluate(
@@ -105,8 +153,11 @@ def evaluate(
         None, "--task-file", help="A task YAML instead of a registered task; give --dataset."
     ),
     datasets: list[Path] = typer.Option(  # noqa: B008 - typer's way
-        [], "--dataset", "-d", help="With --task-file: a canonical JSONL file (repeat). "
-        "Files named robustness-X / fairness-X are perturbed copies of X."
+        [],
+        "--dataset",
+        "-d",
+        help="With --task-file: a canonical JSONL file (repeat). "
+        "Files named robustness-X / fairness-X are perturbed copies of X.",
     ),
     sandbox: str | None = typer.Option(
         None, "--sandbox", help="docker or local (default: EVALBOARD_SANDBOX, else docker)."
@@ -117,8 +168,9 @@ def evaluate(
     predictions: Path | None = typer.Option(
         None, "--predictions", help="Write per-example predictions (DATASET.jsonl) here."
     ),
-    batch_size: int | None = typer.Option(None, "--batch-size", min=1,
-                                          help="Override the bundle's batch size."),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", min=1, help="Override the bundle's batch size."
+    ),
     seed: int = typer.Option(0, "--seed", help="Recorded in the provenance."),
     country: str = typer.Option("USA", "--country", help="ISO code for the CO2 estimate."),
     energy: bool = typer.Option(True, "--energy/--no-energy", help="Measure energy."),
@@ -150,9 +202,16 @@ def evaluate(
             warn("the local sandbox does not isolate the model: run only code you trust")
         with progress() as display:
             result = run_evaluation(
-                loaded.path, task=spec, datasets=test_sets, sandbox=kind,
-                predictions_dir=predictions, progress=_Bars(display), batch_size=batch_size,
-                seed=seed, country_iso_code=country, measure_energy=energy,
+                loaded.path,
+                task=spec,
+                datasets=test_sets,
+                sandbox=kind,
+                predictions_dir=predictions,
+                progress=_Bars(display),
+                batch_size=batch_size,
+                seed=seed,
+                country_iso_code=country,
+                measure_energy=energy,
             )
     document = result.model_dump(mode="json")
     if json_out is not None and str(json_out) == "-":
@@ -164,11 +223,16 @@ def evaluate(
     for outcome in result.failed:
         failure = outcome.failure
         assert failure is not None
-        err_console.print(f"[bold red]{outcome.dataset}: {failure.reason}[/bold red]: "
-                          f"{failure.message}", highlight=False)
+        err_console.print(
+            f"[bold red]{outcome.dataset}: {failure.reason}[/bold red]: {failure.message}",
+            highlight=False,
+        )
         if failure.log_tail:
-            err_console.print(f"  last lines of the model's log:\n{failure.log_tail}",
-                              highlight=False, markup=False)
+            err_console.print(
+                f"  last lines of the model's log:\n{failure.log_tail}",
+                highlight=False,
+                markup=False,
+            )
     if result.failed:
         reasons = sorted({o.failure.reason for o in result.failed if o.failure})
         raise EvaluationFailed(

@@ -22,11 +22,16 @@ _QUEUES = ("cpu", "gpu")
 def worker(
     queues: str = typer.Option("cpu", "--queues", "-Q", help="Comma-separated: cpu, gpu."),
     concurrency: int | None = typer.Option(
-        None, "--concurrency", "-c", min=1,
+        None,
+        "--concurrency",
+        "-c",
+        min=1,
         help="Jobs at once (default: EVALBOARD_WORKER_CONCURRENCY, else 1).",
     ),
     lease_s: float = typer.Option(
-        DEFAULT_LEASE_S, "--lease-s", min=1,
+        DEFAULT_LEASE_S,
+        "--lease-s",
+        min=1,
         help="Lease length; a job whose worker is silent this long is run elsewhere.",
     ),
     sandbox: str | None = typer.Option(
@@ -42,21 +47,31 @@ def worker(
     names = tuple(name.strip() for name in queues.split(",") if name.strip())
     unknown = sorted(set(names) - set(_QUEUES))
     if not names or unknown:
-        raise UsageError(f"Unknown queue(s) {', '.join(unknown) or '(none)'} in --queues; "
-                         f"known: {', '.join(_QUEUES)}")
+        raise UsageError(
+            f"Unknown queue(s) {', '.join(unknown) or '(none)'} in --queues; "
+            f"known: {', '.join(_QUEUES)}"
+        )
     if "gpu" in names:
         from evaluator.provenance import gpu_name
 
         if gpu_name() is None:
-            warn("--queues gpu on a machine without an NVIDIA GPU: GPU jobs taken here "
-                 "will fail; run GPU workers on GPU machines")
+            warn(
+                "--queues gpu on a machine without an NVIDIA GPU: GPU jobs taken here "
+                "will fail; run GPU workers on GPU machines"
+            )
     ctx = context()
     workers = concurrency or ctx.settings.worker_concurrency
     if ctx.settings.broker_url:
         from evaluator.broker import run_celery_worker
 
-        run_celery_worker(ctx, queues=names, concurrency=workers, lease_s=lease_s,
-                          sandbox=sandbox, loglevel=loglevel)
+        run_celery_worker(
+            ctx,
+            queues=names,
+            concurrency=workers,
+            lease_s=lease_s,
+            sandbox=sandbox,
+            loglevel=loglevel,
+        )
         return
     stop = threading.Event()
 
@@ -66,7 +81,10 @@ def worker(
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    err_console.print(f"Worker polling {ctx.db.url.render_as_string()} for queues "
-                      f"{', '.join(names)} with {workers} thread(s)", highlight=False)
+    err_console.print(
+        f"Worker polling {ctx.db.url.render_as_string()} for queues "
+        f"{', '.join(names)} with {workers} thread(s)",
+        highlight=False,
+    )
     with WorkerPool(ctx, concurrency=workers, queues=names, lease_s=lease_s, sandbox=sandbox):
         stop.wait()

@@ -43,8 +43,13 @@ def sentiment_task(ctx: Context, tmp_path: Path) -> str:
     """The sentiment task with one small dataset and its perturbed copies."""
     create_task(ctx, sentiment_spec())
     rows = sentiment_rows()
-    add_dataset(ctx, task_id="sentiment", name="mini", round=1,
-                path=write_jsonl(tmp_path / "mini.jsonl", rows))
+    add_dataset(
+        ctx,
+        task_id="sentiment",
+        name="mini",
+        round=1,
+        path=write_jsonl(tmp_path / "mini.jsonl", rows),
+    )
     return "sentiment"
 
 
@@ -55,8 +60,13 @@ def submit(ctx: Context, bundle_dir: Path, *, task_id: str = "sentiment") -> int
     ctx.artifacts.put_file(key, archive)
     manifest = load_manifest(bundle_dir)
     with ctx.db.session() as session:
-        submission = Submission(task_id=task_id, name=manifest.name, bundle_sha256=digest,
-                                artifact_key=key, manifest=manifest.model_dump(mode="json"))
+        submission = Submission(
+            task_id=task_id,
+            name=manifest.name,
+            bundle_sha256=digest,
+            artifact_key=key,
+            manifest=manifest.model_dump(mode="json"),
+        )
         session.add(submission)
         session.flush()
         return submission.id

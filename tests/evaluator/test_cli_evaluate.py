@@ -24,8 +24,9 @@ Run = Callable[..., tuple[int, str, str]]
 
 
 @pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> Iterator[Run]:
+def cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[Run]:
     monkeypatch.setenv("EVALBOARD_DATA_DIR", str(tmp_path / "evalboard-data"))
     monkeypatch.setenv("EVALBOARD_SANDBOX", "local")
     monkeypatch.setenv("COLUMNS", "200")
@@ -45,7 +46,8 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 def _vader_in_process(examples: list[dict[str, Any]]) -> list[str]:
     spec = importlib.util.spec_from_file_location(
-        "vader_handler", FIXTURES / "vader_bundle" / "handler.py")
+        "vader_handler", FIXTURES / "vader_bundle" / "handler.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -55,16 +57,18 @@ def _vader_in_process(examples: list[dict[str, Any]]) -> list[str]:
 
 def _add_real_task(ctx: Context, dynasent: Path) -> None:
     create_task(ctx, sentiment_spec())
-    mapping = ColumnMapping(fields={"uid": "text_id", "statement": "sentence",
-                                    "label": "gold_label"},
-                            exclude_labels=frozenset({"mixed", "null"}))
+    mapping = ColumnMapping(
+        fields={"uid": "text_id", "statement": "sentence", "label": "gold_label"},
+        exclude_labels=frozenset({"mixed", "null"}),
+    )
     for name, round_, file in [
         ("r1-test", 1, "dynasent-v1.1-round01-yelp-test.jsonl"),
         ("r2-test", 2, "dynasent-v1.1-round02-dynabench-test.jsonl"),
         ("sst-dev", 0, "sst-dev-validated.jsonl"),
     ]:
-        add_dataset(ctx, task_id="sentiment", name=name, round=round_, path=dynasent / file,
-                    mapping=mapping)
+        add_dataset(
+            ctx, task_id="sentiment", name=name, round=round_, path=dynasent / file, mapping=mapping
+        )
 
 
 @pytest.mark.slow
@@ -76,9 +80,18 @@ def test_vader_on_the_real_sentiment_task_matches_in_process_macro_f1(
     ctx = _context.context()
     _add_real_task(ctx, shared_datasets / "dynasent")
     out = tmp_path / "result.json"
-    code, stdout, stderr = cli("evaluate", FIXTURES / "vader_bundle", "--task", "sentiment",
-                               "--sandbox", "local", "--json", out,
-                               "--predictions", tmp_path / "predictions")
+    code, stdout, stderr = cli(
+        "evaluate",
+        FIXTURES / "vader_bundle",
+        "--task",
+        "sentiment",
+        "--sandbox",
+        "local",
+        "--json",
+        out,
+        "--predictions",
+        tmp_path / "predictions",
+    )
     assert code == 0, stderr
     for column in ("perf", "fair.", "robust.", "ex/s", "p95 s", "mem GiB", "CPU s", "ECE"):
         assert column in stdout
@@ -114,8 +127,15 @@ def test_a_model_failure_exits_1_with_the_reason_and_log_tail(
     cli: Run, tmp_path: Path, keyword_bundle: BundleFactory
 ) -> None:
     data = write_jsonl(tmp_path / "mini.jsonl", sentiment_rows())
-    code, _, stderr = cli("evaluate", keyword_bundle(mode="crash"), "--task-file",
-                          _task_file(tmp_path), "--dataset", data, "--no-energy")
+    code, _, stderr = cli(
+        "evaluate",
+        keyword_bundle(mode="crash"),
+        "--task-file",
+        _task_file(tmp_path),
+        "--dataset",
+        data,
+        "--no-energy",
+    )
     assert code == 1
     assert "crashed" in stderr and "deliberate crash" in stderr
 
@@ -124,8 +144,17 @@ def test_json_to_stdout_with_a_task_file(
     cli: Run, tmp_path: Path, keyword_bundle: BundleFactory
 ) -> None:
     data = write_jsonl(tmp_path / "mini.jsonl", sentiment_rows())
-    code, stdout, _ = cli("evaluate", keyword_bundle(), "--task-file", _task_file(tmp_path),
-                          "--dataset", data, "--json", "-", "--no-energy")
+    code, stdout, _ = cli(
+        "evaluate",
+        keyword_bundle(),
+        "--task-file",
+        _task_file(tmp_path),
+        "--dataset",
+        data,
+        "--json",
+        "-",
+        "--no-energy",
+    )
     assert code == 0
     result = json.loads(stdout)
     assert result["schema_version"] == 1 and result["datasets"][0]["dataset"] == "mini"

@@ -54,9 +54,21 @@ def redis_url() -> Iterator[str]:
 def _start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as output:  # the child keeps its own copy of the descriptor
         return subprocess.Popen(
-            [str(EVALBOARD), "worker", "--queues", "cpu", "--concurrency", "1",
-             "--lease-s", str(LEASE_S), "--loglevel", "INFO"],
-            env=env, stdout=output, stderr=subprocess.STDOUT,
+            [
+                str(EVALBOARD),
+                "worker",
+                "--queues",
+                "cpu",
+                "--concurrency",
+                "1",
+                "--lease-s",
+                str(LEASE_S),
+                "--loglevel",
+                "INFO",
+            ],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
         )
 
 
@@ -68,20 +80,33 @@ def _jobs(ctx: Context) -> list[Job]:
 def test_ten_jobs_each_finish_once_when_a_worker_is_killed_mid_job(
     tmp_path: Path, postgres_url: str, redis_url: str, keyword_bundle: BundleFactory
 ) -> None:
-    settings = Settings(data_dir=tmp_path / "data", database_url=postgres_url,
-                        broker_url=redis_url, sandbox="local")
+    settings = Settings(
+        data_dir=tmp_path / "data", database_url=postgres_url, broker_url=redis_url, sandbox="local"
+    )
     ctx = Context.from_settings(settings)
     create_task(ctx, sentiment_spec())
     for n in range(JOBS):
-        rows = [{"uid": f"{n}-{i}", "statement": f"great thing number {i}", "label": "positive"}
-                for i in range(6)]
-        add_dataset(ctx, task_id="sentiment", name=f"set{n}", perturb=False,
-                    path=write_jsonl(tmp_path / f"set{n}.jsonl", rows))
+        rows = [
+            {"uid": f"{n}-{i}", "statement": f"great thing number {i}", "label": "positive"}
+            for i in range(6)
+        ]
+        add_dataset(
+            ctx,
+            task_id="sentiment",
+            name=f"set{n}",
+            perturb=False,
+            path=write_jsonl(tmp_path / f"set{n}.jsonl", rows),
+        )
     # Three batches of two, 0.25 s each: every job runs long enough to be killed inside.
     submission = submit(ctx, keyword_bundle(delay_s=0.25))
-    env = {**os.environ, "EVALBOARD_DATA_DIR": str(settings.data_dir),
-           "EVALBOARD_DATABASE_URL": postgres_url, "EVALBOARD_BROKER_URL": redis_url,
-           "EVALBOARD_ARTIFACTS": settings.artifacts, "EVALBOARD_SANDBOX": "local"}
+    env = {
+        **os.environ,
+        "EVALBOARD_DATA_DIR": str(settings.data_dir),
+        "EVALBOARD_DATABASE_URL": postgres_url,
+        "EVALBOARD_BROKER_URL": redis_url,
+        "EVALBOARD_ARTIFACTS": settings.artifacts,
+        "EVALBOARD_SANDBOX": "local",
+    }
     logs = [tmp_path / "worker-a.log", tmp_path / "worker-b.log"]
     victim, survivor = (_start_worker(env, log) for log in logs)
     try:
@@ -105,11 +130,13 @@ def test_ten_jobs_each_finish_once_when_a_worker_is_killed_mid_job(
             time.sleep(0.25)
         jobs = _jobs(ctx)
         report = "\n".join(f"{j.id} {j.status} {j.reason} {j.message}" for j in jobs)
-        assert [j.status for j in jobs] == ["finished"] * JOBS, (
-            report + logs[1].read_text()[-3000:])
+        assert [j.status for j in jobs] == ["finished"] * JOBS, report + logs[1].read_text()[-3000:]
         with ctx.db.session() as session:
-            per_job = dict(session.execute(
-                select(Result.job_id, func.count(Result.id)).group_by(Result.job_id)).all())
+            per_job = dict(
+                session.execute(
+                    select(Result.job_id, func.count(Result.id)).group_by(Result.job_id)
+                ).all()
+            )
         assert per_job == {job.id: 1 for job in jobs}  # every job finished exactly once
         rerun = next(job for job in jobs if job.id == killed_job)
         assert rerun.attempts == 2  # the killed run, then the re-run elsewhere

@@ -23,16 +23,22 @@ def engine() -> Any:
         client.ping()
         client.images.get(get_settings().base_image)
     except Exception as exc:  # any failure means: no usable engine here
-        pytest.skip(f"no Docker engine with the runtime image ({exc}); "
-                    "run `bash docker/bootstrap.sh`")
+        pytest.skip(
+            f"no Docker engine with the runtime image ({exc}); run `bash docker/bootstrap.sh`"
+        )
     return client
 
 
 def test_docker_results_record_the_image_and_the_cgroup_peak(
     engine: Any, keyword_bundle: BundleFactory
 ) -> None:
-    result = evaluate(keyword_bundle(), task=sentiment_spec(), datasets=_sets(),
-                      sandbox="docker", measure_energy=False)
+    result = evaluate(
+        keyword_bundle(),
+        task=sentiment_spec(),
+        datasets=_sets(),
+        sandbox="docker",
+        measure_energy=False,
+    )
     assert not result.failed
     mini = result.outcome("mini").metrics
     assert mini is not None and mini.memory_gib is not None and mini.memory_gib > 0
@@ -45,8 +51,13 @@ def test_docker_results_record_the_image_and_the_cgroup_peak(
 def test_a_crash_in_docker_keeps_the_reason_and_log(
     engine: Any, keyword_bundle: BundleFactory
 ) -> None:
-    result = evaluate(keyword_bundle(mode="crash"), task=sentiment_spec(),
-                      datasets=_sets()[1:], sandbox="docker", measure_energy=False)
+    result = evaluate(
+        keyword_bundle(mode="crash"),
+        task=sentiment_spec(),
+        datasets=_sets()[1:],
+        sandbox="docker",
+        measure_energy=False,
+    )
     failure = result.outcome("mini").failure
     assert failure is not None and failure.reason == "crashed"
     assert "deliberate crash" in failure.log_tail + failure.message

@@ -20,14 +20,27 @@ LABELS = ["negative", "neutral", "positive"]
 def _sets() -> list[TestSet]:
     rows = sentiment_rows()
     copy = [  # s2 loses its cue word; s1 keeps it
-        {"uid": "r1", "input_id": "s1", "statement": "The food was wonderful!",
-         "label": "positive"},
-        {"uid": "r2", "input_id": "s2", "statement": "He said the service was terible.",
-         "label": "negative"},
+        {
+            "uid": "r1",
+            "input_id": "s1",
+            "statement": "The food was wonderful!",
+            "label": "positive",
+        },
+        {
+            "uid": "r2",
+            "input_id": "s2",
+            "statement": "He said the service was terible.",
+            "label": "negative",
+        },
     ]
     return [
-        TestSet(name="robustness-mini", examples=copy, sha256="b" * 64,
-                perturbation="robustness", derived_from="mini"),
+        TestSet(
+            name="robustness-mini",
+            examples=copy,
+            sha256="b" * 64,
+            perturbation="robustness",
+            derived_from="mini",
+        ),
         TestSet(name="mini", examples=rows, sha256="a" * 64, round=1, weight=2.0),
     ]
 
@@ -36,15 +49,26 @@ def test_every_dataset_is_scored_measured_and_traced(
     keyword_bundle: BundleFactory, tmp_path: Path
 ) -> None:
     bundle = keyword_bundle()
-    result = evaluate(bundle, task=sentiment_spec(), datasets=_sets(), sandbox="local",
-                      predictions_dir=tmp_path / "predictions", measure_energy=False, seed=7)
+    result = evaluate(
+        bundle,
+        task=sentiment_spec(),
+        datasets=_sets(),
+        sandbox="local",
+        predictions_dir=tmp_path / "predictions",
+        measure_energy=False,
+        seed=7,
+    )
     assert [o.dataset for o in result.datasets] == ["mini", "robustness-mini"]
     assert not result.failed  # the model would answer "gold-leaked" had it seen a label
     mini = result.outcome("mini").metrics
     assert mini is not None
     rows = sentiment_rows()
-    expected = compute("macro_f1", ["positive", "negative", "neutral", "neutral"],
-                       [r["label"] for r in rows], labels=LABELS)
+    expected = compute(
+        "macro_f1",
+        ["positive", "negative", "neutral", "neutral"],
+        [r["label"] for r in rows],
+        labels=LABELS,
+    )
     assert mini.perf == expected == result.summary.perf
     assert mini.examples == 4 and mini.batch_size == 2
     assert mini.throughput > 0 and mini.startup_s is not None and mini.startup_s > 0
@@ -56,8 +80,10 @@ def test_every_dataset_is_scored_measured_and_traced(
     copy = result.outcome("robustness-mini").metrics
     assert copy is not None and copy.robustness == 50.0 and copy.perf is None
     assert result.summary.robustness == 50.0
-    records = [json.loads(line) for line in
-               (tmp_path / "predictions" / "mini.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line)
+        for line in (tmp_path / "predictions" / "mini.jsonl").read_text().splitlines()
+    ]
     assert [r["uid"] for r in records] == ["s1", "s2", "s3", "s4"]
     p = result.provenance
     assert p.bundle_sha256 == bundle_digest(bundle)
@@ -72,23 +98,39 @@ def test_a_copy_run_alone_predicts_the_originals_it_needs(
     keyword_bundle: BundleFactory,
 ) -> None:
     copy, original = _sets()
-    run = evaluate_dataset(keyword_bundle(), copy, sentiment_spec(), sandbox="local",
-                           original=original, measure_energy=False)
+    run = evaluate_dataset(
+        keyword_bundle(),
+        copy,
+        sentiment_spec(),
+        sandbox="local",
+        original=original,
+        measure_energy=False,
+    )
     assert run.outcome.metrics is not None and run.outcome.metrics.robustness == 50.0
     assert run.outcome.metrics.examples == 2  # the originals are outside the timed phase
 
 
 def test_a_copy_without_its_original_is_refused(keyword_bundle: BundleFactory) -> None:
     with pytest.raises(UsageError, match="robustness copy of 'mini'"):
-        evaluate(keyword_bundle(), task=sentiment_spec(), datasets=_sets()[:1],
-                 sandbox="local", measure_energy=False)
+        evaluate(
+            keyword_bundle(),
+            task=sentiment_spec(),
+            datasets=_sets()[:1],
+            sandbox="local",
+            measure_energy=False,
+        )
 
 
 def test_unknown_label_fails_with_protocol_error_naming_it(
     keyword_bundle: BundleFactory,
 ) -> None:
-    result = evaluate(keyword_bundle(mode="unknown_label"), task=sentiment_spec(),
-                      datasets=_sets()[1:], sandbox="local", measure_energy=False)
+    result = evaluate(
+        keyword_bundle(mode="unknown_label"),
+        task=sentiment_spec(),
+        datasets=_sets()[1:],
+        sandbox="local",
+        measure_energy=False,
+    )
     failure = result.outcome("mini").failure
     assert failure is not None and failure.reason == "protocol_error"
     assert "'banana'" in failure.message
@@ -96,8 +138,13 @@ def test_unknown_label_fails_with_protocol_error_naming_it(
 
 
 def test_a_crash_keeps_the_reason_and_the_log_tail(keyword_bundle: BundleFactory) -> None:
-    result = evaluate(keyword_bundle(mode="crash"), task=sentiment_spec(),
-                      datasets=_sets(), sandbox="local", measure_energy=False)
+    result = evaluate(
+        keyword_bundle(mode="crash"),
+        task=sentiment_spec(),
+        datasets=_sets(),
+        sandbox="local",
+        measure_energy=False,
+    )
     assert [o.status for o in result.datasets] == ["failed", "failed"]
     failure = result.outcome("mini").failure
     assert failure is not None and failure.reason == "crashed"
@@ -107,8 +154,13 @@ def test_a_crash_keeps_the_reason_and_the_log_tail(keyword_bundle: BundleFactory
 def test_energy_is_measured_and_labelled_an_estimate_without_rapl(
     keyword_bundle: BundleFactory,
 ) -> None:
-    result = evaluate(keyword_bundle(), task=sentiment_spec(), datasets=_sets()[1:],
-                      sandbox="local", country_iso_code="FRA")
+    result = evaluate(
+        keyword_bundle(),
+        task=sentiment_spec(),
+        datasets=_sets()[1:],
+        sandbox="local",
+        country_iso_code="FRA",
+    )
     assert result.energy.kwh is not None and result.energy.kwh > 0
     assert result.energy.co2_kg is not None and result.energy.country_iso_code == "FRA"
     if not Path("/sys/class/powercap/intel-rapl").exists():
@@ -121,10 +173,20 @@ def test_limits_may_tighten_the_tasks_never_loosen_them(keyword_bundle: BundleFa
     from evalboard.core.limits import SandboxLimits
 
     bundle = keyword_bundle()
-    tight = evaluate(bundle, task=sentiment_spec(), datasets=_sets()[1:],
-                     sandbox="local", measure_energy=False,
-                     limits=SandboxLimits(timeout_s=60))
+    tight = evaluate(
+        bundle,
+        task=sentiment_spec(),
+        datasets=_sets()[1:],
+        sandbox="local",
+        measure_energy=False,
+        limits=SandboxLimits(timeout_s=60),
+    )
     assert tight.provenance.limits["timeout_s"] == 60
     with pytest.raises(UsageError, match="loosens"):
-        evaluate(bundle, task=sentiment_spec(), datasets=_sets()[1:],
-                 sandbox="local", limits=SandboxLimits(cpus=8))
+        evaluate(
+            bundle,
+            task=sentiment_spec(),
+            datasets=_sets()[1:],
+            sandbox="local",
+            limits=SandboxLimits(cpus=8),
+        )

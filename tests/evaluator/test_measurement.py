@@ -43,17 +43,17 @@ def test_measure_keeps_order_and_batches_by_batch_size() -> None:
         (lambda batch: [{"label": "banana"} for _ in batch], "'banana'"),
         (lambda batch: [{"label": "positive"}], "1 outputs for 2 inputs"),
         (lambda batch: ["positive" for _ in batch], "not an object"),
-        (lambda batch: [{"label": "positive", "probs": {"happy": 1.0}} for _ in batch],
-         "'happy'"),
-        (lambda batch: [{"label": "positive", "probs": {"positive": 1.5}} for _ in batch],
-         "1.5"),
-        (lambda batch: [{"label": "positive", "probs": {"positive": float("nan")}}
-                        for _ in batch], "nan"),
+        (lambda batch: [{"label": "positive", "probs": {"happy": 1.0}} for _ in batch], "'happy'"),
+        (lambda batch: [{"label": "positive", "probs": {"positive": 1.5}} for _ in batch], "1.5"),
+        (
+            lambda batch: [
+                {"label": "positive", "probs": {"positive": float("nan")}} for _ in batch
+            ],
+            "nan",
+        ),
     ],
 )
-def test_bad_outputs_are_protocol_errors_naming_the_bad_value(
-    answer: Outputs, needle: str
-) -> None:
+def test_bad_outputs_are_protocol_errors_naming_the_bad_value(answer: Outputs, needle: str) -> None:
     box = _box(answer)
     with pytest.raises(SandboxFailure) as caught:
         measure(box, INPUTS[:2], sentiment_spec(), batch_size=2)
@@ -86,32 +86,46 @@ def test_percentile_interpolates_and_is_none_when_empty() -> None:
 
 
 class StreamingSandbox(FakeSandbox):
-    """Offers predict_stream, as a sandbox that pipelines requests would."""
+    """Pipelines as the docker and local sandboxes do: reports how many were in flight."""
 
-    streamed = False
+    in_flight_asked: int | None = None
 
-    def predict_stream(self, batches: Iterator[list[dict[str, Any]]]
-                       ) -> Iterator[list[dict[str, Any]]]:
-        self.streamed = True
+    def _predict_stream(
+        self, batches: Iterator[list[dict[str, Any]]], in_flight: int, latencies: list[float]
+    ) -> Iterator[list[dict[str, Any]]]:
+        self.in_flight_asked = in_flight
         for batch in batches:
-            yield self.predict(batch)
+            latencies.append(0.25)
+            yield self._predict(batch)
 
 
-def test_a_sandbox_that_pipelines_is_used_through_predict_stream() -> None:
+def test_measure_pipelines_through_predict_stream_and_keeps_its_latencies() -> None:
     box = StreamingSandbox(predict=lambda batch: [{"label": "neutral"} for _ in batch])
     box.start()
     measured = measure(box, INPUTS, sentiment_spec(), batch_size=2)
-    assert box.streamed and len(measured.outputs) == 5
-    assert len(measured.batch_latencies) == 3
+    assert box.in_flight_asked == 2 and len(measured.outputs) == 5
+    assert measured.batch_latencies == [0.25, 0.25, 0.25]
+    assert measure(box, INPUTS, sentiment_spec(), batch_size=2, in_flight=1).outputs
+    assert box.in_flight_asked == 1
 
 
 def test_a_stream_that_stops_early_is_a_protocol_error() -> None:
     class Short(StreamingSandbox):
-        def predict_stream(self, batches: Iterator[list[dict[str, Any]]]
-                           ) -> Iterator[list[dict[str, Any]]]:
-            yield self.predict(next(batches))
+        def _predict_stream(
+            self, batches: Iterator[list[dict[str, Any]]], in_flight: int, latencies: list[float]
+        ) -> Iterator[list[dict[str, Any]]]:
+            yield self._predict(next(batches))
 
     box = Short(predict=lambda batch: [{"label": "neutral"} for _ in batch])
     box.start()
     with pytest.raises(SandboxFailure, match="answered 2 of 5"):
         measure(box, INPUTS, sentiment_spec(), batch_size=2)
+
+
+def test_a_bad_output_mid_stream_stops_the_stream() -> None:
+    answers = iter([[{"label": "neutral"}] * 2, [{"label": "banana"}] * 2])
+    box = StreamingSandbox(predict=lambda batch: next(answers, [{"label": "neutral"}] * 2))
+    box.start()
+    with pytest.raises(SandboxFailure, match="'banana'"):
+        measure(box, INPUTS, sentiment_spec(), batch_size=2)
+    assert len(box.requests) == 2  # the stream was left at the bad answer

@@ -14,10 +14,13 @@ from tests.helpers.tasks import sentiment_spec
 
 def _finished_jobs(ctx: Context) -> list[tuple[Job, Dataset, Result | None]]:
     with ctx.db.session() as session:
-        rows = session.execute(select(Job, Dataset).join(Dataset, Job.dataset_id == Dataset.id)
-                               .order_by(Job.id)).all()
-        return [(job, dataset, session.scalar(select(Result).where(Result.job_id == job.id)))
-                for job, dataset in rows]
+        rows = session.execute(
+            select(Job, Dataset).join(Dataset, Job.dataset_id == Dataset.id).order_by(Job.id)
+        ).all()
+        return [
+            (job, dataset, session.scalar(select(Result).where(Result.job_id == job.id)))
+            for job, dataset in rows
+        ]
 
 
 def test_jobs_give_the_same_numbers_as_a_direct_evaluation(
@@ -33,9 +36,16 @@ def test_jobs_give_the_same_numbers_as_a_direct_evaluation(
     assert len(rows) == len(created) == 3  # mini and its robustness and fairness copies
     datasets = list_datasets(ctx, sentiment_task)
     names = {d.id: d.name for d in datasets}
-    direct = evaluate(bundle, task=sentiment_spec(), sandbox="local", measure_energy=False,
-                      datasets=[TestSet.from_table(ctx, d, derived_from=names.get(
-                          d.derived_from_id or -1)) for d in datasets])
+    direct = evaluate(
+        bundle,
+        task=sentiment_spec(),
+        sandbox="local",
+        measure_energy=False,
+        datasets=[
+            TestSet.from_table(ctx, d, derived_from=names.get(d.derived_from_id or -1))
+            for d in datasets
+        ],
+    )
     outcomes = []
     for job, dataset, result in rows:
         assert job.status == "finished" and job.attempts == 1 and job.lease_owner is None

@@ -32,8 +32,14 @@ class Recorder:
 
 def _setup(ctx: Context, tmp_path: Path, bundle: Path) -> int:
     create_task(ctx, sentiment_spec())
-    add_dataset(ctx, task_id="sentiment", name="mini", round=1,
-                path=write_jsonl(tmp_path / "mini.jsonl", sentiment_rows()), perturb=False)
+    add_dataset(
+        ctx,
+        task_id="sentiment",
+        name="mini",
+        round=1,
+        path=write_jsonl(tmp_path / "mini.jsonl", sentiment_rows()),
+        perturb=False,
+    )
     return submit(ctx, bundle)
 
 
@@ -51,8 +57,14 @@ def test_one_job_per_dataset_dispatched_once_and_idempotent(
     assert len(created) == 1 and sent.sent == [(created[0], "cpu")]
     assert queue.enqueue_submission(any_ctx, submission, dispatcher=sent) == []
     # A new round: the missing (submission, dataset) pair, and only it, is queued.
-    add_dataset(any_ctx, task_id="sentiment", name="round2", round=2, perturb=False,
-                path=write_jsonl(tmp_path / "r2.jsonl", sentiment_rows()[:2]))
+    add_dataset(
+        any_ctx,
+        task_id="sentiment",
+        name="round2",
+        round=2,
+        perturb=False,
+        path=write_jsonl(tmp_path / "r2.jsonl", sentiment_rows()[:2]),
+    )
     added = queue.queue_missing_jobs(any_ctx, "sentiment", dispatcher=sent)
     assert len(added) == 1 and len(_jobs(any_ctx)) == 2
     assert queue.queue_missing_jobs(any_ctx, "sentiment", dispatcher=sent) == []
@@ -79,8 +91,11 @@ def test_a_job_is_claimed_by_exactly_one_of_many_workers(
     submission = _setup(any_ctx, tmp_path, keyword_bundle())
     with any_ctx.db.session() as session:  # eight datasets -> eight jobs
         for n in range(7):
-            session.add(Dataset(task_id="sentiment", name=f"d{n}", sha256="0" * 64, rows=1,
-                                artifact_key="x"))
+            session.add(
+                Dataset(
+                    task_id="sentiment", name=f"d{n}", sha256="0" * 64, rows=1, artifact_key="x"
+                )
+            )
     queue.enqueue_submission(any_ctx, submission, dispatcher=Recorder())
     claimed: list[int] = []
     lock = threading.Lock()
@@ -101,8 +116,11 @@ def test_a_job_is_claimed_by_exactly_one_of_many_workers(
 
 def _expire(ctx: Context, job_id: int) -> None:
     with ctx.db.session() as session:
-        session.execute(update(Job).where(Job.id == job_id)
-                        .values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+        session.execute(
+            update(Job)
+            .where(Job.id == job_id)
+            .values(lease_expires_at=utcnow() - timedelta(seconds=1))
+        )
 
 
 def test_the_reaper_requeues_expired_leases_then_gives_up(
@@ -167,13 +185,24 @@ def test_a_failure_keeps_reason_message_and_log(
     submission = _setup(any_ctx, tmp_path, keyword_bundle())
     (job_id,) = queue.enqueue_submission(any_ctx, submission, dispatcher=Recorder())
     assert queue.claim(any_ctx, job_id, owner="a")
-    assert not queue.fail(any_ctx, job_id, owner="b", reason=FailureReason.OOM,
-                          message="x")  # not b's lease
-    assert queue.fail(any_ctx, job_id, owner="a", reason=FailureReason.OOM,
-                      message="killed at 4g", log_tail="allocating...")
+    assert not queue.fail(
+        any_ctx, job_id, owner="b", reason=FailureReason.OOM, message="x"
+    )  # not b's lease
+    assert queue.fail(
+        any_ctx,
+        job_id,
+        owner="a",
+        reason=FailureReason.OOM,
+        message="killed at 4g",
+        log_tail="allocating...",
+    )
     (job,) = _jobs(any_ctx)
     assert (job.status, job.reason, job.message, job.log_tail) == (
-        "failed", "oom", "killed at 4g", "allocating...")
+        "failed",
+        "oom",
+        "killed at 4g",
+        "allocating...",
+    )
 
 
 def test_renew_fails_for_a_lease_someone_else_holds(

@@ -27,53 +27,85 @@ def test_perf_is_the_task_metric_against_gold_with_accuracy_beside_it() -> None:
     quality = score(sentiment_spec(), rows, outputs)
     golds = [row["label"] for row in rows]
     predictions = [o["label"] for o in outputs]
-    assert quality.perf == compute("macro_f1", predictions, golds,
-                                   labels=["negative", "neutral", "positive"])
+    assert quality.perf == compute(
+        "macro_f1", predictions, golds, labels=["negative", "neutral", "positive"]
+    )
     assert quality.extra == {"accuracy": 75.0}
     assert [r["score"] for r in quality.records] == [1.0, 1.0, 1.0, 0.0]
-    assert quality.records[3] == {"uid": "s4", "output": outputs[3], "gold": "negative",
-                                  "score": 0.0}
+    assert quality.records[3] == {
+        "uid": "s4",
+        "output": outputs[3],
+        "gold": "negative",
+        "score": 0.0,
+    }
     assert quality.ece is None  # no probabilities given
 
 
 def test_ece_only_when_every_output_has_probabilities() -> None:
     rows = sentiment_rows()
-    quality = score(sentiment_spec(), rows, _outputs("positive", "negative", "neutral",
-                                                     "neutral", probs=True))
+    quality = score(
+        sentiment_spec(), rows, _outputs("positive", "negative", "neutral", "neutral", probs=True)
+    )
     # Confidence 0.8 everywhere, accuracy 0.75: |0.75 - 0.8| x100.
     assert quality.ece == pytest.approx(5.0)
 
 
 def test_delta_compares_with_the_models_own_original_prediction_not_gold() -> None:
-    perturbed = [{"uid": "p1", "input_id": "s1", "statement": "x", "label": "positive"},
-                 {"uid": "p2", "input_id": "s2", "statement": "y", "label": "negative"}]
+    perturbed = [
+        {"uid": "p1", "input_id": "s1", "statement": "x", "label": "positive"},
+        {"uid": "p2", "input_id": "s2", "statement": "y", "label": "negative"},
+    ]
     originals = {"s1": {"label": "neutral"}, "s2": {"label": "negative"}}
     # p1 keeps the (wrong) original prediction: unchanged counts, whatever the gold says.
-    quality = score(sentiment_spec(), perturbed, _outputs("neutral", "positive"),
-                    originals=originals)
+    quality = score(
+        sentiment_spec(), perturbed, _outputs("neutral", "positive"), originals=originals
+    )
     assert quality.delta == 50.0 and quality.perf is None
     assert quality.records[0]["original"] == "neutral" and quality.records[0]["score"] == 1.0
 
 
 def test_span_tasks_score_answers_with_squad_f1_and_em() -> None:
     qa = parse_task_spec(QA)
-    rows = [{"uid": "q1", "context": "The blue whale.", "question": "What?",
-             "answers": [{"text": "blue whale", "answer_start": 4}]},
-            {"uid": "q2", "context": "Nothing here.", "question": "Who?", "answers": []}]
+    rows = [
+        {
+            "uid": "q1",
+            "context": "The blue whale.",
+            "question": "What?",
+            "answers": [{"text": "blue whale", "answer_start": 4}],
+        },
+        {"uid": "q2", "context": "Nothing here.", "question": "Who?", "answers": []},
+    ]
     quality = score(qa, rows, [{"answer": "the blue whale"}, {"answer": "Nothing"}])
     assert quality.perf == 50.0 and quality.extra == {"squad_em": 50.0}
     assert quality.records[0]["gold"] == ["blue whale"]
 
 
-def _finished(name: str, weight: float, perf: float, throughput: float, *,
-              perturbation: str | None = None, access: str = "scoring") -> DatasetOutcome:
+def _finished(
+    name: str,
+    weight: float,
+    perf: float,
+    throughput: float,
+    *,
+    perturbation: str | None = None,
+    access: str = "scoring",
+) -> DatasetOutcome:
     figure = {perturbation: perf} if perturbation else {"perf": perf}
     return DatasetOutcome(
-        dataset=name, sha256="0" * 64, weight=weight, access=access,
+        dataset=name,
+        sha256="0" * 64,
+        weight=weight,
+        access=access,
         perturbation=perturbation,  # type: ignore[arg-type]
         derived_from="a" if perturbation else None,
-        metrics=DatasetMetrics(perf_metric="macro_f1", examples=10, throughput=throughput,
-                               batch_size=1, predict_s=1.0, memory_gib=1.0, **figure),
+        metrics=DatasetMetrics(
+            perf_metric="macro_f1",
+            examples=10,
+            throughput=throughput,
+            batch_size=1,
+            predict_s=1.0,
+            memory_gib=1.0,
+            **figure,
+        ),
     )
 
 
@@ -83,8 +115,12 @@ def test_summary_is_dataset_weighted_over_scored_finished_datasets() -> None:
         _finished("b", 3.0, 80.0, 30.0),
         _finished("shown", 5.0, 0.0, 0.0, access="standard"),
         _finished("robustness-a", 1.0, 90.0, 10.0, perturbation="robustness"),
-        DatasetOutcome(dataset="broken", sha256="0" * 64, status="failed",
-                       failure=Failure(reason="crashed", message="boom")),
+        DatasetOutcome(
+            dataset="broken",
+            sha256="0" * 64,
+            status="failed",
+            failure=Failure(reason="crashed", message="boom"),
+        ),
     ]
     summary = summarize(outcomes)
     assert summary.perf == pytest.approx((60 + 3 * 80) / 4)

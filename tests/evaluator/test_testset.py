@@ -14,8 +14,7 @@ from tests.helpers.tasks import sentiment_rows, write_jsonl
 
 def test_only_uid_and_inputs_reach_the_model() -> None:
     rows = [{**row, "input_id": "x", "perturbation": "typo"} for row in sentiment_rows()]
-    assert model_inputs(rows, ["statement"])[0] == {"uid": "s1",
-                                                    "statement": rows[0]["statement"]}
+    assert model_inputs(rows, ["statement"])[0] == {"uid": "s1", "statement": rows[0]["statement"]}
 
 
 def test_a_file_gets_the_registry_address_and_its_copy_role_from_its_name(
@@ -36,8 +35,9 @@ def test_bad_lines_name_the_file_and_line(tmp_path: Path) -> None:
 
 
 def test_originals_run_before_copies_and_names_are_unique() -> None:
-    copy = TestSet(name="robustness-a", examples=[], sha256="", perturbation="robustness",
-                   derived_from="a")
+    copy = TestSet(
+        name="robustness-a", examples=[], sha256="", perturbation="robustness", derived_from="a"
+    )
     original = TestSet(name="a", examples=[], sha256="")
     assert in_evaluation_order([copy, original]) == [original, copy]
     with pytest.raises(InvalidDataset, match="repeat"):

@@ -22,14 +22,21 @@ EVALBOARD = Path(sys.executable).parent / "evalboard"
 def test_a_polling_worker_runs_jobs_and_stops_cleanly_on_sigterm(
     ctx: Context, sentiment_task: str, keyword_bundle: BundleFactory, tmp_path: Path
 ) -> None:
-    env = {**os.environ, "EVALBOARD_DATA_DIR": str(ctx.settings.data_dir),
-           "EVALBOARD_SANDBOX": "local"}
+    env = {
+        **os.environ,
+        "EVALBOARD_DATA_DIR": str(ctx.settings.data_dir),
+        "EVALBOARD_SANDBOX": "local",
+    }
     env.pop("EVALBOARD_BROKER_URL", None)
     submission = submit(ctx, keyword_bundle())
     log = tmp_path / "worker.log"
     with log.open("wb") as output:
-        worker = subprocess.Popen([str(EVALBOARD), "worker", "--concurrency", "2"], env=env,
-                                  stdout=output, stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(
+            [str(EVALBOARD), "worker", "--concurrency", "2"],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
     try:
         enqueue_submission(ctx, submission)
         deadline = time.monotonic() + 60

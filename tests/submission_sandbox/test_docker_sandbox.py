@@ -186,10 +186,16 @@ def test_an_image_bundle_that_speaks_the_contract_runs(tmp_path: Path, docker_cl
             outputs = box.predict(
                 [{"uid": "1", "statement": "a great film"}, {"uid": "2", "statement": "awful"}]
             )
+            # A model written to the contract is pipelined without knowing it.
+            batches = [[{"uid": str(n), "statement": "good" if n % 2 else "bad"}] for n in range(6)]
+            streamed = list(box.predict_stream(batches, in_flight=3))
             attrs = docker_client.api.inspect_container(box.container_id)
             assert attrs["Config"]["User"] == "10001:10001"
             assert attrs["HostConfig"]["ReadonlyRootfs"] is True
+            assert box.image is not None and box.hello.image_digest == box.image.id
+            assert box.image.id.startswith("sha256:")
         assert [o["label"] for o in outputs] == ["positive", "negative"]
+        assert [b[0]["label"] for b in streamed] == ["negative", "positive"] * 3
 
 
 def test_a_failed_run_keeps_its_log_after_the_container_is_gone(
