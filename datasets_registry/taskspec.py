@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evalboard.core.errors import InvalidTaskSpec
 from evalboard.core.limits import SandboxLimits
+from evalboard.core.validation import describe_validation_error
 
 __all__ = [
     "InputField",
@@ -160,23 +161,6 @@ class TaskSpec(BaseModel):
         return [name for name in self.input_names if name != "context"]
 
 
-def _describe(error: ValidationError) -> str:
-    lines = []
-    for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        value = item.get("input")
-        shown = repr(value) if not isinstance(value, dict) else "{...}"
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "literal_error":
-            message = message.replace("Input should be", "allowed values are")
-        if item["type"] == "extra_forbidden":
-            message = "unknown field; remove it or check its spelling"
-        lines.append(f"  {where}: {message} (got {shown})")
-    return "\n".join(lines)
-
-
 def parse_task_spec(data: Any, *, source: str = "task spec") -> TaskSpec:
     """Validate a parsed YAML/JSON document; errors name the field, value and allowed values."""
     if not isinstance(data, dict):
@@ -187,7 +171,9 @@ def parse_task_spec(data: Any, *, source: str = "task spec") -> TaskSpec:
     try:
         return TaskSpec.model_validate(data)
     except ValidationError as exc:
-        raise InvalidTaskSpec(f"{source} is not a valid task spec:\n{_describe(exc)}") from None
+        raise InvalidTaskSpec(
+            f"{source} is not a valid task spec:\n{describe_validation_error(exc)}"
+        ) from None
 
 
 def load_task_spec(path: Path) -> TaskSpec:

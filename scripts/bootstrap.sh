@@ -45,8 +45,15 @@ if command -v redis-server >/dev/null 2>&1 && ! redis-cli -h 127.0.0.1 ping >/de
     redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no || true
 fi
 
+# Both runtime images: transformers bundles run in evalboard/runtime-torch, and their tests
+# need it (cold: about 90 s, the torch site folder and the image; warm: seconds).
+# EVALBOARD_BUILD_TORCH_IMAGE=0 skips it on a machine that will never run one.
 if [[ -f docker/bootstrap.sh ]]; then
     log "Docker engine and runtime images"
-    bash docker/bootstrap.sh
+    if [[ ${EVALBOARD_BUILD_TORCH_IMAGE:-1} == 0 ]]; then
+        bash docker/bootstrap.sh --no-torch
+    else
+        bash docker/bootstrap.sh --torch
+    fi
 fi
 log "ready"

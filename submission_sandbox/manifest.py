@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalboard.core.errors import InvalidBundle
+from evalboard.core.validation import describe_validation_error
 
 __all__ = ["MANIFEST_NAME", "Manifest", "Runtime", "load_manifest", "parse_manifest"]
 
@@ -92,22 +93,6 @@ class Manifest(BaseModel):
         return self
 
 
-def _describe(error: ValidationError) -> str:
-    lines = []
-    for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "enum":
-            message = message.replace("Input should be", "allowed values are")
-        if item["type"] == "extra_forbidden":
-            message = "unknown field; remove it or check its spelling"
-        shown = repr(item.get("input"))
-        lines.append(
-            f"  {where}: {message}" + (f" (got {shown[:60]})" if where != "(top level)" else "")
-        )
-    return "\n".join(lines)
-
-
 def parse_manifest(data: Any, *, source: str = MANIFEST_NAME) -> Manifest:
     """Validate a parsed manifest; errors name the field, the value and the allowed values."""
     if not isinstance(data, dict):
@@ -118,7 +103,9 @@ def parse_manifest(data: Any, *, source: str = MANIFEST_NAME) -> Manifest:
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:
-        raise InvalidBundle(f"{source} is not a valid manifest:\n{_describe(exc)}") from None
+        raise InvalidBundle(
+            f"{source} is not a valid manifest:\n{describe_validation_error(exc)}"
+        ) from None
 
 
 def load_manifest(bundle_dir: Path) -> Manifest:
