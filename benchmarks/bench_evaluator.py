@@ -8,7 +8,10 @@ Writes medians to ``benchmarks/results/evaluator.json``.
    lexicon model: ``evaluate_dataset`` in the ``local`` sandbox (start-up, the timed
    phase, output checks, scoring, energy) against the same model's ``predict`` in this
    process over the same batches. Goal: end to end, start-up excluded, within 1.1x the raw
-   time; the start-up is reported beside it. The same for a model doing 1 ms of CPU work
+   time; the start-up is reported beside it (``startup_s``: ``Sandbox.start`` until the
+   model's hello; the evaluator starts its energy meter on a thread meanwhile, so a
+   slower meter start would show there, and in ``evaluator_total_s``, which includes
+   everything). The same for a model doing 1 ms of CPU work
    per example, to show how the fixed per-example cost weighs against model cost.
    Beside it, in the same run, the timed phase alone (``measure``, output checks
    included) in one local sandbox with one request in flight (the evaluator before

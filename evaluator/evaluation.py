@@ -33,7 +33,7 @@ from evaluator.result import (
     Provenance,
 )
 from evaluator.scorecard import Quality, score, summarize
-from evaluator.testset import TestSet, in_evaluation_order, model_inputs
+from evaluator.testset import TestSet, in_evaluation_order
 from submission_sandbox.bundle import bundle_digest
 from submission_sandbox.sandbox import Sandbox, SandboxFailure, open_sandbox
 
@@ -108,24 +108,28 @@ def evaluate_dataset(
             f"Dataset {test_set.name!r} is a {test_set.perturbation} copy of "
             f"{test_set.derived_from!r}; evaluate it together with that dataset"
         )
-    inputs = model_inputs(test_set.examples, task.input_names)
+    examples = test_set.examples  # measure() sends only uid and the inputs of each
     box = open_sandbox(bundle_dir, kind=sandbox, limits=limits or task.limits)
     meter = EnergyMeter(country_iso_code, enabled=measure_energy)
-    meter.start()
     if progress is not None:
-        progress.begin(test_set.name, len(inputs))
+        progress.begin(test_set.name, len(examples))
+    # codecarbon's start (milliseconds of set-up) overlaps the model's start-up; either
+    # way the meter runs before the first request and stops after the sandbox is gone.
+    metering = threading.Thread(target=meter.start, name="energy-meter-start", daemon=True)
+    metering.start()
     try:
         started = time.perf_counter()
-        hello = box.start()
+        try:
+            hello = box.start()
+        finally:
+            metering.join()
         startup_s = time.perf_counter() - started
         size = batch_size or hello.batch_size
         if test_set.perturbation and original_outputs is None:
             assert original is not None
             wanted = {str(example["input_id"]) for example in test_set.examples}
             needed = [e for e in original.examples if str(e["uid"]) in wanted]
-            before = measure(
-                box, model_inputs(needed, task.input_names), task, batch_size=size, abort=abort
-            )
+            before = measure(box, needed, task, batch_size=size, abort=abort)
             original_outputs = {
                 str(e["uid"]): o for e, o in zip(needed, before.outputs, strict=True)
             }
@@ -134,7 +138,7 @@ def evaluate_dataset(
             if progress is not None:
                 progress.advance(test_set.name, done)
 
-        measured = measure(box, inputs, task, batch_size=size, on_batch=on_batch, abort=abort)
+        measured = measure(box, examples, task, batch_size=size, on_batch=on_batch, abort=abort)
         usage = box.usage()
         final = box.close()
     except SandboxFailure as failure:
@@ -160,7 +164,7 @@ def evaluate_dataset(
     energy = meter.stop()
     peak = final.peak_memory_bytes or usage.peak_memory_bytes
     cpu = final.cpu_seconds if final.cpu_seconds is not None else usage.cpu_seconds
-    quality = score(task, test_set.examples, measured.outputs, originals=original_outputs)
+    quality = score(task, examples, measured.outputs, originals=original_outputs)
     metrics = DatasetMetrics(
         perf=quality.perf,
         perf_metric=task.perf_metric,
@@ -185,9 +189,7 @@ def evaluate_dataset(
     return DatasetRun(
         outcome=_outcome(test_set, metrics=metrics),
         energy=energy,
-        outputs={
-            str(e["uid"]): o for e, o in zip(test_set.examples, measured.outputs, strict=True)
-        },
+        outputs=dict(zip(map(str, quality.uids), measured.outputs, strict=True)),
         quality=quality,
         model=hello.name,
         image_digest=hello.image_digest,

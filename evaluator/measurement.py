@@ -23,6 +23,7 @@ import numpy as np
 
 from datasets_registry.taskspec import TaskSpec
 from evalboard.core.states import FailureReason
+from evaluator.testset import model_inputs
 from submission_sandbox.sandbox import Sandbox, SandboxFailure
 
 __all__ = ["IN_FLIGHT", "Aborted", "Measurement", "check_outputs", "measure", "percentile"]
@@ -129,12 +130,15 @@ def check_outputs(
 
 
 def _batches(
-    inputs: Sequence[dict[str, Any]], batch_size: int, abort: threading.Event | None
+    inputs: Sequence[dict[str, Any]],
+    batch_size: int,
+    abort: threading.Event | None,
+    input_names: Sequence[str],
 ) -> Iterator[list[dict[str, Any]]]:
     for offset in range(0, len(inputs), batch_size):
         if abort is not None and abort.is_set():
             raise Aborted("stopped from outside")
-        yield list(inputs[offset : offset + batch_size])
+        yield model_inputs(inputs[offset : offset + batch_size], input_names)
 
 
 def measure(
@@ -149,6 +153,9 @@ def measure(
 ) -> Measurement:
     """Predict every input in batches of ``batch_size``; the sandbox must be started.
 
+    ``inputs`` may be whole examples: each batch is cut down to ``uid`` and the task's
+    input fields (:func:`~evaluator.testset.model_inputs`) as it is sent, so gold never
+    enters the sandbox and the copy is made while the model works on the batch before.
     ``in_flight`` requests are kept unanswered at once (1: one at a time). A batch's
     latency is the sandbox's figure (:attr:`PredictionStream.latencies`): for the docker
     and local sandboxes, from the later of its request's send and the previous answer's
@@ -159,7 +166,7 @@ def measure(
     sent: deque[list[dict[str, Any]]] = deque()  # asked for, not yet checked
 
     def recorded() -> Iterator[list[dict[str, Any]]]:
-        for batch in _batches(inputs, batch_size, abort):
+        for batch in _batches(inputs, batch_size, abort, task.input_names):
             sent.append(batch)
             yield batch
 

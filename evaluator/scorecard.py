@@ -12,11 +12,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from datasets_registry.taskspec import TaskSpec
 from evaluator.result import DatasetOutcome, TaskMetrics
 from scoring.calibration import calibration_error
 from scoring.delta import delta_per_example
-from scoring.registry import compute, per_example
+from scoring.registry import FloatArray, compute, get_metric, per_example
 
 __all__ = ["Quality", "prediction_of", "score", "summarize"]
 
@@ -109,20 +111,51 @@ def score(
     golds = [_gold_of(example, task) for example in examples]
     labels = task.output.labels or None
     per_name = "squad_f1" if task.output.type == "span" else "accuracy"
+    scores = per_example(per_name, predictions, golds)
     quality = Quality(
-        perf=compute(task.perf_metric, predictions, golds, labels=labels),
+        perf=_value(task.perf_metric, per_name, scores, predictions, golds, labels),
         uids=uids,
         outputs=outputs,
-        scores=per_example(per_name, predictions, golds).tolist(),
+        scores=scores.tolist(),
         references={"gold": golds},
     )
     for name in _EXTRA_METRICS.get(task.perf_metric, ()):
-        quality.extra[name] = compute(name, predictions, golds, labels=labels)
-    probs = [output.get("probs") for output in outputs]
-    if task.output.type == "multiclass" and all(isinstance(p, Mapping) and p for p in probs):
-        given: list[Mapping[str, float]] = [p for p in probs if isinstance(p, Mapping)]
-        quality.ece = calibration_error(given, golds, labels=task.output.labels)
+        quality.extra[name] = _value(name, per_name, scores, predictions, golds, labels)
+    if task.output.type == "multiclass":
+        matrix = _probability_matrix(outputs, task.output.labels)
+        if matrix is not None:
+            quality.ece = calibration_error(matrix, golds, labels=task.output.labels)
     return quality
+
+
+def _value(
+    name: str,
+    per_name: str,
+    scores: FloatArray,
+    predictions: Sequence[Any],
+    golds: Sequence[Any],
+    labels: Sequence[Any] | None,
+) -> float:
+    """Metric ``name``; from the per-example ``scores`` already computed when it is theirs
+    (the registry's own reduction of them, so the figure is the same as ``compute``'s)."""
+    if name != per_name:
+        return compute(name, predictions, golds, labels=labels)
+    entry = get_metric(name)
+    return float(entry.reduce(scores[:, None].sum(axis=0), len(scores)))
+
+
+def _probability_matrix(
+    outputs: Sequence[Mapping[str, Any]], labels: Sequence[str]
+) -> FloatArray | None:
+    """Each output's ``probs`` as a row over ``labels`` (0 where a label is left out);
+    None unless every output gives a non-empty mapping (no calibration figure then)."""
+    rows = [output.get("probs") for output in outputs]
+    if not all(isinstance(row, Mapping) and row for row in rows):
+        return None
+    given: list[Mapping[str, float]] = rows  # type: ignore[assignment]
+    cells = (row.get(label, 0.0) for row in given for label in labels)
+    matrix = np.fromiter(cells, dtype=np.float64, count=len(given) * len(labels))
+    return matrix.reshape(len(given), len(labels))
 
 
 def _weighted(

@@ -22,6 +22,7 @@ from leaderboard.credentials import (
     MIN_PASSWORD_LENGTH,
     hash_password,
     new_token,
+    refuse_password,
     token_hash,
     verify_password,
 )
@@ -172,9 +173,10 @@ def authenticate(ctx: Context, name: str, password: str) -> User | None:
     """The user when the password matches, else None (the same for an unknown name)."""
     with ctx.db.session() as session:
         user = session.scalar(select(User).where(User.name == name))
-    if user is None or not verify_password(password, user.password_hash):
+    if user is None or not user.password_hash:
+        refuse_password(password)  # as slow as a real check: names do not show
         return None
-    return user
+    return user if verify_password(password, user.password_hash) else None
 
 
 def create_token(ctx: Context, name: str, *, label: str = "") -> tuple[str, ApiToken]:

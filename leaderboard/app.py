@@ -19,6 +19,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from evalboard import __version__
 from evalboard.core.context import Context
 from leaderboard.errors import install_error_handlers
+from leaderboard.headers import SecurityHeadersMiddleware
 from leaderboard.loop.api import router as loop_router
 from leaderboard.routes import (
     datasets,
@@ -31,6 +32,7 @@ from leaderboard.routes import (
     uploads,
     users,
 )
+from leaderboard.throttle import LoginThrottle
 
 __all__ = ["PLOTLY_JS", "create_app"]
 
@@ -65,6 +67,7 @@ def create_app(ctx: Context | None = None) -> FastAPI:
         ],
     )
     app.state.ctx = ctx
+    app.state.login_throttle = LoginThrottle()
     app.state.templates = Jinja2Templates(directory=str(_HERE / "templates"))
     app.add_middleware(
         SessionMiddleware,
@@ -74,6 +77,7 @@ def create_app(ctx: Context | None = None) -> FastAPI:
         same_site="lax",
         https_only=ctx.settings.environment == "production",
     )
+    app.add_middleware(SecurityHeadersMiddleware, hsts=ctx.settings.environment == "production")
     install_error_handlers(app)
     for module in (tasks, datasets, leaderboards, uploads, submissions, rounds, users):
         app.include_router(module.router)

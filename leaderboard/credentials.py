@@ -10,11 +10,19 @@ True
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
 
-__all__ = ["MIN_PASSWORD_LENGTH", "hash_password", "new_token", "token_hash", "verify_password"]
+__all__ = [
+    "MIN_PASSWORD_LENGTH",
+    "hash_password",
+    "new_token",
+    "refuse_password",
+    "token_hash",
+    "verify_password",
+]
 
 MIN_PASSWORD_LENGTH = 8
 # scrypt's interactive-login parameters (RFC 7914 section 2): about 50 ms, 16 MiB.
@@ -48,6 +56,17 @@ def verify_password(password: str, stored: str) -> bool:
     except ValueError:
         return False
     return hmac.compare_digest(_scrypt(password, salt, n, r, p), key)
+
+
+@functools.cache
+def _decoy_hash() -> str:
+    return hash_password(secrets.token_urlsafe(16))
+
+
+def refuse_password(password: str) -> None:
+    """Spend the time of a real check: for unknown names and token-only accounts, so
+    that a refusal's timing does not tell which names exist."""
+    verify_password(password, _decoy_hash())
 
 
 def new_token() -> str:

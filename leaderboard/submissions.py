@@ -151,8 +151,10 @@ def submission_status(
                 status=JobStatus(job.status),
                 reason=job.reason,
                 progress=job.progress,
-                message=job.message if manage else None,
-                log_tail=job.log_tail if manage else None,
+                # A model sees a hidden set's inputs and may print them: its logs on a
+                # hidden set are for the task's owner only, like its scores there.
+                message=job.message if manage and not hidden else None,
+                log_tail=job.log_tail if manage and not hidden else None,
                 started_at=job.started_at,
                 finished_at=job.finished_at,
                 metrics=metrics,
@@ -191,10 +193,19 @@ def cancel(ctx: Context, principal: Principal, submission_id: int) -> int:
 
 
 def rerun(ctx: Context, principal: Principal, submission_id: int) -> int:
-    """Queue failed and cancelled jobs again (and jobs for datasets added since)."""
-    _manageable(ctx, principal, submission_id)
+    """Queue failed and cancelled jobs again (and jobs for datasets added since).
+
+    A submission a platform fault left out of its submitter's quota counts again once it
+    runs again (else a re-run would be a free submission): the quota must have room.
+    """
+    submission = _manageable(ctx, principal, submission_id)
+    if submission.platform_fault and submission.user_id == principal.user_id:
+        check_quota(ctx, principal)
     again = (JobStatus.FAILED.value, JobStatus.CANCELLED.value)
     with ctx.db.session() as session:
+        session.execute(
+            update(Submission).where(Submission.id == submission_id).values(platform_fault=False)
+        )
         jobs = session.execute(
             select(Job.id, Job.queue).where(
                 Job.submission_id == submission_id, Job.status.in_(again)

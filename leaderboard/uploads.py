@@ -18,6 +18,7 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import IO
 
 from sqlalchemy import select, update
 
@@ -185,23 +186,37 @@ async def write_chunk(
         return fresh
 
 
-def _join_parts(ctx: Context, upload: Upload, key: str) -> None:
-    """Concatenate the chunks into ``key`` while checking the sha256; nothing on mismatch."""
+def _read_parts(ctx: Context, upload: Upload, out: IO[bytes] | None) -> None:
+    """Read the chunks in order (into ``out`` when given) while checking the sha256."""
     digest = hashlib.sha256()
     offset = 0
-    with ctx.artifacts.open_write(key) as out:
-        while offset < upload.size:
-            part = _part_key(upload.id, offset)
-            with ctx.artifacts.open(part) as source:
-                while block := source.read(_COPY):
-                    digest.update(block)
+    while offset < upload.size:
+        part = _part_key(upload.id, offset)
+        with ctx.artifacts.open(part) as source:
+            while block := source.read(_COPY):
+                digest.update(block)
+                if out is not None:
                     out.write(block)
-            offset += ctx.artifacts.size(part)
-        if digest.hexdigest() != upload.sha256:
-            raise UsageError(
-                f"The bytes received hash to {digest.hexdigest()[:16]}..., not the announced "
-                f"{upload.sha256[:16]}...; the file changed or was corrupted. Upload it again"
-            )
+        offset += ctx.artifacts.size(part)
+    if digest.hexdigest() != upload.sha256:
+        raise UsageError(
+            f"The bytes received hash to {digest.hexdigest()[:16]}..., not the announced "
+            f"{upload.sha256[:16]}...; the file changed or was corrupted. Upload it again"
+        )
+
+
+def _join_parts(ctx: Context, upload: Upload, key: str) -> None:
+    """Concatenate the chunks into ``key`` while checking the sha256; nothing on mismatch.
+
+    When ``key`` is stored already (the same bundle, uploaded before, perhaps by someone
+    else), the bytes received are still checked: announcing a known sha256 must not stand
+    in for sending the file.
+    """
+    if ctx.artifacts.exists(key):
+        _read_parts(ctx, upload, None)
+        return
+    with ctx.artifacts.open_write(key) as out:
+        _read_parts(ctx, upload, out)
 
 
 def _drop_parts(ctx: Context, upload: Upload) -> None:
@@ -220,6 +235,8 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
     existing = _submission_of(ctx, upload)
     if existing is not None:
         return existing
+    if upload.completed:
+        raise Conflict(f"Upload {upload_id} is complete already; start a new upload")
     if upload.received != upload.size:
         raise Conflict(
             f"Only {upload.received} of {upload.size} bytes arrived; send the rest from "
@@ -227,8 +244,7 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
         )
     check_quota(ctx, principal)
     key = _artifact_key(upload)
-    if not ctx.artifacts.exists(key):
-        _join_parts(ctx, upload, key)
+    _join_parts(ctx, upload, key)
     with tempfile.TemporaryDirectory(prefix="evalboard-upload-") as tmp:
         local = ctx.artifacts.local_path(key)
         if local is None:

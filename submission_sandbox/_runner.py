@@ -220,9 +220,38 @@ def _open_channel() -> tuple[BinaryIO, BinaryIO, socket.socket | None]:
     return sys.stdin.buffer, out, None
 
 
+def _encode(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
 def _send(out: BinaryIO, message: dict[str, Any]) -> None:
-    out.write(json.dumps(message, separators=(",", ":"), allow_nan=False).encode() + b"\n")
+    out.write(_encode(message))
     out.flush()
+
+
+def _error(request_id: Any) -> bytes:
+    traceback.print_exc()
+    return _encode({"id": request_id, "error": traceback.format_exc(limit=-8)})
+
+
+def serve(model: Any, reader: BinaryIO, writer: BinaryIO) -> int:
+    """Answer requests in order, one at a time, in this thread: 0 at a shutdown or EOF, 1
+    once an answer failed (reported as the request's error)."""
+    for line in reader:
+        message = json.loads(line)
+        if message.get("type") == "shutdown":
+            return 0
+        request_id = message.get("id")
+        try:
+            data = _encode({"id": request_id, "outputs": list(model.predict(message["inputs"]))})
+        except BaseException:  # noqa: BLE001 - the model's failure, reported as its error
+            data = _error(request_id)
+            writer.write(data)
+            writer.flush()
+            return 1
+        writer.write(data)
+        writer.flush()
+    return 0
 
 
 def main() -> int:
@@ -256,20 +285,28 @@ def main() -> int:
             },
         },
     )
-    for line in reader:
-        message = json.loads(line)
-        if message.get("type") == "shutdown":
-            return 0
-        request_id = message.get("id")
+    return serve(model, reader, writer)
+
+
+def _exit(code: int) -> None:
+    """Leave at once, streams flushed: the answers are written (``serve`` flushed each),
+    and interpreter teardown (a model's thread pools, say) must neither hold the exit
+    up nor crash it. A model's ``atexit`` hooks do not run (the sandbox is removed
+    right after; nothing they wrote would be kept)."""
+    for stream in (sys.stdout, sys.stderr):
         try:
-            outputs = model.predict(message["inputs"])
-            _send(writer, {"id": request_id, "outputs": list(outputs)})
-        except BaseException:
-            traceback.print_exc()
-            _send(writer, {"id": request_id, "error": traceback.format_exc(limit=-8)})
-            return 1
-    return 0
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        _code = main()
+    except SystemExit as exc:
+        _code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        _code = 1
+    _exit(_code)

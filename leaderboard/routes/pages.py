@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.concurrency import run_in_threadpool
 
 from datasets_registry import list_tasks
 from evalboard.core.errors import NotFound
@@ -20,6 +21,7 @@ from leaderboard.routes._page import flash, form_csrf, redirect, render
 from leaderboard.routes.tasks import task_public
 from leaderboard.submissions import cancel, get_submission, rerun, submission_status
 from leaderboard.table import TaskTable, load_table
+from leaderboard.throttle import LoginThrottle
 
 __all__ = ["router"]
 
@@ -44,9 +46,14 @@ def login_form(
 @router.post("/login", response_class=HTMLResponse, response_model=None)
 async def login(request: Request, ctx: CtxDep, principal: PrincipalDep) -> Any:
     form = await form_csrf(request)
-    user = authenticate(ctx, str(form.get("name", "")), str(form.get("password", "")))
+    name, password = str(form.get("name", "")), str(form.get("password", ""))
+    client = request.client.host if request.client else ""
+    throttle = _login_throttle(request)
+    throttle.check(name, client)
+    user = await run_in_threadpool(authenticate, ctx, name, password)
     target = _local(str(form.get("next", "/ui")))
     if user is None:
+        throttle.failed(name, client)
         return render(
             request,
             "login.html",
@@ -55,6 +62,7 @@ async def login(request: Request, ctx: CtxDep, principal: PrincipalDep) -> Any:
             next=target,
             error="Wrong name or password.",
         )
+    throttle.succeeded(name, client)
     sign_in(request, user.id)
     flash(request, f"Signed in as {user.name}.")
     return redirect(target)
@@ -67,9 +75,23 @@ async def logout(request: Request) -> RedirectResponse:
     return redirect("/ui")
 
 
+def _login_throttle(request: Request) -> LoginThrottle:
+    throttle = request.app.state.login_throttle  # made by create_app
+    assert isinstance(throttle, LoginThrottle)
+    return throttle
+
+
 def _local(path: str) -> str:
-    # Only same-site paths: no open redirect through ?next=.
-    return path if path.startswith("/") and not path.startswith("//") else "/ui"
+    # Only same-site paths: no open redirect through ?next=. Browsers read a backslash as
+    # a slash ("/\\evil" is "//evil") and drop tabs and newlines: refuse both.
+    if (
+        not path.startswith("/")
+        or path.startswith("//")
+        or "\\" in path
+        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in path)
+    ):
+        return "/ui"
+    return path
 
 
 def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
@@ -127,9 +149,13 @@ def _dataset_scores(
     return scores
 
 
-def _perf_by_round(table: TaskTable, per_dataset: dict[str, dict[str, Any]]) -> dict[int, float]:
+def _perf_by_round(
+    table: TaskTable, per_dataset: dict[str, dict[str, Any]], may_see_hidden: bool
+) -> dict[int, float]:
     sums: dict[int, list[float]] = {}
     for dataset in table.originals:
+        if dataset.access == Access.HIDDEN and not may_see_hidden:
+            continue  # a round of hidden sets only would show their perf
         perf = (per_dataset.get(dataset.name) or {}).get("perf")
         if perf is not None:
             acc = sums.setdefault(dataset.round, [0.0, 0.0])
@@ -160,7 +186,7 @@ def model_page(
     see_hidden = principal.owns(task_id)
     charts: dict[str, Any] = {
         "datasets": datasets_figure(_dataset_scores(table, entry.per_dataset, see_hidden)),
-        "rounds": rounds_figure(_perf_by_round(table, entry.per_dataset)),
+        "rounds": rounds_figure(_perf_by_round(table, entry.per_dataset, see_hidden)),
     }
     if row is not None:
         charts["contributions"] = contributions_figure(row, labels)

@@ -32,6 +32,11 @@ def test_slider_reranks_to_the_apis_order(browser: Any, live_server: LiveServer)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    # The CSP allows scripts from this origin only: nothing on the pages may be refused.
+    page.on(
+        "console",
+        lambda msg: errors.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
     page.goto(f"{live_server.url}/ui/login?next=/ui/tasks/{TASK}")
     page.fill("input[name=name]", "alice")
     page.fill("input[name=password]", PASSWORD)
