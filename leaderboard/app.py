@@ -18,6 +18,7 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from evalboard import __version__
 from evalboard.core.context import Context
+from leaderboard.api_docs import install_api_docs
 from leaderboard.errors import install_error_handlers
 from leaderboard.headers import SecurityHeadersMiddleware
 from leaderboard.loop.api import router as loop_router
@@ -55,6 +56,8 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     app = FastAPI(
         title="Evalboard",
         version=__version__,
+        docs_url=None,  # served from this machine by install_api_docs, not from a CDN
+        redoc_url=None,
         description=_DESCRIPTION,
         openapi_tags=[
             {"name": "tasks", "description": "Tasks and their default weights."},
@@ -101,5 +104,6 @@ def create_app(ctx: Context | None = None) -> FastAPI:
             headers={"Cache-Control": "public, max-age=86400"},
         )
 
+    install_api_docs(app)
     app.mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static")
     return app

@@ -3,8 +3,8 @@
 The pages load scripts only from this origin (``/static``, plotly.js included) and carry
 no inline script or event handler, so ``script-src 'self'`` holds. plotly.js writes
 inline styles, hence ``style-src 'unsafe-inline'`` (styles cannot run code). FastAPI's
-``/docs`` and ``/redoc`` pull Swagger UI and ReDoc from a CDN with an inline bootstrap
-script; those two pages get a policy that allows exactly that and nothing more.
+``/docs`` starts Swagger UI (served from this origin) with an inline script; that page
+gets a policy that allows exactly that and nothing more.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ CSP = (
     "img-src 'self' data: blob:; font-src 'self'; connect-src 'self'; object-src 'none'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-_CDN = "https://cdn.jsdelivr.net"
 DOCS_CSP = (
-    f"default-src 'self'; script-src 'self' 'unsafe-inline' {_CDN}; "
-    f"style-src 'self' 'unsafe-inline' {_CDN}; img-src 'self' data: https:; "
-    f"worker-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "worker-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
     "frame-ancestors 'none'"
 )
-_DOCS_PATHS = ("/docs", "/redoc")
+_DOCS_PATHS = ("/docs",)
 
 
 class SecurityHeadersMiddleware:

@@ -79,3 +79,21 @@ def test_slider_reranks_to_the_apis_order(browser: Any, live_server: LiveServer)
     page.screenshot(path=str(ARTIFACTS / "model-page.png"), full_page=True)
     assert errors == []
     page.close()
+
+
+def test_api_docs_render_offline(browser: Any, live_server: LiveServer) -> None:
+    page = browser.new_page()
+    elsewhere: list[str] = []
+    page.on(
+        "request",
+        lambda request: (
+            elsewhere.append(request.url)
+            if not request.url.startswith((live_server.url, "data:", "blob:"))
+            else None
+        ),
+    )
+    page.goto(f"{live_server.url}/docs")
+    page.wait_for_selector(".opblock", timeout=20_000)
+    assert "/tasks/{task_id}/leaderboard" in page.content()
+    assert elsewhere == [], "the docs page reached beyond this server"
+    page.close()
