@@ -15,7 +15,6 @@ large request cannot deadlock against a model that is writing a large answer.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import select
@@ -27,6 +26,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from submission_sandbox.sandbox import ModelHello
 
@@ -279,7 +280,7 @@ class ContractClient:
     def _message(self, deadline: float, check: Callable[[], None] | None = None) -> dict[str, Any]:
         line = self._line(deadline, check)
         try:
-            message = json.loads(line)
+            message = orjson.loads(line)
         except ValueError:
             raise ProtocolViolation(f"not a JSON line: {line[:120]!r}") from None
         if not isinstance(message, dict):
@@ -288,7 +289,8 @@ class ContractClient:
 
     @staticmethod
     def _encode(message: dict[str, Any]) -> bytes:
-        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        # orjson: about 10x faster than json here, which matters for cheap models.
+        return orjson.dumps(message) + b"\n"
 
     def _write_line(self, data: bytes) -> None:
         with self._write_lock:
