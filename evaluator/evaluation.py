@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -140,7 +141,11 @@ def evaluate_dataset(
 
         measured = measure(box, examples, task, batch_size=size, on_batch=on_batch, abort=abort)
         usage = box.usage()
-        final = box.close()
+        # The sandbox winds down (the runner exits, the container goes) while we score.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-close") as pool:
+            closing = pool.submit(box.close)
+            quality = score(task, examples, measured.outputs, originals=original_outputs)
+            final = closing.result()
     except SandboxFailure as failure:
         _close_quietly(box)
         energy = meter.stop()
@@ -164,7 +169,6 @@ def evaluate_dataset(
     energy = meter.stop()
     peak = final.peak_memory_bytes or usage.peak_memory_bytes
     cpu = final.cpu_seconds if final.cpu_seconds is not None else usage.cpu_seconds
-    quality = score(task, examples, measured.outputs, originals=original_outputs)
     metrics = DatasetMetrics(
         perf=quality.perf,
         perf_metric=task.perf_metric,
