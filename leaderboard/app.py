@@ -19,6 +19,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from evalboard import __version__
 from evalboard.core.context import Context
 from leaderboard.api_docs import install_api_docs
+from leaderboard.body_limit import BodyLimitMiddleware
 from leaderboard.errors import install_error_handlers
 from leaderboard.headers import SecurityHeadersMiddleware
 from leaderboard.loop.api import router as loop_router
@@ -80,6 +81,7 @@ def create_app(ctx: Context | None = None) -> FastAPI:
         same_site="lax",
         https_only=ctx.settings.environment == "production",
     )
+    app.add_middleware(BodyLimitMiddleware, max_bytes=ctx.settings.max_request_bytes)
     app.add_middleware(SecurityHeadersMiddleware, hsts=ctx.settings.environment == "production")
     install_error_handlers(app)
     for module in (tasks, datasets, leaderboards, uploads, submissions, rounds, users):

@@ -57,6 +57,11 @@ class Settings(BaseSettings):
     worker_concurrency: int = Field(1, ge=1, description="Inline worker threads.")
     daily_upload_quota: int = Field(20, ge=0, description="Submissions per user and day.")
     max_upload_bytes: int = Field(8 * 1024**3, description="Largest accepted upload.")
+    max_request_bytes: int = Field(
+        1024**3,
+        description="Largest single request body from a signed-in caller (a dataset form, "
+        "an upload chunk); callers with no credentials get 64 KiB.",
+    )
 
     @model_validator(mode="after")
     def _fill_defaults_and_refuse_dev_secret(self) -> Settings:

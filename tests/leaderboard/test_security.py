@@ -8,6 +8,7 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -15,6 +16,7 @@ from fastapi import FastAPI
 
 from evalboard.core.tables import Submission
 from leaderboard.accounts import authenticate
+from leaderboard.body_limit import ANONYMOUS_MAX_BYTES
 from tests.leaderboard.conftest import make_client
 from tests.leaderboard.seeding import PASSWORD, TASK, Seeded
 from tests.leaderboard.test_pages import _csrf
@@ -204,3 +206,40 @@ async def test_re_running_a_platform_fault_needs_quota_room(app: FastAPI, seeded
     with seeded.ctx.db.session() as session:
         submission = session.get(Submission, broken)
         assert submission is not None and submission.platform_fault is False
+
+
+async def test_an_anonymous_large_form_is_refused_before_it_is_read(app: FastAPI) -> None:
+    big = b"x" * (ANONYMOUS_MAX_BYTES + 1)
+    async with make_client(app) as anonymous:
+        response = await anonymous.post(
+            f"/tasks/{TASK}/datasets", files={"file": ("d.jsonl", big)}, data={"name": "d"}
+        )
+    assert response.status_code == 413
+    assert "sign in" in response.json()["detail"]
+
+
+async def test_a_body_without_a_declared_length_is_cut_off_at_the_cap(app: FastAPI) -> None:
+    async def chunks() -> Any:
+        for _ in range(ANONYMOUS_MAX_BYTES // 1024 + 2):
+            yield b"x" * 1024
+
+    async with make_client(app) as anonymous:
+        response = await anonymous.post(
+            "/ui/login",
+            content=chunks(),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+    assert response.status_code == 413
+
+
+async def test_a_signed_in_caller_may_send_a_larger_form(app: FastAPI, seeded: Seeded) -> None:
+    rows = "".join(
+        json.dumps({"uid": str(i), "statement": "x" * 200, "label": "positive"}) + "\n"
+        for i in range(400)
+    ).encode()
+    assert len(rows) > ANONYMOUS_MAX_BYTES
+    async with make_client(app, seeded.tokens["owner"]) as owner:
+        response = await owner.post(
+            f"/tasks/{TASK}/datasets", files={"file": ("big.jsonl", rows)}, data={"name": "big"}
+        )
+    assert response.status_code != 413, response.text
