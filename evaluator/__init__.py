@@ -4,7 +4,7 @@ the job queue that runs evaluations on one machine or many."""
 from evaluator.energy import EnergyMeter
 from evaluator.evaluation import DatasetRun, ProgressSink, evaluate, evaluate_dataset
 from evaluator.job import execute_claimed, run_job, stored_outcome
-from evaluator.lease import Lease, worker_identity
+from evaluator.lease import Lease, reap_orphan_sandboxes, worker_identity
 from evaluator.measurement import Aborted, check_outputs
 from evaluator.pool import WorkerPool
 from evaluator.queue import (
@@ -55,6 +55,7 @@ __all__ = [
     "model_inputs",
     "queue_missing_jobs",
     "reap_expired",
+    "reap_orphan_sandboxes",
     "run_job",
     "stored_outcome",
     "summarize",

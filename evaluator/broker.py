@@ -6,7 +6,8 @@ up for work that must not be lost: late acknowledgement (a message is acked afte
 not before), prefetch 1 (a busy worker holds no waiting messages), and rejection when the
 worker process is lost. The leases do the rest: every ``evalboard worker`` runs a reaper
 thread that re-queues (and re-sends) jobs whose worker stopped renewing its lease, however
-it died, so recovery does not wait for the broker's visibility timeout.
+it died, so recovery does not wait for the broker's visibility timeout. The same thread
+removes sandbox containers whose owner process died, at start and every few minutes.
 
 GPU jobs are sent to the ``gpu`` queue, which only workers started with ``--queues gpu``
 consume.
@@ -18,6 +19,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +28,7 @@ from evalboard.core.settings import Settings
 from evaluator import queue
 from evaluator.energy import warm_up
 from evaluator.job import run_job
+from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphan_sandboxes
 
 __all__ = ["TASK_NAME", "CeleryDispatcher", "make_celery", "run_celery_worker"]
 
@@ -88,7 +91,13 @@ class CeleryDispatcher:
 
 def _reap_forever(ctx: Context, every_s: float, stop: threading.Event) -> None:
     dispatcher = CeleryDispatcher(ctx.settings)
-    while not stop.wait(every_s):
+    orphans_due = time.monotonic()
+    while True:
+        if time.monotonic() >= orphans_due:
+            orphans_due = time.monotonic() + ORPHAN_REAP_EVERY_S
+            reap_orphan_sandboxes()
+        if stop.wait(every_s):
+            return
         try:
             queue.reap_expired(ctx, dispatcher=dispatcher)
         except Exception:

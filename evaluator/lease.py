@@ -4,6 +4,9 @@ The heartbeat renews ``lease_expires_at`` every third of the lease and writes th
 progress with it (one small UPDATE, not one per batch). When a renewal finds the lease
 gone (the job was cancelled, or reaped because this worker looked dead) it sets ``lost``,
 which the evaluation checks between batches and stops on.
+
+A worker that dies mid-job leaves its sandbox container behind as well as its lease;
+:func:`reap_orphan_sandboxes`, run by every worker's reaper, removes those containers.
 """
 
 from __future__ import annotations
@@ -16,16 +19,49 @@ from types import TracebackType
 from typing import Self
 
 from evalboard.core.context import Context
+from evalboard.core.errors import PlatformError
 from evaluator.queue import DEFAULT_LEASE_S, renew
+from submission_sandbox import docker_client, reap_orphans
 
-__all__ = ["Lease", "worker_identity"]
+__all__ = ["ORPHAN_REAP_EVERY_S", "Lease", "reap_orphan_sandboxes", "worker_identity"]
 
 logger = logging.getLogger(__name__)
+
+#: How often a worker's reaper looks for orphaned sandbox containers (one engine query).
+ORPHAN_REAP_EVERY_S = 300.0
 
 
 def worker_identity() -> str:
     """``host:pid:thread``: who holds a lease, as shown to operators."""
     return f"{socket.gethostname()}:{os.getpid()}:{threading.current_thread().name}"
+
+
+def reap_orphan_sandboxes() -> list[str]:
+    """Remove sandbox containers whose owner process died; the ids removed.
+
+    See :func:`submission_sandbox.reap_orphans`. Never raises: where no Docker engine
+    answers there is nothing to reap (logged at debug level), and any other failure is
+    logged as a warning, so a worker never stops over it.
+    """
+    try:
+        client = docker_client(timeout=30)
+    except PlatformError as exc:
+        logger.debug("not looking for orphaned sandbox containers: %s", exc)
+        return []
+    try:
+        removed = reap_orphans(client)
+    except Exception:
+        logger.warning("removing orphaned sandbox containers failed", exc_info=True)
+        return []
+    finally:
+        client.close()
+    if removed:
+        logger.info(
+            "removed %d orphaned sandbox container(s): %s",
+            len(removed),
+            ", ".join(container_id[:12] for container_id in removed),
+        )
+    return removed
 
 
 class Lease:

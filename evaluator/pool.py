@@ -10,6 +10,7 @@ whose process died is picked up again.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from evalboard.core.tables import Job
 from evaluator import queue
 from evaluator.energy import warm_up
 from evaluator.job import execute_claimed
-from evaluator.lease import worker_identity
+from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphan_sandboxes, worker_identity
 
 __all__ = ["WorkerPool"]
 
@@ -62,6 +63,7 @@ class WorkerPool:
         self._wake = threading.Event()
         self._reap_lock = threading.Lock()
         self._last_reap = 0.0
+        self._last_orphan_reap = -math.inf  # the first worker thread looks at once
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -106,17 +108,34 @@ class WorkerPool:
             time.sleep(self.poll_s / 2)
         return True
 
+    def reap(self) -> None:
+        """One reaper cycle now: re-queue or fail jobs whose lease expired, and remove
+        sandbox containers whose owner process died (where a Docker engine answers)."""
+        with self._reap_lock:
+            self._reap(leases=True, orphans=True)
+
     def _maybe_reap(self) -> None:
         now = time.monotonic()
-        if now - self._last_reap < self.reap_every_s or not self._reap_lock.acquire(False):
+        leases = now - self._last_reap >= self.reap_every_s
+        orphans = now - self._last_orphan_reap >= ORPHAN_REAP_EVERY_S
+        if not (leases or orphans) or not self._reap_lock.acquire(False):
             return
         try:
-            self._last_reap = now
-            queue.reap_expired(self.ctx)
-        except Exception:
-            logger.warning("reaping expired leases failed", exc_info=True)
+            self._reap(leases=leases, orphans=orphans)
         finally:
             self._reap_lock.release()
+
+    def _reap(self, *, leases: bool, orphans: bool) -> None:
+        now = time.monotonic()
+        if leases:
+            self._last_reap = now
+            try:
+                queue.reap_expired(self.ctx)
+            except Exception:
+                logger.warning("reaping expired leases failed", exc_info=True)
+        if orphans:
+            self._last_orphan_reap = now
+            reap_orphan_sandboxes()
 
     def _work(self) -> None:
         owner = worker_identity()

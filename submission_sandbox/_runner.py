@@ -156,9 +156,14 @@ class OnnxModel:
 class TransformersModel:
     """A saved transformers classifier or extractive QA model."""
 
+    # The defaults of the question-answering pipeline that transformers 5.3.0 removed.
+    max_answer_tokens = 15
+    max_seq_tokens = 384
+    doc_stride = 128
+
     def __init__(self, bundle: Path, manifest: dict[str, Any]) -> None:
         import torch
-        from transformers import AutoConfig, pipeline
+        from transformers import AutoConfig
 
         threads = int(os.environ.get("EVALBOARD_THREADS", "0") or 0)
         if threads:
@@ -167,9 +172,25 @@ class TransformersModel:
         config = AutoConfig.from_pretrained(path, local_files_only=True)
         archs = " ".join(config.architectures or [])
         self.qa = "QuestionAnswering" in archs
-        device = 0 if os.environ.get("NVIDIA_VISIBLE_DEVICES") and torch.cuda.is_available() else -1
-        task = "question-answering" if self.qa else "text-classification"
-        self.pipe = pipeline(task, model=path, tokenizer=path, device=device)
+        gpu = bool(os.environ.get("NVIDIA_VISIBLE_DEVICES")) and torch.cuda.is_available()
+        if self.qa:
+            from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+            self.device = torch.device("cuda" if gpu else "cpu")
+            self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            model = AutoModelForQuestionAnswering.from_pretrained(path, local_files_only=True)
+            self.model = model.to(self.device).eval()
+            limits = [self.max_seq_tokens, self.tokenizer.model_max_length]
+            positions = getattr(config, "max_position_embeddings", None)
+            if isinstance(positions, int) and positions > 0:
+                limits.append(positions)
+            self.max_length = min(limits)
+        else:
+            from transformers import pipeline
+
+            self.pipe = pipeline(
+                "text-classification", model=path, tokenizer=path, device=0 if gpu else -1
+            )
 
     def predict(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self.qa:
@@ -178,8 +199,8 @@ class TransformersModel:
                 question = " ".join(
                     str(v) for k, v in example.items() if k not in ("uid", "context")
                 )
-                answer = self.pipe(question=question, context=str(example["context"]))
-                outputs.append({"answer": answer["answer"], "conf": float(answer["score"])})
+                answer, conf = self._answer(question, str(example["context"]))
+                outputs.append({"answer": answer, "conf": conf})
             return outputs
         texts = _texts(batch)
         inputs: list[Any] = [
@@ -191,6 +212,71 @@ class TransformersModel:
             probs = {item["label"]: float(item["score"]) for item in scores}
             outputs.append({"label": max(probs, key=probs.__getitem__), "probs": probs})
         return outputs
+
+    def _answer(self, question: str, context: str) -> tuple[str, float]:
+        """The best span of ``context``, as the removed question-answering pipeline chose it.
+
+        Long contexts are cut into overlapping windows. In each, the span (start <= end <
+        start + 15, context tokens only) with the greatest start + end logit wins; ``conf``
+        is softmax(start)[s] * softmax(end)[e], the softmax taken over the window's context
+        tokens and its [CLS] (the pipeline's "no answer" mass, so scores match 5.2.0's).
+        Like the pipeline's default, a span is always given, never the empty answer.
+        """
+        import torch
+
+        tokenizer = self.tokenizer
+        # Tokenizers that pad on the left (XLNet) take the context first, as the pipeline did.
+        question_first = tokenizer.padding_side == "right"
+        pair = (question, context) if question_first else (context, question)
+        room = (
+            self.max_length
+            - len(tokenizer(question, add_special_tokens=False)["input_ids"])
+            - tokenizer.num_special_tokens_to_add(pair=True)
+        )
+        encoded = tokenizer(
+            *pair,
+            truncation="only_second" if question_first else "only_first",
+            max_length=self.max_length,
+            stride=max(0, min(self.doc_stride, room // 2)),
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+            padding=True,
+            return_tensors="pt",
+        )
+        offsets = encoded.pop("offset_mapping").tolist()
+        encoded.pop("overflow_to_sample_mapping", None)
+        inputs = {k: v.to(self.device) for k, v in encoded.items()}
+        with torch.no_grad():
+            result = self.model(**inputs)
+        context_id = 1 if question_first else 0
+        best: tuple[float, str] | None = None
+        for window in range(len(offsets)):
+            start, end = result.start_logits[window].float(), result.end_logits[window].float()
+            ids = encoded.sequence_ids(window)
+            inside = torch.tensor([i == context_id for i in ids], device=start.device)
+            if not bool(inside.any()):
+                continue
+            counted = inside.clone()
+            cls_id = tokenizer.cls_token_id
+            if cls_id is not None:
+                counted |= encoded["input_ids"][window].to(start.device) == cls_id
+            start_p = start.masked_fill(~counted, -math.inf).softmax(-1)
+            end_p = end.masked_fill(~counted, -math.inf).softmax(-1)
+            n = start.shape[0]
+            allowed = (
+                torch.ones(n, n, dtype=torch.bool, device=start.device)
+                .triu()
+                .tril(self.max_answer_tokens - 1)
+            )
+            allowed &= inside[:, None] & inside[None, :]
+            sums = (start[:, None] + end[None, :]).masked_fill(~allowed, -math.inf)
+            s, e = divmod(int(sums.argmax()), n)
+            conf = float(start_p[s] * end_p[e])
+            if best is None or conf > best[0]:
+                best = (conf, context[offsets[window][s][0] : offsets[window][e][1]])
+        if best is None:  # an empty context: nothing to point at
+            return "", 0.0
+        return best[1], best[0]
 
 
 def load_model(bundle: Path, manifest: dict[str, Any]) -> Any:

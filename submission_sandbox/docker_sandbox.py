@@ -64,15 +64,23 @@ def docker_client(timeout: int = 60) -> Any:
 
     # importlib: mypy would otherwise resolve `docker` to the repository's docker/ folder.
     sdk: Any = importlib.import_module("docker")
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    # Looked for first: the SDK leaks its socket (a ResourceWarning) connecting to none.
+    if host.startswith("unix://") and not os.path.exists(host.removeprefix("unix://")):
+        raise PlatformError(_unreachable(f"no socket at {host.removeprefix('unix://')}"))
     try:
         client = sdk.from_env(timeout=timeout)
         client.ping()
     except (docker.errors.DockerException, OSError) as exc:
-        raise PlatformError(
-            f"the Docker engine is not reachable ({exc}); start it (as root: "
-            "`bash docker/bootstrap.sh`), or use `--sandbox local` for trusted code"
-        ) from None
+        raise PlatformError(_unreachable(str(exc))) from None
     return client
+
+
+def _unreachable(why: str) -> str:
+    return (
+        f"the Docker engine is not reachable ({why}); start it (as root: "
+        "`bash docker/bootstrap.sh`), or use `--sandbox local` for trusted code"
+    )
 
 
 def _owner_alive(owner: str) -> bool:

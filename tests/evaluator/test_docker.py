@@ -1,13 +1,20 @@
-"""evaluate() in the real docker sandbox: isolation recorded, image digest, cgroup memory."""
+"""The real docker sandbox: evaluate() records isolation, image digest and cgroup memory;
+a worker's reaper removes the containers of owners that died."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import time
 from typing import Any
 
 import pytest
 
+from evalboard.core.context import Context
 from evalboard.core.settings import get_settings
-from evaluator import evaluate
+from evaluator import WorkerPool, evaluate
 from tests.evaluator.conftest import BundleFactory
 from tests.evaluator.test_evaluation import _sets
 from tests.helpers.tasks import sentiment_spec
@@ -61,3 +68,42 @@ def test_a_crash_in_docker_keeps_the_reason_and_log(
     failure = result.outcome("mini").failure
     assert failure is not None and failure.reason == "crashed"
     assert "deliberate crash" in failure.log_tail + failure.message
+
+
+def _sandbox_container(engine: Any, owner_pid: int) -> Any:
+    """A sleeping container labelled as a sandbox of ``owner_pid`` on this machine."""
+    return engine.containers.run(
+        get_settings().base_image,
+        ["sleep", "600"],
+        detach=True,
+        network_mode="none",
+        labels={
+            "org.evalboard.sandbox": "docker",
+            "org.evalboard.owner": f"{socket.gethostname()}:{owner_pid}",
+            "org.evalboard.deadline": f"{time.time() + 3600:.0f}",  # far off: only the owner
+        },
+    )
+
+
+def test_a_pool_reaper_cycle_removes_the_containers_of_dead_owners(
+    engine: Any, ctx: Context
+) -> None:
+    import docker
+
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+    dead_pid = int(finished.stdout)
+    orphan = _sandbox_container(engine, dead_pid)
+    live = _sandbox_container(engine, os.getpid())
+    try:
+        WorkerPool(ctx, concurrency=1).reap()
+
+        with pytest.raises(docker.errors.NotFound):
+            engine.containers.get(orphan.id)
+        engine.containers.get(live.id)  # its owner (this process) is alive: kept
+    finally:
+        for container in (orphan, live):
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass

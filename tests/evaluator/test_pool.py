@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+
+import pytest
 from sqlalchemy import select
 
 from datasets_registry.registry import list_datasets
@@ -96,3 +100,16 @@ def test_a_fault_of_ours_is_retried_then_failed_as_a_platform_error(
     with ctx.db.session() as session:
         row = session.get(Submission, submission)
         assert row is not None and row.platform_fault
+
+
+def test_a_reaper_cycle_without_a_docker_engine_does_not_fail(
+    ctx: Context, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-engine.sock'}")
+    caplog.set_level(logging.DEBUG, logger="evaluator.lease")
+
+    WorkerPool(ctx, concurrency=1).reap()
+
+    [record] = [r for r in caplog.records if r.name == "evaluator.lease"]
+    assert record.levelno == logging.DEBUG
+    assert "not looking for orphaned sandbox containers" in record.getMessage()
