@@ -20,9 +20,7 @@ import os
 import shutil
 import socket
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,27 +28,19 @@ from evalboard.core.errors import InvalidBundle, PlatformError
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.settings import get_settings
 from evalboard.core.states import FailureReason
-from submission_sandbox._failures import ExitInfo, classify
+from submission_sandbox._channel_sandbox import ChannelSandbox
+from submission_sandbox._failures import ExitInfo
 from submission_sandbox.build import LABEL, SANDBOX_USER, BuiltImage, build_image
 from submission_sandbox.bundle import Bundle, load_bundle
 from submission_sandbox.cgroup import CgroupFiles, find_cgroup
 from submission_sandbox.contract import (
     ChannelError,
-    ChannelTimeout,
     ContractClient,
-    OutputTooLarge,
-    ProtocolViolation,
     UnixListener,
     docker_stdio_reader,
     socket_reader,
 )
-from submission_sandbox.sandbox import (
-    ModelHello,
-    ResourceUsage,
-    Sandbox,
-    SandboxFailure,
-    sandbox,
-)
+from submission_sandbox.sandbox import ModelHello, ResourceUsage, SandboxFailure, sandbox
 
 __all__ = ["CHANNEL_DIR", "DockerSandbox", "docker_client", "reap_orphans"]
 
@@ -124,7 +114,7 @@ def reap_orphans(client: Any = None, *, grace_s: float = 60.0) -> list[str]:
 
 
 @sandbox("docker")
-class DockerSandbox(Sandbox):
+class DockerSandbox(ChannelSandbox):
     """A model in a hardened container, reached over a unix socket (or attached stdio).
 
     Args:
@@ -149,11 +139,8 @@ class DockerSandbox(Sandbox):
         torch_image: str | None = None,
         gpu_available: bool | None = None,
     ) -> None:
-        super().__init__(bundle_dir, limits=limits)
-        if channel not in ("unix", "stdio"):
-            raise ValueError(f"Unknown channel {channel!r}; known: unix, stdio")
+        super().__init__(bundle_dir, limits=limits, channel=channel)
         settings = get_settings()
-        self.channel = channel
         self.base_image = base_image or settings.base_image
         self.torch_image = torch_image or settings.torch_image
         self._client = client
@@ -162,15 +149,8 @@ class DockerSandbox(Sandbox):
         self.image: BuiltImage | None = None
         self.container_id: str | None = None
         self._run_dir: Path | None = None
-        self._listener: UnixListener | None = None
-        self._conn: socket.socket | None = None
         self._attached: Any = None
-        self._contract: ContractClient | None = None
         self._cgroup: CgroupFiles | None = None
-        self._deadline = math.inf
-        self._watchdog: threading.Timer | None = None
-        self._timed_out = threading.Event()
-        self._failure: SandboxFailure | None = None
         self._usage_seen = ResourceUsage()
         self._final_log: str | None = None
         self._gpu: str | None = None
@@ -293,9 +273,7 @@ class DockerSandbox(Sandbox):
                 f"the container did not start: {exc.explanation or exc}",
                 log_tail=self._log_tail(50),
             ) from None
-        self._watchdog = threading.Timer(self.limits.timeout_s, self._kill_for_timeout)
-        self._watchdog.daemon = True
-        self._watchdog.start()
+        self._start_watchdog()
         try:
             if self._listener is not None:
                 self._conn = self._listener.accept(self._deadline, self._running)
@@ -329,11 +307,7 @@ class DockerSandbox(Sandbox):
             return False
         return bool(state.get("Running"))
 
-    def _kill_for_timeout(self) -> None:
-        self._timed_out.set()
-        self._kill_quietly()
-
-    def _kill_quietly(self) -> None:
+    def _kill(self) -> None:
         import docker.errors
 
         try:
@@ -358,56 +332,19 @@ class DockerSandbox(Sandbox):
         return ExitInfo(int(state.get("ExitCode", -1)), bool(state.get("OOMKilled")))
 
     def _fail(self, error: ChannelError) -> SandboxFailure:
-        """Stop the model, classify what happened, remember it, return the failure."""
-        import docker.errors
+        self._read_usage()  # before the cgroup goes with the process
+        return super()._fail(error)
 
-        self._read_usage()
-        if isinstance(error, ChannelTimeout | OutputTooLarge | ProtocolViolation):
-            try:
-                self._client.api.kill(self.container_id)
-            except docker.errors.APIError:
-                pass
-        exit_info = self._exit_info(wait_s=5)
+    def _failure_log(self) -> str:
         self._final_log = self._read_logs(50)
-        self._failure = classify(
-            error,
-            exit_info,
-            timed_out=self._timed_out.is_set(),
-            timeout_s=self.limits.timeout_s,
-            memory=self.limits.memory,
-            max_output_bytes=self.limits.max_output_bytes,
-            log_tail=self._final_log,
-        )
-        return self._failure
+        return self._final_log
 
     # Requests ------------------------------------------------------------------------------
 
-    def _predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        if self._failure is not None:
-            raise self._failure
-        assert self._contract is not None
+    def _check_deadline(self) -> None:
+        # The watchdog may not have fired yet; a request must not start past the deadline.
         if time.monotonic() >= self._deadline:
             self._kill_for_timeout()
-        try:
-            return self._contract.request(inputs, self._deadline)
-        except ChannelError as exc:
-            raise self._fail(exc) from None
-
-    def _predict_stream(
-        self, batches: Iterator[list[dict[str, Any]]], in_flight: int, latencies: list[float]
-    ) -> Iterator[list[dict[str, Any]]]:
-        """Pipelined over the channel; latencies as :meth:`ContractClient.stream` defines."""
-        if self._failure is not None:
-            raise self._failure
-        assert self._contract is not None
-        if time.monotonic() >= self._deadline:
-            self._kill_for_timeout()
-        try:
-            yield from self._contract.stream(
-                batches, self._deadline, in_flight=in_flight, latencies=latencies
-            )
-        except ChannelError as exc:
-            raise self._fail(exc) from None
 
     def _image_digest(self) -> str | None:
         return self.image.id if self.image is not None else None
@@ -473,21 +410,16 @@ class DockerSandbox(Sandbox):
                 if self._failure is None and self._contract is not None:
                     usage = self._read_usage()  # before the cgroup goes with the process
                     if not self._contract.shutdown():
-                        self._kill_quietly()  # it could not be asked to exit
+                        self._kill()  # it could not be asked to exit
                     elif self._conn is not None and self.channel == "stdio":
                         self._conn.shutdown(socket.SHUT_WR)
                     self._exit_info(wait_s=5)
                 if self._final_log is None:
                     self._final_log = self._read_logs(200)
         finally:
-            if self._watchdog is not None:
-                self._watchdog.cancel()
             if self._attached is not None:
                 self._attached.close()
-            if self._conn is not None:
-                self._conn.close()
-            if self._listener is not None:
-                self._listener.close()
+            self._close_channel()
             if self.container_id is not None:
                 try:
                     self._client.api.remove_container(self.container_id, force=True)

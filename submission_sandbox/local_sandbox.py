@@ -14,42 +14,38 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Literal
 
 import psutil
 
 from evalboard.core.errors import InvalidBundle
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
-from submission_sandbox._failures import ExitInfo, classify
+from submission_sandbox._channel_sandbox import ChannelSandbox
+from submission_sandbox._failures import ExitInfo
 from submission_sandbox.build import RUNNER_PATH
 from submission_sandbox.bundle import load_bundle
 from submission_sandbox.contract import (
     ChannelError,
-    ChannelTimeout,
     ContractClient,
-    OutputTooLarge,
-    ProtocolViolation,
     UnixListener,
     fd_reader,
     socket_reader,
 )
 from submission_sandbox.manifest import Runtime
-from submission_sandbox.sandbox import ModelHello, ResourceUsage, Sandbox, SandboxFailure, sandbox
+from submission_sandbox.sandbox import ModelHello, ResourceUsage, SandboxFailure, sandbox
 
 __all__ = ["LocalSandbox"]
 
 
 @sandbox("local")
-class LocalSandbox(Sandbox):
+class LocalSandbox(ChannelSandbox):
     """The runner as a subprocess of this Python; NOT isolating (see the module docstring).
 
     Args:
@@ -69,21 +65,11 @@ class LocalSandbox(Sandbox):
         channel: Literal["unix", "stdio"] = "unix",
         python: str | None = None,
     ) -> None:
-        super().__init__(bundle_dir, limits=limits)
-        if channel not in ("unix", "stdio"):
-            raise ValueError(f"Unknown channel {channel!r}; known: unix, stdio")
-        self.channel = channel
+        super().__init__(bundle_dir, limits=limits, channel=channel)
         self.python = python or sys.executable
         self._process: subprocess.Popen[bytes] | None = None
         self._run_dir: Path | None = None
         self._log: IO[bytes] | None = None
-        self._listener: UnixListener | None = None
-        self._conn: socket.socket | None = None
-        self._contract: ContractClient | None = None
-        self._deadline = float("inf")
-        self._timed_out = threading.Event()
-        self._watchdog: threading.Timer | None = None
-        self._failure: SandboxFailure | None = None
         self._peak = 0
         self._sampling = threading.Event()
         self._sampler: threading.Thread | None = None
@@ -135,9 +121,7 @@ class LocalSandbox(Sandbox):
             stderr=self._log,
             start_new_session=True,  # its own process group, killed as one
         )
-        self._watchdog = threading.Timer(self.limits.timeout_s, self._kill_for_timeout)
-        self._watchdog.daemon = True
-        self._watchdog.start()
+        self._start_watchdog()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
         self._sampler.start()
         try:
@@ -178,10 +162,6 @@ class LocalSandbox(Sandbox):
             except ProcessLookupError:
                 pass
 
-    def _kill_for_timeout(self) -> None:
-        self._timed_out.set()
-        self._kill()
-
     def _sample(self) -> None:
         while not self._sampling.is_set() and self._alive():
             self._measure()
@@ -213,43 +193,8 @@ class LocalSandbox(Sandbox):
             code = self._process.wait()
         return ExitInfo(128 - code if code < 0 else code)  # -9 (SIGKILL) reads as 137
 
-    def _fail(self, error: ChannelError) -> SandboxFailure:
-        if isinstance(error, ChannelTimeout | OutputTooLarge | ProtocolViolation):
-            self._kill()
-        exit_info = self._exit_info(wait_s=5)
-        self._failure = classify(
-            error,
-            exit_info,
-            timed_out=self._timed_out.is_set(),
-            timeout_s=self.limits.timeout_s,
-            memory="unlimited (local)",
-            max_output_bytes=self.limits.max_output_bytes,
-            log_tail=self._log_tail(50),
-        )
-        return self._failure
-
-    def _predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        if self._failure is not None:
-            raise self._failure
-        assert self._contract is not None
-        try:
-            return self._contract.request(inputs, self._deadline)
-        except ChannelError as exc:
-            raise self._fail(exc) from None
-
-    def _predict_stream(
-        self, batches: Iterator[list[dict[str, Any]]], in_flight: int, latencies: list[float]
-    ) -> Iterator[list[dict[str, Any]]]:
-        """Pipelined over the channel; latencies as :meth:`ContractClient.stream` defines."""
-        if self._failure is not None:
-            raise self._failure
-        assert self._contract is not None
-        try:
-            yield from self._contract.stream(
-                batches, self._deadline, in_flight=in_flight, latencies=latencies
-            )
-        except ChannelError as exc:
-            raise self._fail(exc) from None
+    def _memory_limit(self) -> str:
+        return "unlimited (local)"
 
     def _usage(self) -> ResourceUsage:
         if self._alive():
@@ -294,12 +239,7 @@ class LocalSandbox(Sandbox):
                             stream.close()
                         except OSError:
                             pass
-            if self._watchdog is not None:
-                self._watchdog.cancel()
-            if self._conn is not None:
-                self._conn.close()
-            if self._listener is not None:
-                self._listener.close()
+            self._close_channel()
             self._final_log = self._log_tail(200)
             if self._log is not None:
                 self._log.close()

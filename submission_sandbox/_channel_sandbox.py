@@ -1,0 +1,146 @@
+"""The base of the sandboxes that speak the container contract over a channel (internal).
+
+``docker`` and ``local`` both reach their model over a unix socket or its stdio, keep a
+wall-clock deadline with a watchdog, and turn a broken channel into one classified
+:class:`SandboxFailure`, remembered so that later requests raise it again. That shared
+bookkeeping lives here; how a model is started, killed, waited for and measured stays
+with each implementation.
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import threading
+from abc import abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from evalboard.core.limits import SandboxLimits
+from submission_sandbox._failures import ExitInfo, classify
+from submission_sandbox.contract import (
+    ChannelError,
+    ChannelTimeout,
+    ContractClient,
+    OutputTooLarge,
+    ProtocolViolation,
+    UnixListener,
+)
+from submission_sandbox.sandbox import Sandbox, SandboxFailure
+
+__all__ = ["ChannelSandbox"]
+
+
+class ChannelSandbox(Sandbox):
+    """A sandbox whose model answers a :class:`ContractClient` over ``unix`` or ``stdio``.
+
+    Implementations set ``_contract`` and ``_deadline`` once the channel is open, start the
+    watchdog with :meth:`_start_watchdog`, and implement :meth:`_kill` and
+    :meth:`_exit_info`; requests, pipelining and failure classification are shared.
+    """
+
+    def __init__(
+        self,
+        bundle_dir: Path,
+        *,
+        limits: SandboxLimits,
+        channel: Literal["unix", "stdio"] = "unix",
+    ) -> None:
+        super().__init__(bundle_dir, limits=limits)
+        if channel not in ("unix", "stdio"):
+            raise ValueError(f"Unknown channel {channel!r}; known: unix, stdio")
+        self.channel = channel
+        self._listener: UnixListener | None = None
+        self._conn: socket.socket | None = None
+        self._contract: ContractClient | None = None
+        self._deadline = math.inf
+        self._watchdog: threading.Timer | None = None
+        self._timed_out = threading.Event()
+        self._failure: SandboxFailure | None = None
+
+    # Hooks -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def _kill(self) -> None:
+        """Kill the model now; quietly if it is already gone."""
+
+    @abstractmethod
+    def _exit_info(self, wait_s: float) -> ExitInfo:
+        """How the model exited, waiting up to ``wait_s`` (then killing it)."""
+
+    def _failure_log(self) -> str:
+        """The log tail a failure carries, read once the model has stopped."""
+        return self._log_tail(50)
+
+    def _memory_limit(self) -> str:
+        """The memory limit as a failure message states it."""
+        return self.limits.memory
+
+    def _check_deadline(self) -> None:
+        """Before each request: act on a passed deadline (by default the watchdog does)."""
+
+    # Deadline and failures ---------------------------------------------------------------
+
+    def _start_watchdog(self) -> None:
+        self._watchdog = threading.Timer(self.limits.timeout_s, self._kill_for_timeout)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def _kill_for_timeout(self) -> None:
+        self._timed_out.set()
+        self._kill()
+
+    def _fail(self, error: ChannelError) -> SandboxFailure:
+        """Stop the model, classify what happened, remember it, return the failure."""
+        if isinstance(error, ChannelTimeout | OutputTooLarge | ProtocolViolation):
+            self._kill()
+        exit_info = self._exit_info(wait_s=5)
+        self._failure = classify(
+            error,
+            exit_info,
+            timed_out=self._timed_out.is_set(),
+            timeout_s=self.limits.timeout_s,
+            memory=self._memory_limit(),
+            max_output_bytes=self.limits.max_output_bytes,
+            log_tail=self._failure_log(),
+        )
+        return self._failure
+
+    # Requests ----------------------------------------------------------------------------
+
+    def _live_contract(self) -> ContractClient:
+        """The contract to send on; raises the failure remembered from an earlier one."""
+        if self._failure is not None:
+            raise self._failure
+        assert self._contract is not None
+        self._check_deadline()
+        return self._contract
+
+    def _predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        contract = self._live_contract()
+        try:
+            return contract.request(inputs, self._deadline)
+        except ChannelError as exc:
+            raise self._fail(exc) from None
+
+    def _predict_stream(
+        self, batches: Iterator[list[dict[str, Any]]], in_flight: int, latencies: list[float]
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Pipelined over the channel; latencies as :meth:`ContractClient.stream` defines."""
+        contract = self._live_contract()
+        try:
+            yield from contract.stream(
+                batches, self._deadline, in_flight=in_flight, latencies=latencies
+            )
+        except ChannelError as exc:
+            raise self._fail(exc) from None
+
+    def _close_channel(self) -> None:
+        """Cancel the watchdog and close the connection and the listener."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        if self._conn is not None:
+            self._conn.close()
+        if self._listener is not None:
+            self._listener.close()
