@@ -28,7 +28,7 @@ from evalboard.core.settings import Settings
 from evaluator import queue
 from evaluator.energy import warm_up
 from evaluator.job import run_job
-from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphan_sandboxes
+from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphans_of_dead_workers
 
 __all__ = ["TASK_NAME", "CeleryDispatcher", "make_celery", "run_celery_worker"]
 
@@ -95,7 +95,7 @@ def _reap_forever(ctx: Context, every_s: float, stop: threading.Event) -> None:
     while True:
         if time.monotonic() >= orphans_due:
             orphans_due = time.monotonic() + ORPHAN_REAP_EVERY_S
-            reap_orphan_sandboxes()
+            reap_orphans_of_dead_workers()
         if stop.wait(every_s):
             return
         try:

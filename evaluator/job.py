@@ -21,6 +21,7 @@ from sqlalchemy import select
 from datasets_registry.taskspec import parse_task_spec
 from evalboard.core.context import Context
 from evalboard.core.errors import InvalidBundle
+from evalboard.core.scratch import scratch_prefix
 from evalboard.core.states import FailureReason, JobStatus
 from evalboard.core.tables import Dataset, Job, Result, Submission, Task
 from evaluator import provenance, queue
@@ -146,7 +147,7 @@ def execute_claimed(
                 queue.finish(ctx, job_id, metrics={}, provenance={})
                 return JobStatus.FINISHED
             spec = parse_task_spec(work.task.spec, source=f"task {work.task.id}")
-            with tempfile.TemporaryDirectory(prefix=f"evalboard-job-{job_id}-") as tmp:
+            with tempfile.TemporaryDirectory(prefix=scratch_prefix("evalboard-job")) as tmp:
                 bundle_dir = _fetch_bundle(ctx, work.submission, Path(tmp))
                 original = TestSet.from_table(ctx, work.original) if work.original else None
                 test_set = TestSet.from_table(

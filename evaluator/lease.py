@@ -20,10 +20,17 @@ from typing import Self
 
 from evalboard.core.context import Context
 from evalboard.core.errors import PlatformError
+from evalboard.core.scratch import sweep_orphan_scratch
 from evaluator.queue import DEFAULT_LEASE_S, renew
 from submission_sandbox import docker_client, reap_orphans
 
-__all__ = ["ORPHAN_REAP_EVERY_S", "Lease", "reap_orphan_sandboxes", "worker_identity"]
+__all__ = [
+    "ORPHAN_REAP_EVERY_S",
+    "Lease",
+    "reap_orphan_sandboxes",
+    "reap_orphans_of_dead_workers",
+    "worker_identity",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +69,18 @@ def reap_orphan_sandboxes() -> list[str]:
             ", ".join(container_id[:12] for container_id in removed),
         )
     return removed
+
+
+def reap_orphans_of_dead_workers() -> None:
+    """Everything a killed worker left behind: sandbox containers and scratch folders."""
+    reap_orphan_sandboxes()
+    try:
+        swept = sweep_orphan_scratch()
+    except OSError:
+        logger.warning("sweeping orphaned scratch folders failed", exc_info=True)
+        return
+    if swept:
+        logger.info("removed %d scratch folder(s) of dead workers", len(swept))
 
 
 class Lease:

@@ -24,7 +24,7 @@ from evalboard.core.tables import Job
 from evaluator import queue
 from evaluator.energy import warm_up
 from evaluator.job import execute_claimed
-from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphan_sandboxes, worker_identity
+from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphans_of_dead_workers, worker_identity
 
 __all__ = ["WorkerPool"]
 
@@ -135,7 +135,7 @@ class WorkerPool:
                 logger.warning("reaping expired leases failed", exc_info=True)
         if orphans:
             self._last_orphan_reap = now
-            reap_orphan_sandboxes()
+            reap_orphans_of_dead_workers()
 
     def _work(self) -> None:
         owner = worker_identity()

@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ import psutil
 
 from evalboard.core.errors import InvalidBundle
 from evalboard.core.limits import SandboxLimits
+from evalboard.core.scratch import scratch_dir
 from evalboard.core.states import FailureReason
 from submission_sandbox._channel_sandbox import ChannelSandbox
 from submission_sandbox._failures import ExitInfo
@@ -94,7 +94,7 @@ class LocalSandbox(ChannelSandbox):
             raise
 
     def _launch(self, bundle_path: Path) -> ModelHello:
-        self._run_dir = Path(tempfile.mkdtemp(prefix="evalboard-local-"))
+        self._run_dir = scratch_dir("evalboard-local")
         self._log = open(self._run_dir / "model.log", "w+b")  # noqa: SIM115 - closed in _close
         env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOARD_")}
         threads = str(max(1, int(self.limits.cpus)))
