@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from datasets_registry.examples import (
     ColumnMapping,
@@ -162,24 +163,23 @@ def add_dataset(
     data = canonical_jsonl(checked.examples)
     sha = sha256_of(data)
 
+    # Decide first, in a short read: the same content is a no-op, other content a Conflict.
     with ctx.db.session() as session:
         existing = session.scalar(
             select(Dataset).where(Dataset.task_id == task_id, Dataset.name == name)
         )
         if existing is not None:
-            if existing.sha256 == sha:
-                derived = list(
-                    session.scalars(select(Dataset).where(Dataset.derived_from_id == existing.id))
-                )
-                return AddedDataset(
-                    existing, created=False, derived=derived, excluded=checked.excluded
-                )
-            raise Conflict(
-                f"Dataset {name!r} of task {task_id!r} exists with other content "
-                f"(sha256 {existing.sha256[:12]}, this file {sha[:12]}); datasets are immutable. "
-                "Add the new content under a new name"
-            )
-        _, key = _store(ctx, data)
+            return _existing(session, existing, sha, excluded=checked.excluded)
+    # The slow part (perturbing every example, writing the artifacts) runs with no
+    # transaction open, so a SQLite database is not locked against the workers meanwhile.
+    _, key = _store(ctx, data)
+    copies = _perturbed_copies(ctx, spec, checked.examples) if perturb else []
+    with ctx.db.session() as session:
+        existing = session.scalar(
+            select(Dataset).where(Dataset.task_id == task_id, Dataset.name == name)
+        )
+        if existing is not None:  # added by someone else meanwhile
+            return _existing(session, existing, sha, excluded=checked.excluded)
         dataset = Dataset(
             task_id=task_id,
             name=name,
@@ -192,35 +192,60 @@ def add_dataset(
         )
         session.add(dataset)
         session.flush()
-        derived = _derive(ctx, session, dataset, spec, checked.examples) if perturb else []
+        derived = _record_copies(session, dataset, copies)
     return AddedDataset(dataset, created=True, derived=derived, excluded=checked.excluded)
 
 
-def _derive(
-    ctx: Context, session: Any, parent: Dataset, spec: TaskSpec, examples: list[dict[str, Any]]
-) -> list[Dataset]:
+def _existing(session: Session, existing: Dataset, sha: str, *, excluded: int) -> AddedDataset:
+    if existing.sha256 != sha:
+        raise Conflict(
+            f"Dataset {existing.name!r} of task {existing.task_id!r} exists with other content "
+            f"(sha256 {existing.sha256[:12]}, this file {sha[:12]}); datasets are immutable. "
+            "Add the new content under a new name"
+        )
+    derived = list(session.scalars(select(Dataset).where(Dataset.derived_from_id == existing.id)))
+    return AddedDataset(existing, created=False, derived=derived, excluded=excluded)
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """A stored perturbed copy, not yet recorded."""
+
+    family: str
+    sha256: str
+    key: str
+    rows: int
+
+
+def _perturbed_copies(ctx: Context, spec: TaskSpec, examples: list[dict[str, Any]]) -> list[_Copy]:
     from datasets_registry.perturbations import PERTURBATION_FAMILIES, perturb_dataset
 
-    derived = []
+    copies = []
     for family in PERTURBATION_FAMILIES:
         changed = perturb_dataset(examples, family=family, text_fields=spec.text_fields, seed=0)
-        if not changed:
-            continue
-        sha, key = _store(ctx, canonical_jsonl(changed))
-        child = Dataset(
+        if changed:
+            sha, key = _store(ctx, canonical_jsonl(changed))
+            copies.append(_Copy(family, sha, key, len(changed)))
+    return copies
+
+
+def _record_copies(session: Session, parent: Dataset, copies: list[_Copy]) -> list[Dataset]:
+    derived = [
+        Dataset(
             task_id=parent.task_id,
-            name=f"{family}-{parent.name}",
+            name=f"{copy.family}-{parent.name}",
             round=parent.round,
             access=parent.access,
             weight=parent.weight,
-            sha256=sha,
-            rows=len(changed),
-            artifact_key=key,
+            sha256=copy.sha256,
+            rows=copy.rows,
+            artifact_key=copy.key,
             derived_from_id=parent.id,
-            perturbation=family,
+            perturbation=copy.family,
         )
-        session.add(child)
-        derived.append(child)
+        for copy in copies
+    ]
+    session.add_all(derived)
     session.flush()
     return derived
 
@@ -232,17 +257,12 @@ def derive_perturbed(ctx: Context, *, task_id: str, name: str) -> list[Dataset]:
     if parent.derived_from_id is not None:
         raise InvalidDataset(f"{name!r} is itself a perturbed copy; perturb its original")
     with ctx.db.session() as session:
-        have = set(
-            session.scalars(
-                select(Dataset.perturbation).where(Dataset.derived_from_id == parent.id)
-            )
-        )
-        if have:
-            return list(
-                session.scalars(select(Dataset).where(Dataset.derived_from_id == parent.id))
-            )
-        parent = session.merge(parent)
-        return _derive(ctx, session, parent, spec, read_examples(ctx, parent))
+        have = list(session.scalars(select(Dataset).where(Dataset.derived_from_id == parent.id)))
+    if have:
+        return have
+    copies = _perturbed_copies(ctx, spec, read_examples(ctx, parent))
+    with ctx.db.session() as session:
+        return _record_copies(session, session.merge(parent), copies)
 
 
 def list_datasets(ctx: Context, task_id: str) -> list[Dataset]:
