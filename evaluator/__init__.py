@@ -25,7 +25,7 @@ from evaluator.result import (
     Provenance,
     TaskMetrics,
 )
-from evaluator.scorecard import summarize
+from evaluator.scorecard import outputs_by_uid, read_records, summarize
 from evaluator.testset import TestSet, model_inputs
 
 __all__ = [
@@ -53,7 +53,9 @@ __all__ = [
     "evaluate_dataset",
     "execute_claimed",
     "model_inputs",
+    "outputs_by_uid",
     "queue_missing_jobs",
+    "read_records",
     "reap_expired",
     "reap_orphan_sandboxes",
     "run_job",

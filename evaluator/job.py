@@ -13,7 +13,7 @@ import logging
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -29,6 +29,7 @@ from evaluator.evaluation import DatasetRun, evaluate_dataset
 from evaluator.lease import Lease, worker_identity
 from evaluator.measurement import Aborted
 from evaluator.result import SCHEMA_VERSION, DatasetMetrics, DatasetOutcome, Provenance
+from evaluator.scorecard import outputs_by_uid, read_records
 from evaluator.testset import TestSet
 from submission_sandbox.bundle import load_bundle
 
@@ -45,6 +46,9 @@ class _Work:
     original: Dataset | None
     task: Task
     has_result: bool
+    #: For a perturbed copy: where the same submission's predictions on the original are
+    #: stored, if that job has finished (then the original need not be predicted again).
+    original_predictions: str | None = None
 
 
 def _load(ctx: Context, job_id: int) -> _Work:
@@ -61,14 +65,46 @@ def _load(ctx: Context, job_id: int) -> _Work:
         task = session.get(Task, dataset.task_id)
         assert task is not None
         has_result = session.scalar(select(Result.id).where(Result.job_id == job_id))
-        return _Work(job, submission, dataset, original, task, has_result is not None)
+        original_predictions = (
+            session.scalar(
+                select(Result.predictions_key).where(
+                    Result.submission_id == submission.id, Result.dataset_id == original.id
+                )
+            )
+            if original is not None
+            else None
+        )
+        return _Work(
+            job, submission, dataset, original, task, has_result is not None, original_predictions
+        )
+
+
+def _stored_original_outputs(
+    ctx: Context, work: _Work, test_set: TestSet
+) -> dict[str, dict[str, Any]] | None:
+    """The model's stored outputs on a copy's originals, when its job on them finished.
+
+    A robustness or fairness copy compares the model with itself on the original inputs;
+    reusing what the original's job stored saves predicting them all again (and compares
+    with exactly the predictions the original was scored on). None: predict them.
+    """
+    if work.original_predictions is None:
+        return None
+    try:
+        stored = outputs_by_uid(read_records(ctx.artifacts.read_bytes(work.original_predictions)))
+    except (OSError, ValueError, KeyError):
+        logger.warning(
+            "job %s: cannot read %s; predicting the originals again",
+            work.job.id,
+            work.original_predictions,
+        )
+        return None
+    wanted = {str(example["input_id"]) for example in test_set.examples}
+    return stored if wanted <= stored.keys() else None
 
 
 def _fetch_bundle(ctx: Context, submission: Submission, workdir: Path) -> Path:
-    key = submission.artifact_key
-    local = ctx.artifacts.local_path(key)
-    if local is None or not local.exists():
-        local = ctx.artifacts.get_file(key, workdir / PurePosixPath(key).name)
+    local = ctx.artifacts.local_file(submission.artifact_key, workdir)
     bundle = load_bundle(local, unpack_to=workdir / "bundle")
     return bundle.path
 
@@ -160,6 +196,7 @@ def execute_claimed(
                     sandbox=kind,
                     limits=spec.limits,
                     original=original,
+                    original_outputs=_stored_original_outputs(ctx, work, test_set),
                     progress=_JobProgress(ctx, lease),
                     abort=lease.lost,
                 )

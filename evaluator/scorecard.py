@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import orjson
 
 from datasets_registry.taskspec import TaskSpec
 from evaluator.result import DatasetOutcome, TaskMetrics
@@ -20,7 +21,14 @@ from scoring.calibration import calibration_error
 from scoring.delta import delta_per_example
 from scoring.registry import FloatArray, compute, get_metric, per_example
 
-__all__ = ["Quality", "prediction_of", "score", "summarize"]
+__all__ = [
+    "Quality",
+    "outputs_by_uid",
+    "prediction_of",
+    "read_records",
+    "score",
+    "summarize",
+]
 
 _EXTRA_METRICS = {"macro_f1": ("accuracy",), "accuracy": ("macro_f1",), "squad_f1": ("squad_em",)}
 
@@ -64,6 +72,16 @@ class Quality:
             json.dumps(record, ensure_ascii=False, sort_keys=True).encode() + b"\n"
             for record in self.records
         )
+
+
+def read_records(data: bytes) -> list[dict[str, Any]]:
+    """The per-example records of a drill-down file (what :meth:`Quality.jsonl` wrote)."""
+    return [orjson.loads(line) for line in data.splitlines() if line]
+
+
+def outputs_by_uid(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The model's output on each example of a drill-down file, by uid."""
+    return {str(r["uid"]): r["output"] for r in records if "output" in r}
 
 
 def prediction_of(output: Mapping[str, Any], task: TaskSpec) -> Any:

@@ -9,12 +9,12 @@ model lacks a file, or the models answered different examples, there are no inte
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 from evalboard.core.context import Context
+from evaluator import read_records
 from leaderboard.table import ModelEntry, TaskTable
 from scoring import BootstrapResult, ScoringError, bootstrap, statistics
 
@@ -23,15 +23,14 @@ __all__ = ["N_RESAMPLES", "leaderboard_intervals", "load_records"]
 logger = logging.getLogger(__name__)
 
 N_RESAMPLES = 1000
-_stats_cache: dict[tuple[str, str], Any] = {}
+_stats_cache: dict[tuple[str, str, str], Any] = {}
 _boot_cache: dict[tuple[Any, ...], BootstrapResult | None] = {}
 _CACHE_LIMIT = 256
 
 
 def load_records(ctx: Context, key: str) -> list[dict[str, Any]]:
     """The per-example records of one result (its drill-down file)."""
-    with ctx.artifacts.open(key) as handle:
-        return [json.loads(line) for line in handle.read().decode("utf-8").splitlines() if line]
+    return read_records(ctx.artifacts.read_bytes(key))
 
 
 def _prediction(output: Mapping[str, Any], span: bool) -> Any:
@@ -39,7 +38,9 @@ def _prediction(output: Mapping[str, Any], span: bool) -> Any:
 
 
 def _statistics(ctx: Context, table: TaskTable, key: str) -> tuple[tuple[str, ...], Any]:
-    cached = _stats_cache.get((table.task.perf_metric, key))
+    # Prediction files never change once written, but keys repeat across stores (job ids).
+    cache_key = (ctx.artifacts.url, table.task.perf_metric, key)
+    cached = _stats_cache.get(cache_key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     span = table.task.output.type == "span"
@@ -52,7 +53,7 @@ def _statistics(ctx: Context, table: TaskTable, key: str) -> tuple[tuple[str, ..
     result = (tuple(str(r["uid"]) for r in records), stats)
     if len(_stats_cache) > _CACHE_LIMIT:
         _stats_cache.clear()
-    _stats_cache[(table.task.perf_metric, key)] = result
+    _stats_cache[cache_key] = result
     return result
 
 
@@ -73,6 +74,7 @@ def leaderboard_intervals(
     if any(d.name not in m.predictions for m in models for d in originals):
         return None
     cache_key = (
+        ctx.artifacts.url,
         tuple((m.key, tuple(m.predictions[d.name] for d in originals)) for m in models),
         tuple(sorted(weights.items())),
         tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),

@@ -246,9 +246,7 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
     key = _artifact_key(upload)
     _join_parts(ctx, upload, key)
     with tempfile.TemporaryDirectory(prefix="evalboard-upload-") as tmp:
-        local = ctx.artifacts.local_path(key)
-        if local is None:
-            local = ctx.artifacts.get_file(key, Path(tmp) / Path(key).name)
+        local = ctx.artifacts.local_file(key, Path(tmp))
         caps = ArchiveCaps(max_bytes=max(ctx.settings.max_upload_bytes * 4, 1024**2))
         bundle = load_bundle(local, unpack_to=Path(tmp) / "unpacked", caps=caps)
     if bundle.manifest.task != upload.task_id:

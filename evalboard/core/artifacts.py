@@ -12,7 +12,7 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 import fsspec
@@ -48,6 +48,14 @@ class ArtifactStore:
         if getattr(self.fs, "protocol", None) in ("file", ("file", "local")):
             return Path(self._path(key))
         return None
+
+    def local_file(self, key: str, workdir: Path) -> Path:
+        """A local path to read the artifact from: the file itself on a local store, else a
+        copy in ``workdir`` (the caller owns that folder)."""
+        local = self.local_path(key)
+        if local is not None and local.exists():
+            return local
+        return self.get_file(key, workdir / PurePosixPath(key).name)
 
     @contextmanager
     def open_write(self, key: str) -> Iterator[IO[bytes]]:

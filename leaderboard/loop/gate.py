@@ -11,11 +11,10 @@ regression; a dataset the candidate failed to run on fails the gate too.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -24,9 +23,9 @@ from datasets_registry import get_task, list_datasets
 from datasets_registry.taskspec import TaskSpec
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound, UsageError
-from evalboard.core.tables import Result, Submission
+from evalboard.core.tables import Dataset, Result, Submission
 from evaluator.evaluation import evaluate_dataset
-from evaluator.scorecard import prediction_of
+from evaluator.scorecard import outputs_by_uid, prediction_of, read_records
 from evaluator.testset import TestSet
 from leaderboard.loop.answers import gold_value, is_model_wrong
 from submission_sandbox.bundle import load_bundle
@@ -147,8 +146,6 @@ def _evaluate(
 def _stored(ctx: Context, submission_id: int, test_sets: Sequence[TestSet]) -> Outputs:
     """The submission's stored per-example outputs, for the datasets it has them."""
     names = {t.name for t in test_sets}
-    from evalboard.core.tables import Dataset
-
     with ctx.db.session() as session:
         rows = session.execute(
             select(Dataset.name, Result.predictions_key)
@@ -159,8 +156,7 @@ def _stored(ctx: Context, submission_id: int, test_sets: Sequence[TestSet]) -> O
     for name, key in rows:
         if name not in names or not key:
             continue
-        records = [json.loads(line) for line in ctx.artifacts.read_bytes(key).splitlines() if line]
-        outputs[name] = {str(r["uid"]): r["output"] for r in records if "output" in r}
+        outputs[name] = outputs_by_uid(read_records(ctx.artifacts.read_bytes(key)))
     return outputs
 
 
@@ -170,10 +166,7 @@ def _submission_bundle(ctx: Context, submission_id: int, task_id: str, workdir: 
         if submission is None or submission.task_id != task_id:
             raise NotFound(f"Task {task_id!r} has no submission {submission_id}")
         key = submission.artifact_key
-    local = ctx.artifacts.local_path(key)
-    if local is None or not local.exists():
-        local = ctx.artifacts.get_file(key, workdir / PurePosixPath(key).name)
-    return local
+    return ctx.artifacts.local_file(key, workdir)
 
 
 def run_gate(

@@ -16,7 +16,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from datasets_registry import get_task
@@ -174,9 +174,7 @@ class BundleSandboxes:
             if submission_id not in self._bundles:
                 where = Path(self._workdir.name) / f"submission-{submission_id}"
                 where.mkdir(parents=True, exist_ok=True)
-                local = self.ctx.artifacts.local_path(key)
-                if local is None or not local.exists():
-                    local = self.ctx.artifacts.get_file(key, where / PurePosixPath(key).name)
+                local = self.ctx.artifacts.local_file(key, where)
                 self._bundles[submission_id] = load_bundle(local, unpack_to=where / "bundle").path
             return self._bundles[submission_id]
 

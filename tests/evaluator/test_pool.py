@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -11,7 +12,16 @@ from sqlalchemy import select
 from datasets_registry.registry import list_datasets
 from evalboard.core.context import Context
 from evalboard.core.tables import Dataset, Job, Result
-from evaluator import TestSet, WorkerPool, enqueue_submission, evaluate, stored_outcome, summarize
+from evaluator import (
+    TestSet,
+    WorkerPool,
+    enqueue_submission,
+    evaluate,
+    read_records,
+    run_job,
+    stored_outcome,
+    summarize,
+)
 from tests.evaluator.conftest import BundleFactory, submit
 from tests.helpers.tasks import sentiment_spec
 
@@ -113,3 +123,40 @@ def test_a_reaper_cycle_without_a_docker_engine_does_not_fail(
     [record] = [r for r in caplog.records if r.name == "evaluator.lease"]
     assert record.levelno == logging.DEBUG
     assert "not looking for orphaned sandbox containers" in record.getMessage()
+
+
+def test_a_copy_is_compared_with_the_stored_predictions_on_its_originals(
+    ctx: Context, sentiment_task: str, keyword_bundle: BundleFactory
+) -> None:
+    submission = submit(ctx, keyword_bundle())
+    enqueue_submission(ctx, submission)
+    jobs = {dataset.name: job for job, dataset, _ in _finished_jobs(ctx)}
+    assert run_job(ctx, jobs["mini"].id, sandbox="local") == "finished"
+    # Rewrite what the original's job stored: if the copy's job predicted the originals
+    # again it would not see this; reusing the stored predictions, it must.
+    with ctx.db.session() as session:
+        key = session.scalar(select(Result.predictions_key).where(Result.job_id == jobs["mini"].id))
+    assert key is not None
+    records = read_records(ctx.artifacts.read_bytes(key))
+    predicted = {str(r["uid"]): r["output"]["label"] for r in records}
+    labels = sentiment_spec().output.labels
+    tampered = {
+        uid: labels[(labels.index(label) + 1) % len(labels)] for uid, label in predicted.items()
+    }
+    for record in records:
+        label = tampered[str(record["uid"])]
+        record["output"] = {"label": label, "probs": {label: 1.0}}
+    ctx.artifacts.put_bytes(key, "".join(json.dumps(r) + "\n" for r in records).encode())
+
+    assert run_job(ctx, jobs["robustness-mini"].id, sandbox="local") == "finished"
+    with ctx.db.session() as session:
+        result = session.scalar(select(Result).where(Result.job_id == jobs["robustness-mini"].id))
+    assert result is not None and result.predictions_key is not None
+    perturbed = read_records(ctx.artifacts.read_bytes(result.predictions_key))
+
+    def agreement(originals: dict[str, str]) -> float:
+        same = [r["output"]["label"] == originals[str(r["input_id"])] for r in perturbed]
+        return 100 * sum(same) / len(same)
+
+    assert agreement(tampered) != agreement(predicted)
+    assert result.metrics["robustness"] == pytest.approx(agreement(tampered))
