@@ -5,6 +5,7 @@
 #     bash docker/bootstrap.sh                 # engine + base + evalboard/runtime-python
 #     EVALBOARD_BUILD_TORCH_IMAGE=1 bash docker/bootstrap.sh    # also evalboard/runtime-torch
 #     bash docker/bootstrap.sh --torch         # the same
+#     EVALBOARD_GVISOR=0 bash docker/bootstrap.sh   # without the second wall (--no-gvisor)
 #
 # Idempotent: each step checks whether its result is already there, and everything
 # downloaded (the debootstrap root filesystem, the pip site folders) is cached under
@@ -13,6 +14,9 @@
 # Steps:
 #   1. apt-get install docker.io and debootstrap when missing;
 #   2. start dockerd in the background when it is not answering, and wait for it;
+#   2b. the second wall: apt-get install runsc (gVisor), merge its runtime into
+#      /etc/docker/daemon.json (other keys kept) and SIGHUP dockerd to reload it (running
+#      containers untouched; never a restart), then check `docker info` lists runsc;
 #   3. find a base image with Python 3.11 (python:3.11-slim, or evalboard/base:bookworm),
 #      or make evalboard/base:bookworm with debootstrap + `docker import`;
 #   4. pip install --target the runtime packages on the host (the base has no pip) and
@@ -26,12 +30,15 @@ BASE_TAG="${EVALBOARD_BASE_TAG:-evalboard/base:bookworm}"
 PYTHON_IMAGE="${EVALBOARD_PYTHON_IMAGE:-evalboard/runtime-python:latest}"
 TORCH_IMAGE="${EVALBOARD_TORCH_IMAGE:-evalboard/runtime-torch:latest}"
 BUILD_TORCH="${EVALBOARD_BUILD_TORCH_IMAGE:-0}"
+GVISOR="${EVALBOARD_GVISOR:-1}"
+DAEMON_JSON="${EVALBOARD_DOCKER_DAEMON_JSON:-/etc/docker/daemon.json}"
 for arg in "$@"; do
     case "$arg" in
         --torch) BUILD_TORCH=1 ;;
         --no-torch) BUILD_TORCH=0 ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
-        *) echo "bootstrap.sh: unknown argument $arg (known: --torch, --no-torch)" >&2; exit 2 ;;
+        --no-gvisor) GVISOR=0 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        *) echo "bootstrap.sh: unknown argument $arg (known: --torch, --no-torch, --no-gvisor)" >&2; exit 2 ;;
     esac
 done
 export DOCKER_BUILDKIT=0 DEBIAN_FRONTEND=noninteractive
@@ -65,6 +72,54 @@ if ! docker info >/dev/null 2>&1; then
     docker info >/dev/null 2>&1 || die "dockerd did not answer in 60 s; see /var/log/evalboard-dockerd.log"
 fi
 log "docker engine $(docker version --format '{{.Server.Version}}') is up"
+
+# 2b. The second wall: gVisor's runsc as a Docker runtime -------------------------------
+# Registered as "runsc" with --network=none (Docker 20.10 otherwise refuses: "cannot run
+# with network enabled in root network namespace"; sandboxes have no network anyway) and
+# --host-uds=open, so that the model can connect to the channel's socket in its one
+# bind-mounted folder, as under runc (the only host socket in any of its mounts).
+# The engine reloads "runtimes" on SIGHUP: a restart would kill every running container.
+RUNSC_ARGS='["--network=none", "--host-uds=open"]'
+gvisor_registered() {
+    docker info --format '{{json .Runtimes}}' 2>/dev/null | python3 -c '
+import json, sys
+runsc = json.load(sys.stdin).get("runsc") or {}
+sys.exit(0 if runsc.get("runtimeArgs") == json.loads(sys.argv[1]) else 1)' "$RUNSC_ARGS"
+}
+if [ "$GVISOR" = 1 ] && ! gvisor_registered; then
+    if ! command -v runsc >/dev/null 2>&1; then
+        log "apt-get install runsc (gVisor)"
+        apt-get install -y -qq --no-install-recommends runsc >/dev/null 2>&1 \
+            || { apt-get update -qq && apt-get install -y -qq --no-install-recommends runsc >/dev/null; } \
+            || die "apt-get install runsc failed; rerun with --no-gvisor to skip the second wall"
+    fi
+    log "registering runsc in $DAEMON_JSON (other settings kept)"
+    mkdir -p "$(dirname "$DAEMON_JSON")"
+    python3 - "$DAEMON_JSON" "$(command -v runsc)" "$RUNSC_ARGS" <<'PY'
+import json, os, sys
+path, runsc, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+try:
+    with open(path) as f:
+        config = json.load(f)
+except FileNotFoundError:
+    config = {}
+config.setdefault("runtimes", {})["runsc"] = {"path": runsc, "runtimeArgs": args}
+with open(path + ".evalboard-tmp", "w") as f:
+    json.dump(config, f, indent=2)
+    f.write("\n")
+os.replace(path + ".evalboard-tmp", path)  # dockerd never reads half a file
+PY
+    pid=$(cat /var/run/docker.pid 2>/dev/null || true)
+    [ -n "$pid" ] || die "no /var/run/docker.pid: cannot ask dockerd to reload $DAEMON_JSON"
+    kill -HUP "$pid"
+    for _ in $(seq 1 20); do gvisor_registered && break; sleep 0.5; done
+    gvisor_registered || die "dockerd did not list runsc with $RUNSC_ARGS after SIGHUP; see its log and $DAEMON_JSON"
+fi
+if [ "$GVISOR" = 1 ]; then
+    log "gVisor: runsc $(runsc --version 2>/dev/null | awk 'NR==1{print $3}') is a Docker runtime"
+else
+    log "gVisor skipped (--no-gvisor): sandboxes fall back to runc alone"
+fi
 
 # 3. A base image with Python 3.11 --------------------------------------------------------
 debian_mirror() {

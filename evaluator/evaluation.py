@@ -36,7 +36,7 @@ from evaluator.result import (
 from evaluator.scorecard import Quality, score, summarize
 from evaluator.testset import TestSet, in_evaluation_order
 from submission_sandbox.bundle import bundle_digest
-from submission_sandbox.sandbox import Sandbox, SandboxFailure, open_sandbox
+from submission_sandbox.sandbox import Sandbox, SandboxFailure, open_sandbox, resolve_sandbox
 
 __all__ = ["DatasetRun", "ProgressSink", "evaluate", "evaluate_dataset"]
 
@@ -68,6 +68,7 @@ class DatasetRun:
     image_digest: str | None = None
     gpu: str | None = None
     isolating: bool = True
+    sandbox: str = ""  # the kind that ran (an alias such as ``auto`` resolved)
 
 
 def _outcome(test_set: TestSet, **fields: Any) -> DatasetOutcome:
@@ -161,6 +162,7 @@ def evaluate_dataset(
             ),
             energy=energy,
             isolating=type(box).isolating,
+            sandbox=box.kind,
         )
     except BaseException:
         _close_quietly(box)
@@ -199,6 +201,7 @@ def evaluate_dataset(
         image_digest=hello.image_digest,
         gpu=usage.gpu or final.gpu,
         isolating=type(box).isolating,
+        sandbox=box.kind,
     )
 
 
@@ -262,7 +265,8 @@ def evaluate(
         bundle_dir: the unpacked model bundle (with its ``evalboard.yaml``).
         task: the task spec; its limits apply, tightened by ``limits`` (never loosened).
         datasets: the task's datasets, perturbed copies included; gold stays on the host.
-        sandbox: ``docker`` or ``local`` (or any registered kind).
+        sandbox: ``gvisor``, ``docker``, ``local``, or ``auto`` (``gvisor`` where the
+            engine has it, else ``docker``), chosen once for every dataset.
         predictions_dir: where to write ``<dataset>.jsonl`` per-example predictions.
         progress: told about each dataset as it runs.
         batch_size: override the model's own batch size.
@@ -270,6 +274,7 @@ def evaluate(
     """
     started_at = datetime.now(UTC)
     limits = _within(task, limits)
+    sandbox = resolve_sandbox(sandbox)
     runs: list[DatasetRun] = []
     outputs: dict[str, dict[str, dict[str, Any]]] = {}
     by_name = {test_set.name: test_set for test_set in datasets}

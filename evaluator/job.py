@@ -146,7 +146,7 @@ def _provenance(
             **({work.original.name: work.original.sha256} if work.original else {}),
         },
         evaluator_version=provenance.evaluator_version(),
-        sandbox=sandbox,
+        sandbox=run.sandbox or sandbox,
         sandbox_isolating=run.isolating,
         limits=limits,
         cpu_model=provenance.cpu_model(),

@@ -142,6 +142,11 @@ class JobPublic(BaseModel):
     started_at: Timestamp | None
     finished_at: Timestamp | None
     metrics: dict[str, Any] | None = None
+    sandbox: str | None = Field(
+        None,
+        description="The sandbox that ran it (from the result's provenance): gvisor "
+        "(container under gVisor: two walls), docker (container: one), local (none).",
+    )
 
 
 class SubmissionPublic(BaseModel):

@@ -158,6 +158,7 @@ def submission_status(
                 started_at=job.started_at,
                 finished_at=job.finished_at,
                 metrics=metrics,
+                sandbox=(job.result.provenance or {}).get("sandbox") if job.result else None,
             )
         )
     return SubmissionStatusPublic(**public.model_dump(), jobs=views, may_manage=manage)

@@ -9,12 +9,20 @@ Open a sandbox for an unpacked bundle and speak to the model through it::
 """
 
 from submission_sandbox import docker_sandbox as _docker_sandbox  # noqa: F401 - registers
+from submission_sandbox import gvisor_sandbox as _gvisor_sandbox  # noqa: F401 - registers
 from submission_sandbox import local_sandbox as _local_sandbox  # noqa: F401 - registers
 from submission_sandbox.archive import ArchiveCaps, unpack_archive
 from submission_sandbox.build import BuiltImage, build_image
 from submission_sandbox.bundle import Bundle, bundle_digest, load_bundle, package_bundle
 from submission_sandbox.check import OutputProblem, check_outputs
 from submission_sandbox.docker_sandbox import DockerSandbox, docker_client, reap_orphans
+from submission_sandbox.gvisor_sandbox import (
+    GVISOR_VISIBLE_DIFFERENCES,
+    GvisorSandbox,
+    choose_default_sandbox,
+    gvisor_available,
+    runsc_problem,
+)
 from submission_sandbox.local_sandbox import LocalSandbox
 from submission_sandbox.manifest import MANIFEST_NAME, Manifest, Runtime, load_manifest
 from submission_sandbox.sandbox import (
@@ -24,15 +32,19 @@ from submission_sandbox.sandbox import (
     SandboxFailure,
     known_sandboxes,
     open_sandbox,
+    resolve_sandbox,
     sandbox,
+    sandbox_alias,
 )
 
 __all__ = [
+    "GVISOR_VISIBLE_DIFFERENCES",
     "MANIFEST_NAME",
     "ArchiveCaps",
     "BuiltImage",
     "Bundle",
     "DockerSandbox",
+    "GvisorSandbox",
     "LocalSandbox",
     "Manifest",
     "ModelHello",
@@ -44,13 +56,18 @@ __all__ = [
     "build_image",
     "bundle_digest",
     "check_outputs",
+    "choose_default_sandbox",
     "docker_client",
+    "gvisor_available",
     "known_sandboxes",
     "load_bundle",
     "load_manifest",
     "open_sandbox",
     "package_bundle",
     "reap_orphans",
+    "resolve_sandbox",
+    "runsc_problem",
     "sandbox",
+    "sandbox_alias",
     "unpack_archive",
 ]

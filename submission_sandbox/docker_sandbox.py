@@ -22,7 +22,7 @@ import socket
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from evalboard.core.errors import InvalidBundle, PlatformError
 from evalboard.core.limits import SandboxLimits
@@ -127,6 +127,9 @@ class DockerSandbox(ChannelSandbox):
     """
 
     isolating = True
+    #: The engine's OCI runtime; None is the engine's default (runc). The ``gvisor``
+    #: sandbox is this class with ``runsc``: same policy, a second wall.
+    runtime: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -210,7 +213,7 @@ class DockerSandbox(ChannelSandbox):
             tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits.tmpfs_bytes},mode=1777"},
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
-            pids_limit=limits.pids,
+            **self._process_limits(),
             mem_limit=limits.memory_bytes,
             memswap_limit=limits.memory_bytes,
             mem_swappiness=0 if self._swappiness_supported() else None,
@@ -222,6 +225,7 @@ class DockerSandbox(ChannelSandbox):
                 config={"max-size": str(max(limits.max_log_bytes, 64 * 1024)), "max-file": "1"},
             ),
             device_requests=device_requests,
+            runtime=self.runtime,
         )
         config: dict[str, Any] = self._client.api.create_container_config(
             image=self.image.id,
@@ -229,7 +233,7 @@ class DockerSandbox(ChannelSandbox):
             user=SANDBOX_USER,
             environment=environment,
             labels={
-                f"{LABEL}.sandbox": "docker",
+                f"{LABEL}.sandbox": self.kind,
                 f"{LABEL}.bundle": self.bundle.sha256,
                 f"{LABEL}.owner": _OWNER,
                 f"{LABEL}.deadline": f"{time.time() + limits.timeout_s:.0f}",
@@ -242,6 +246,10 @@ class DockerSandbox(ChannelSandbox):
             config["StdinOnce"] = True  # stdin closes when we detach: the model sees EOF
             config["AttachStdin"] = config["AttachStdout"] = True
         return config
+
+    def _process_limits(self) -> dict[str, Any]:
+        """Host-config options that cap the model's processes and threads."""
+        return {"pids_limit": self.limits.pids}
 
     def _swappiness_supported(self) -> bool:
         # cgroup v2 has no per-cgroup swappiness; the engine refuses the option there.

@@ -1,7 +1,9 @@
 """The Sandbox base: start a model, send it batches, read its resources, close it.
 
-Implementations (``docker``, ``local``, and test fakes) register by name with
-``@sandbox("name")`` and are opened with :func:`open_sandbox`. The lifecycle code shared by
+Implementations (``docker``, ``gvisor``, ``local``, and test fakes) register by name with
+``@sandbox("name")`` and are opened with :func:`open_sandbox`; ``@sandbox_alias("auto")``
+names a choice made on the machine (``auto``: ``gvisor`` where the engine has it, else
+``docker``). The lifecycle code shared by
 all of them lives here; they implement the ``_``-prefixed hooks.
 
 A sandbox never sees gold labels: :meth:`Sandbox.predict` takes inputs only (``uid`` plus
@@ -37,7 +39,9 @@ __all__ = [
     "SandboxFailure",
     "known_sandboxes",
     "open_sandbox",
+    "resolve_sandbox",
     "sandbox",
+    "sandbox_alias",
 ]
 
 
@@ -286,6 +290,7 @@ class PredictionStream(Iterator[Outputs]):
 
 
 _REGISTRY: dict[str, Callable[..., Sandbox]] = {}
+_ALIASES: dict[str, Callable[[], str]] = {}
 
 
 def sandbox(name: str) -> Callable[[type[Sandbox]], type[Sandbox]]:
@@ -299,19 +304,44 @@ def sandbox(name: str) -> Callable[[type[Sandbox]], type[Sandbox]]:
     return register
 
 
+def sandbox_alias(name: str) -> Callable[[Callable[[], str]], Callable[[], str]]:
+    """Register a name that stands for another sandbox, chosen when one is opened.
+
+    The decorated function returns the registered kind the alias means on this machine
+    now (``auto``: ``gvisor`` where the engine has gVisor, else ``docker``).
+    """
+
+    def register(choose: Callable[[], str]) -> Callable[[], str]:
+        _ALIASES[name] = choose
+        return choose
+
+    return register
+
+
 def known_sandboxes() -> list[str]:
-    """The registered sandbox names, sorted."""
-    return sorted(_REGISTRY)
+    """The registered sandbox names and aliases, sorted."""
+    return sorted({*_REGISTRY, *_ALIASES})
+
+
+def resolve_sandbox(kind: str) -> str:
+    """The registered kind ``kind`` names: itself, or what an alias chooses now.
+
+    Raises:
+        UsageError: no sandbox or alias of that name.
+    """
+    if kind in _ALIASES:
+        kind = _ALIASES[kind]()
+    if kind not in _REGISTRY:
+        raise UsageError(f"Unknown sandbox {kind!r}; known: {', '.join(known_sandboxes())}")
+    return kind
 
 
 def open_sandbox(
     bundle_dir: Path, *, kind: str = "docker", limits: SandboxLimits | None = None, **options: Any
 ) -> Sandbox:
-    """Make (not yet start) a sandbox of the named kind for an unpacked bundle."""
-    try:
-        factory = _REGISTRY[kind]
-    except KeyError:
-        raise UsageError(
-            f"Unknown sandbox {kind!r}; known: {', '.join(known_sandboxes())}"
-        ) from None
+    """Make (not yet start) a sandbox of the named kind (or alias) for an unpacked bundle.
+
+    The sandbox's ``kind`` attribute names what was chosen, an alias resolved.
+    """
+    factory = _REGISTRY[resolve_sandbox(kind)]
     return factory(bundle_dir, limits=limits or SandboxLimits(), **options)

@@ -4,7 +4,8 @@ Like inspect_ai's ``self_check.py``: each :class:`Case` is a tiny bundle plus wh
 happen when it runs (outputs, or an exact failure reason). :data:`CONFORMANCE` runs
 against every sandbox; :data:`LOCAL_KNOWN_DIFFERENCES` lists the cases where ``local``
 (which does not isolate) is known to behave differently, and why. :data:`HOSTILE` runs
-against ``docker`` only: models that try to escape, exhaust or confuse the sandbox.
+against ``docker`` and ``gvisor``: models that try to escape, exhaust or confuse the
+sandbox; :data:`GVISOR_KNOWN_DIFFERENCES` lists where gVisor ends one differently.
 
 Run it on a worker::
 
@@ -27,6 +28,7 @@ from submission_sandbox.sandbox import ResourceUsage, SandboxFailure, open_sandb
 __all__ = [
     "CONFORMANCE",
     "GOLD_MARKER",
+    "GVISOR_KNOWN_DIFFERENCES",
     "HOSTILE",
     "LOCAL_KNOWN_DIFFERENCES",
     "Case",
@@ -346,6 +348,16 @@ LOCAL_KNOWN_DIFFERENCES: dict[str, str] = {
     "no_network": "local shares the host's network",
     "memory_is_limited": "local sets no memory limit, so nothing is OOM-killed",
     "stream_memory_is_limited": "local sets no memory limit, so nothing is OOM-killed",
+}
+
+#: Hostile cases that end differently under ``gvisor`` (still contained: the model is
+#: stopped, nothing survives, the host is untouched), and why. Every other hostile and
+#: every conformance case ends exactly as under ``docker``.
+GVISOR_KNOWN_DIFFERENCES: dict[str, str] = {
+    "fork_bomb": "forks past the limit fail inside gVisor as under runc, but each failed "
+    "fork leaves host threads behind in runsc's ptrace platform (measured: 2,000 host "
+    "tasks after 6 s at a limit of 64 processes), so the sandbox as a whole is stopped by "
+    "its memory limit (oom) or its host task cap (crashed) before the wall clock (timeout)",
 }
 
 # The marker is assembled at run time so that this handler's own source does not hold it.

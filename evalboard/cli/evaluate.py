@@ -12,6 +12,7 @@ from rich.table import Table
 from datasets_registry.taskspec import TaskSpec, load_task_spec
 from evalboard.cli._context import context
 from evalboard.cli._output import console, err_console, print_json, progress, warn
+from evalboard.cli._sandbox import SANDBOX_HELP, chosen_sandbox
 from evalboard.core.errors import EvaluationFailed, UsageError
 from evaluator import EvaluationResult, TestSet
 from evaluator import evaluate as run_evaluation
@@ -159,9 +160,7 @@ def evaluate(
         help="With --task-file: a canonical JSONL file (repeat). "
         "Files named robustness-X / fairness-X are perturbed copies of X.",
     ),
-    sandbox: str | None = typer.Option(
-        None, "--sandbox", help="docker or local (default: EVALBOARD_SANDBOX, else docker)."
-    ),
+    sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
     json_out: Path | None = typer.Option(
         None, "--json", help="Write the full result as JSON to this file ('-': stdout)."
     ),
@@ -186,7 +185,7 @@ def evaluate(
         raise UsageError("Give --task or --task-file, not both")
     if datasets and task_file is None:
         raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
-    kind = sandbox or context().settings.sandbox
+    kind = chosen_sandbox(sandbox)
     with tempfile.TemporaryDirectory(prefix="evalboard-evaluate-") as tmp:
         loaded = load_bundle(bundle, unpack_to=Path(tmp) / "bundle")
         if task_file is not None:

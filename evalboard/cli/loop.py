@@ -9,6 +9,7 @@ from rich.table import Table
 
 from evalboard.cli._context import context
 from evalboard.cli._output import console, err_console, print_json, warn
+from evalboard.cli._sandbox import SANDBOX_HELP
 from evalboard.core.tables import Round
 from leaderboard.loop import (
     GateReport,
@@ -183,9 +184,7 @@ def gate(
         ..., "--baseline", "-b", help="A submission id of the task, or a baseline bundle."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-    sandbox: str | None = typer.Option(
-        None, "--sandbox", help="docker or local (default: EVALBOARD_SANDBOX)."
-    ),
+    sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
 ) -> int:
     """The release gate: exit 1 listing each example the baseline got right and the
     candidate got wrong, on every round and static set; exit 0 otherwise."""

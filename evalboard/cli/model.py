@@ -11,6 +11,7 @@ from rich.table import Table
 
 from datasets_registry import TaskSpec, get_task, load_task_spec
 from evalboard.cli._output import console, err_console, warn
+from evalboard.cli._sandbox import SANDBOX_HELP, chosen_sandbox
 from evalboard.core.errors import InvalidBundle, UsageError
 from submission_sandbox import (
     MANIFEST_NAME,
@@ -152,7 +153,7 @@ def init(
 @app.command("test")
 def test(
     directory: Path = typer.Argument(..., help="The bundle directory (or .tar.gz / .zip)."),
-    sandbox: str = typer.Option("docker", help="docker (as the server) or local (no isolation)."),
+    sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
     task_id: str | None = typer.Option(None, "--task", help="Task id (default: the manifest's)."),
     task_file: Path | None = typer.Option(None, "--task-file", help="Or the task's YAML."),
     timeout_s: float = typer.Option(600, help="Wall-clock limit for the whole test."),
@@ -165,6 +166,7 @@ def test(
             raise InvalidBundle(
                 f"the bundle is for task {bundle.manifest.task!r} but the task is {spec.id!r}"
             )
+        sandbox = chosen_sandbox(sandbox)
         if sandbox == "local":
             warn("the local sandbox does NOT isolate the model: use it for your own code only")
         limits = spec.limits.tightened(timeout_s=min(timeout_s, spec.limits.timeout_s))

@@ -7,6 +7,7 @@ import typer
 
 from evalboard.cli._context import context
 from evalboard.cli._output import err_console
+from evalboard.cli._sandbox import chosen_sandbox
 
 __all__ = ["serve"]
 
@@ -36,7 +37,9 @@ def serve(
     if pool is not None:
         pool.start()
     jobs = (
-        "in this process"
+        # Said once at start (a fallback from auto with its one warning line); each job
+        # still chooses when it starts, and its result records what ran.
+        f"in this process, in the {chosen_sandbox(None)} sandbox"
         if pool is not None
         else "by `evalboard worker`"
         if ctx.settings.broker_url

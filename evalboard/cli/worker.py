@@ -10,6 +10,7 @@ import typer
 
 from evalboard.cli._context import context
 from evalboard.cli._output import err_console, warn
+from evalboard.cli._sandbox import SANDBOX_HELP
 from evalboard.core.errors import UsageError
 from evaluator import WorkerPool
 from evaluator.queue import DEFAULT_LEASE_S
@@ -34,9 +35,7 @@ def worker(
         min=1,
         help="Lease length; a job whose worker is silent this long is run elsewhere.",
     ),
-    sandbox: str | None = typer.Option(
-        None, "--sandbox", help="docker or local (default: EVALBOARD_SANDBOX)."
-    ),
+    sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
     loglevel: str = typer.Option("INFO", "--loglevel", help="Celery's log level."),
 ) -> None:
     """Run evaluation jobs until stopped (SIGTERM/Ctrl-C lets running jobs finish).

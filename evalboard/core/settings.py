@@ -45,8 +45,11 @@ class Settings(BaseSettings):
     secret_key: str = Field(
         DEVELOPMENT_SECRET, description="Signs browser sessions; must be set in production."
     )
-    sandbox: Literal["docker", "local"] = Field(
-        "docker", description="Default sandbox for evaluations."
+    sandbox: Literal["auto", "gvisor", "docker", "local"] = Field(
+        "auto",
+        description="Sandbox for evaluations: `auto` is `gvisor` (a container under gVisor's "
+        "kernel: two walls) where the Docker engine has the runsc runtime, else `docker` "
+        "(one wall); `local` does not isolate.",
     )
     base_image: str = Field(
         "evalboard/runtime-python:latest", description="Runtime image for python/onnx bundles."

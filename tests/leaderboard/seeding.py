@@ -253,7 +253,7 @@ def seed(ctx: Context, tmp: Path) -> Seeded:
                         submission_id=submission.id,
                         dataset_id=dataset.id,
                         metrics=metrics,
-                        provenance={"seeded": True},
+                        provenance={"seeded": True, "sandbox": "gvisor"},
                         predictions_key=key,
                     )
                 )

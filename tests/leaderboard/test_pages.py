@@ -102,6 +102,11 @@ async def test_pages_render_for_viewers(client: httpx.AsyncClient, shared: Seede
     assert wrong.status_code == 200 and 'class="wrong"' in wrong.text
     status = await client.get(f"/ui/submissions/{shared.submissions['distilbert']}")
     assert status.status_code == 200 and 'http-equiv="refresh"' in status.text
+    # Each finished job says which sandbox ran it (from its result's provenance).
+    done = await client.get(f"/ui/submissions/{roberta}")
+    assert done.status_code == 200 and "sandbox gvisor" in done.text
+    api = await client.get(f"/submissions/{roberta}")
+    assert {job["sandbox"] for job in api.json()["jobs"]} == {"gvisor"}
 
 
 async def test_nothing_is_loaded_from_elsewhere(client: httpx.AsyncClient, shared: Seeded) -> None:

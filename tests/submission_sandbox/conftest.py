@@ -48,3 +48,18 @@ def docker_client(docker_engine: Any) -> Iterator[Any]:
         if c.id not in own and c.labels.get("org.evalboard.owner") == owner
     ]
     assert not left, f"sandbox containers left behind: {left}"
+
+
+@pytest.fixture(
+    params=["docker", pytest.param("gvisor", marks=pytest.mark.gvisor)],
+)
+def isolating_kind(request: pytest.FixtureRequest, docker_client: Any) -> str:
+    """Each sandbox that isolates (``docker``, then ``gvisor``): tests run on both walls."""
+    kind: str = request.param
+    if kind == "gvisor":
+        from submission_sandbox import runsc_problem
+
+        problem = runsc_problem(docker_client)
+        if problem is not None:
+            pytest.skip(f"{problem}; run `bash docker/bootstrap.sh` as root")
+    return kind

@@ -1,4 +1,4 @@
-"""The conformance suite against both sandboxes, the hostile suite against docker."""
+"""The conformance suite against every sandbox; the hostile suite against docker and gvisor."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from evalboard.core.states import FailureReason
 from submission_sandbox.self_check import (
     CONFORMANCE,
     GOLD_MARKER,
+    GVISOR_KNOWN_DIFFERENCES,
     HOSTILE,
     LOCAL_KNOWN_DIFFERENCES,
     Case,
@@ -37,8 +39,12 @@ def _judge(result: Any) -> None:
     )
 
 
+_STOPPED = (FailureReason.TIMEOUT, FailureReason.OOM, FailureReason.CRASHED)
+
+
 def test_the_known_differences_name_real_cases() -> None:
     assert set(LOCAL_KNOWN_DIFFERENCES) <= {case.name for case in CONFORMANCE}
+    assert set(GVISOR_KNOWN_DIFFERENCES) <= {case.name for case in HOSTILE}
 
 
 @pytest.mark.parametrize("case", _local_params())
@@ -48,23 +54,34 @@ def test_conformance_local(case: Case, tmp_path: Path) -> None:
 
 @pytest.mark.docker
 @pytest.mark.parametrize("case", CONFORMANCE, ids=[c.name for c in CONFORMANCE])
-def test_conformance_docker(case: Case, tmp_path: Path, docker_client: Any) -> None:
-    _judge(run_case(case, "docker", workdir=tmp_path, client=docker_client))
+def test_conformance_isolating(
+    case: Case, isolating_kind: str, tmp_path: Path, docker_client: Any
+) -> None:
+    _judge(run_case(case, isolating_kind, workdir=tmp_path, client=docker_client))
 
 
 @pytest.mark.docker
 @pytest.mark.parametrize("case", HOSTILE, ids=[c.name for c in HOSTILE])
-def test_hostile_docker(
-    case: Case, tmp_path: Path, docker_client: Any, monkeypatch: pytest.MonkeyPatch
+def test_hostile(
+    case: Case,
+    isolating_kind: str,
+    tmp_path: Path,
+    docker_client: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Gold labels exist on the host, in this process's environment and in a file; the
-    # model must find neither.
+    # model must find neither. The same case ends the same way (reason and all) under
+    # runc and under gVisor.
     gold = tmp_path / "gold.jsonl"
     gold.write_text(f'{{"uid": "1", "label": "{GOLD_MARKER}positive"}}\n')
     monkeypatch.setenv("EVALBOARD_TEST_GOLD", f"{GOLD_MARKER}negative")
     processes_before = len(os.listdir("/proc"))
-    result = run_case(case, "docker", workdir=tmp_path / "bundles", client=docker_client)
-    _judge(result)
+    result = run_case(case, isolating_kind, workdir=tmp_path / "bundles", client=docker_client)
+    if isolating_kind == "gvisor" and case.name in GVISOR_KNOWN_DIFFERENCES:
+        # Stopped all the same, by one of the platform's own limits.
+        assert result.reason in _STOPPED, (result.reason, result.detail)
+    else:
+        _judge(result)
     # The host is unaffected: it still forks, and no process of the model survived.
     assert subprocess.run(["true"], check=False).returncode == 0
     assert len(os.listdir("/proc")) < processes_before + 50

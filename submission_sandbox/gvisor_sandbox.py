@@ -1,0 +1,174 @@
+"""The ``gvisor`` sandbox: the docker sandbox under gVisor's application kernel (runsc).
+
+The first wall is the container (:mod:`submission_sandbox.docker_sandbox`: namespaces,
+no network, read-only root, no capabilities, limits). Under ``runc`` a model's system
+calls still reach the host's kernel, so one kernel bug or engine misconfiguration is a
+step from the host. gVisor's Sentry answers them in user space instead: the second wall.
+Same policy, same image, same channel; only the engine's runtime differs.
+
+``auto`` (the default of ``EVALBOARD_SANDBOX``) is ``gvisor`` where the engine lists the
+``runsc`` runtime, else ``docker``, with one line saying so.
+
+:data:`GVISOR_VISIBLE_DIFFERENCES` lists what a model (or an operator reading its figures)
+sees differently from ``docker``; the policy is the same. Every conformance case and every
+hostile case but the fork bomb (``self_check.GVISOR_KNOWN_DIFFERENCES``) ends the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from evalboard.core.errors import PlatformError
+from submission_sandbox._failures import ExitInfo
+from submission_sandbox.docker_sandbox import DockerSandbox, docker_client
+from submission_sandbox.sandbox import ModelHello, sandbox, sandbox_alias
+
+__all__ = [
+    "GVISOR_VISIBLE_DIFFERENCES",
+    "RUNSC",
+    "RUNSC_ARGS",
+    "GvisorSandbox",
+    "choose_default_sandbox",
+    "gvisor_available",
+    "runsc_problem",
+]
+
+#: The runtime's name in the engine's daemon.json (``docker/bootstrap.sh`` registers it).
+RUNSC = "runsc"
+
+#: What a model sees differently under gVisor than under runc (the self-check suites run
+#: on both: tests/submission_sandbox/test_self_check.py).
+GVISOR_VISIBLE_DIFFERENCES: dict[str, str] = {
+    "kernel": "/proc/version and uname report gVisor's fixed 'Linux version 4.4.0', "
+    "not the host's kernel",
+    "peak_memory": "the cgroup holds the Sentry (gVisor's kernel) and the model's memory "
+    "file together: peak memory is the model's plus the Sentry's own, tens of MiB more "
+    "than under runc; the memory limit applies to that sum",
+    "cpu_seconds": "CPU time includes the Sentry's work on the model's behalf (system "
+    "calls, page faults), so a system-call heavy model reads a little higher",
+    "pids": "the model's process and thread limit is gVisor's RLIMIT_NPROC inside the "
+    "sandbox (the Sentry's own uids); the host's pids limit caps the Sentry's threads and "
+    "ptrace stubs at 32 per allowed process + 512 (see self_check.GVISOR_KNOWN_DIFFERENCES "
+    "for the fork bomb)",
+    "proc_and_sys": "/proc and /sys are gVisor's own: /proc/self/cgroup is empty, /sys "
+    "shows no host devices",
+    "gpu": "no GPU: this runsc (Debian 0.0~20221219) has no usable nvproxy; a bundle that "
+    "asks for a GPU fails with a platform error naming the docker sandbox",
+    "speed": "each system call costs more (a stdio message 340 us vs 240 us under runc, "
+    "start-up to hello about 0.2 s longer)",
+}
+
+#: Host tasks (Sentry threads, ptrace stubs) the host's pids cgroup allows per process
+#: of the model; measured: a fork bomb capped at 64 processes peaked at 1,851 host tasks.
+SENTRY_TASKS_PER_PROCESS = 32
+
+#: How close to the memory limit the cgroup's peak must come to count as an OOM kill.
+_OOM_MARGIN_BYTES = 1024 * 1024
+
+_logger = logging.getLogger(__name__)
+_said: set[str] = set()
+
+
+#: What ``docker/bootstrap.sh`` registers: no network inside runsc (Docker 20.10 refuses
+#: runsc containers otherwise), and connecting to host unix sockets in the container's
+#: mounts, so that the model reaches the channel's socket as under runc. The only host
+#: socket in any of a sandbox's mounts is that one (the image's root holds none).
+RUNSC_ARGS = ("--network=none", "--host-uds=open")
+
+
+def runsc_problem(client: Any = None) -> str | None:
+    """Why the engine cannot run the gvisor sandbox, or None when it can."""
+    try:
+        client = client or docker_client(timeout=10)
+        runtimes = client.info().get("Runtimes") or {}
+    except (PlatformError, OSError) as exc:
+        return f"the Docker engine does not answer ({exc})"
+    if RUNSC not in runtimes:
+        return "gVisor (runsc) is not a runtime of the Docker engine"
+    args = tuple((runtimes[RUNSC] or {}).get("runtimeArgs") or ())
+    missing = [arg for arg in RUNSC_ARGS if arg not in args]
+    if missing:
+        return f"the engine's runsc runtime lacks {' '.join(missing)} in its runtimeArgs"
+    return None
+
+
+def gvisor_available(client: Any = None) -> bool:
+    """Whether the Docker engine has the ``runsc`` runtime as the gvisor sandbox needs it."""
+    return runsc_problem(client) is None
+
+
+def choose_default_sandbox(client: Any = None) -> tuple[str, str | None]:
+    """``("gvisor", None)`` where the engine has runsc, else ``("docker", why)``.
+
+    The second item is the one line to show an operator when the second wall is off.
+    """
+    problem = runsc_problem(client)
+    if problem is None:
+        return "gvisor", None
+    return "docker", (
+        f"{problem}: models run in the docker sandbox, one wall instead of two; add "
+        "gVisor with `bash docker/bootstrap.sh` (as root)"
+    )
+
+
+@sandbox_alias("auto")
+def _auto() -> str:
+    kind, note = choose_default_sandbox()
+    if note is not None and note not in _said:
+        _said.add(note)  # once per process, not once per job
+        _logger.warning(note)
+    return kind
+
+
+@sandbox("gvisor")
+class GvisorSandbox(DockerSandbox):
+    """:class:`DockerSandbox` with the ``runsc`` runtime: the same policy, a second wall.
+
+    Takes the same arguments. Raises :class:`PlatformError` at start where the engine has
+    no runsc runtime, or when a bundle that may have a GPU asks for one.
+    """
+
+    runtime = RUNSC
+
+    def _launch(self) -> ModelHello:
+        problem = runsc_problem(self._client)
+        if problem is not None:
+            raise PlatformError(
+                f"{problem}, so the gvisor sandbox cannot run; register it with `bash "
+                "docker/bootstrap.sh` (as root), or use --sandbox docker"
+            )
+        return super()._launch()
+
+    def _process_limits(self) -> dict[str, Any]:
+        import docker.types
+
+        # Under gVisor the model's processes are the Sentry's tasks, not host processes:
+        # its kernel enforces RLIMIT_NPROC per sandbox (its own uids), so that is the
+        # model's limit. The host's pids cgroup counts the Sentry's threads and ptrace
+        # stubs instead, about 30 per task when measured: a cap of the model's limit would
+        # kill the Sentry (exit 2) long before the model reached it.
+        pids = self.limits.pids
+        return {
+            "pids_limit": pids * SENTRY_TASKS_PER_PROCESS + 512,
+            "ulimits": [docker.types.Ulimit(name="nproc", soft=pids, hard=pids)],
+        }
+
+    def _exit_info(self, wait_s: float) -> ExitInfo:
+        info = super()._exit_info(wait_s)
+        # Under runsc the host kernel's OOM killer kills the Sentry, and the engine's
+        # OOMKilled mark is then set only sometimes. SIGKILL with the cgroup's peak at its
+        # limit says the same thing (the peak was read before the cgroup went).
+        peak = self._usage_seen.peak_memory_bytes or 0
+        if info.exit_code == 137 and not info.oom_killed:
+            if peak >= self.limits.memory_bytes - _OOM_MARGIN_BYTES:
+                return ExitInfo(info.exit_code, oom_killed=True)
+        return info
+
+    def _wants_gpu(self) -> bool:
+        if super()._wants_gpu():
+            raise PlatformError(
+                "the gvisor sandbox gives no GPU (this gVisor has no nvproxy); run GPU "
+                "bundles with the docker sandbox (EVALBOARD_SANDBOX=docker on GPU workers)"
+            )
+        return False
