@@ -88,9 +88,10 @@ def _sandbox_panel(results: Path) -> dict[str, float]:
     panel = {}
     for row in _load(results, "sandbox").get("inference", []):
         # The evaluator streams with two requests in flight; quote the same path.
-        ratio = _dig(row, "ratio_docker_pipelined_to_in_process")
-        if ratio is not None:
-            panel[f"batch {row.get('batch_size')}"] = ratio
+        for kind in ("docker", "gvisor"):
+            ratio = _dig(row, f"ratio_{kind}_pipelined_to_in_process")
+            if ratio is not None:
+                panel[f"{kind} batch {row.get('batch_size')}"] = ratio
     return panel
 
 

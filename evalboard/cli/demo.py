@@ -89,7 +89,10 @@ def demo(
         True, "--serve/--no-serve", help="Serve the leaderboard afterwards (--no-serve: exit)."
     ),
     sandbox: str | None = typer.Option(
-        None, "--sandbox", help="docker or local (default: docker where the engine answers)."
+        None,
+        "--sandbox",
+        help="gvisor, docker or local (default: gvisor where the engine has runsc, else docker "
+        "where it answers, else local).",
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to serve on."),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port (0: any free one)."),

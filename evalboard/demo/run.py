@@ -59,15 +59,16 @@ class DemoResult:
 
 
 def choose_sandbox(ctx: Context, requested: str | None) -> tuple[str, str | None]:
-    """``docker`` where the engine answers and has the runtime image, else ``local``.
+    """What ``auto`` chooses (``gvisor``, else ``docker``) where the engine answers and has
+    the runtime image, else ``local``.
 
     Returns the kind and a notice to show (None when nothing needs saying).
 
     Raises:
-        PlatformError: ``docker`` was asked for and cannot be used.
+        PlatformError: ``docker`` or ``gvisor`` was asked for and Docker cannot be used.
     """
-    if requested not in (None, "docker", "local"):
-        raise UsageError(f"Unknown sandbox {requested!r}; known: docker, local")
+    if requested not in (None, "auto", "gvisor", "docker", "local"):
+        raise UsageError(f"Unknown sandbox {requested!r}; known: auto, docker, gvisor, local")
     if requested == "local":
         return "local", (
             "the local sandbox runs the demo models as plain processes on this machine: "
@@ -85,14 +86,18 @@ def choose_sandbox(ctx: Context, requested: str | None) -> tuple[str, str | None
                 "`bash docker/bootstrap.sh`"
             ) from None
     except PlatformError as exc:
-        if requested == "docker":
+        if requested in ("docker", "gvisor"):
             raise
         return "local", (
             f"Docker cannot be used ({exc.message}). Falling back to the local sandbox, "
             "which runs models as plain processes: it does NOT isolate them or limit their "
             "resources"
         )
-    return "docker", None
+    if requested in (None, "auto"):
+        from submission_sandbox import choose_default_sandbox
+
+        return choose_default_sandbox(client)
+    return requested, None
 
 
 @contextmanager

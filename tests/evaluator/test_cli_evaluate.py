@@ -172,3 +172,21 @@ def test_bad_usage_exits_2(
 ) -> None:
     code, _, stderr = cli("evaluate", keyword_bundle(), *args)
     assert code == 2 and message in stderr
+
+
+@pytest.mark.parametrize("command", [["evaluate"], ["model", "test"], ["worker"]])
+def test_help_lists_every_sandbox_and_the_default(cli: Run, command: list[str]) -> None:
+    code, stdout, _ = cli(*command, "--help")
+    assert code == 0
+    text = " ".join(stdout.split())
+    for kind in ("gvisor", "docker", "local", "auto"):
+        assert kind in text, kind
+    assert "EVALBOARD_SANDBOX" in text
+
+
+def test_an_unknown_sandbox_exits_2_listing_the_known_ones(
+    cli: Run, keyword_bundle: BundleFactory
+) -> None:
+    code, _, stderr = cli("evaluate", keyword_bundle(), "--sandbox", "vm")
+    assert code == 2
+    assert "Unknown sandbox 'vm'; known: auto, docker, gvisor, local" in " ".join(stderr.split())

@@ -107,3 +107,47 @@ def test_a_pool_reaper_cycle_removes_the_containers_of_dead_owners(
                 container.remove(force=True)
             except docker.errors.NotFound:
                 pass
+
+
+def _gvisor_or_skip(engine: Any) -> None:
+    from submission_sandbox import runsc_problem
+
+    problem = runsc_problem(engine)
+    if problem is not None:
+        pytest.skip(f"{problem}; run `bash docker/bootstrap.sh` as root")
+
+
+@pytest.mark.gvisor
+def test_auto_runs_in_gvisor_and_the_result_says_so(
+    engine: Any, keyword_bundle: BundleFactory
+) -> None:
+    _gvisor_or_skip(engine)
+    result = evaluate(
+        keyword_bundle(),
+        task=sentiment_spec(),
+        datasets=_sets()[1:],
+        sandbox="auto",
+        measure_energy=False,
+    )
+    assert not result.failed
+    assert result.provenance.sandbox == "gvisor" and result.provenance.sandbox_isolating
+
+
+@pytest.mark.gvisor
+def test_a_job_records_the_sandbox_auto_chose(
+    engine: Any, ctx: Context, sentiment_task: str, keyword_bundle: BundleFactory
+) -> None:
+    """The server's path: a job with the default sandbox stores what actually ran it."""
+    from sqlalchemy import select
+
+    from evalboard.core.tables import Result
+    from evaluator import enqueue_submission, run_job
+    from tests.evaluator.conftest import submit
+
+    _gvisor_or_skip(engine)
+    submission = submit(ctx, keyword_bundle())
+    first = enqueue_submission(ctx, submission)[0]
+    assert run_job(ctx, first, sandbox="auto") == "finished"
+    with ctx.db.session() as session:
+        provenance = session.scalar(select(Result.provenance).where(Result.job_id == first))
+    assert provenance is not None and provenance["sandbox"] == "gvisor"
