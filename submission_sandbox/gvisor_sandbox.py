@@ -53,8 +53,8 @@ GVISOR_VISIBLE_DIFFERENCES: dict[str, str] = {
     "gVisor's (a loop on time.process_time() read 1.0 s inside, 0.5 s in the cgroup)",
     "pids": "the model's process and thread limit is gVisor's RLIMIT_NPROC inside the "
     "sandbox (the Sentry's own uids); the host's pids limit caps the Sentry's threads and "
-    "ptrace stubs at 32 per allowed process + 512 (see self_check.GVISOR_KNOWN_DIFFERENCES "
-    "for the fork bomb)",
+    "ptrace stubs at 16 per allowed process + 512, at most 4,096 (see "
+    "self_check.GVISOR_KNOWN_DIFFERENCES for the fork bomb)",
     "proc_and_sys": "/proc and /sys are gVisor's own: /proc/self/cgroup is empty, /sys "
     "shows no host devices",
     "gpu": "no GPU: this runsc (Debian 0.0~20221219) has no usable nvproxy; a bundle that "
@@ -65,9 +65,13 @@ GVISOR_VISIBLE_DIFFERENCES: dict[str, str] = {
     "(benchmarks/results/sandbox.json)",
 }
 
-#: Host tasks (Sentry threads, ptrace stubs) the host's pids cgroup allows per process
-#: of the model; measured: a fork bomb capped at 64 processes peaked at 1,851 host tasks.
-SENTRY_TASKS_PER_PROCESS = 32
+#: Host tasks (Sentry threads, ptrace stubs) the host's pids cgroup allows per process of
+#: the model, and at most in all. Measured: 63 sleeping processes took 389 host tasks; a
+#: fork bomb held at 64 processes leaks host threads on every failed fork (1,851 after a
+#: few seconds and growing), so the cap bounds what it takes from the host's pid space
+#: (32,768 here) before the Sentry is stopped.
+SENTRY_TASKS_PER_PROCESS = 16
+SENTRY_TASKS_CEILING = 4096
 
 #: How close to the memory limit the cgroup's peak must come to count as an OOM kill.
 _OOM_MARGIN_BYTES = 1024 * 1024
@@ -152,11 +156,11 @@ class GvisorSandbox(DockerSandbox):
         # Under gVisor the model's processes are the Sentry's tasks, not host processes:
         # its kernel enforces RLIMIT_NPROC per sandbox (its own uids), so that is the
         # model's limit. The host's pids cgroup counts the Sentry's threads and ptrace
-        # stubs instead, about 30 per task when measured: a cap of the model's limit would
+        # stubs instead, about 6 per task when measured: a cap at the model's limit would
         # kill the Sentry (exit 2) long before the model reached it.
         pids = self.limits.pids
         return {
-            "pids_limit": pids * SENTRY_TASKS_PER_PROCESS + 512,
+            "pids_limit": min(pids * SENTRY_TASKS_PER_PROCESS + 512, SENTRY_TASKS_CEILING),
             "ulimits": [docker.types.Ulimit(name="nproc", soft=pids, hard=pids)],
         }
 
