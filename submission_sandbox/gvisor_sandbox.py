@@ -60,7 +60,8 @@ GVISOR_VISIBLE_DIFFERENCES: dict[str, str] = {
     "gpu": "no GPU: this runsc (Debian 0.0~20221219) has no usable nvproxy; a bundle that "
     "asks for a GPU fails with a platform error naming the docker sandbox",
     "speed": "every system call and page fault goes through the Sentry (runsc's ptrace "
-    "platform): start-up to hello 0.73 s vs 0.47 s, a unix-socket message 302 us vs 30 us, "
+    "platform): start-up to hello 0.73 s vs 0.4 s, a unix-socket message 240-300 us vs "
+    "30-38 us, "
     "and MiniLM ONNX compute alone 5.7 ms vs 2.8 ms per batch of 32 "
     "(benchmarks/results/sandbox.json)",
 }
