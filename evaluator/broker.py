@@ -25,7 +25,7 @@ from typing import Any
 
 from evalboard.core.context import Context
 from evalboard.core.settings import Settings
-from evaluator import queue
+from evaluator import faults, queue
 from evaluator.energy import warm_up
 from evaluator.job import run_job
 from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphans_of_dead_workers
@@ -70,13 +70,33 @@ def make_celery(settings: Settings) -> Any:
 
 def _run_job_task(job_id: int) -> str:
     ctx: Context = _worker.get("ctx") or Context.from_settings()
+    if faults.ENGINE.down and not faults.ENGINE.wait_until_up(
+        ctx.settings, stop=threading.Event(), limit_s=ctx.settings.platform_backoff_max_s
+    ):
+        # This worker's engine is down: hand the message back for later (or another worker)
+        # rather than claim a job it cannot run; the job stays queued in the database.
+        _send_again(ctx, int(job_id), ctx.settings.platform_backoff_s)
+        return "deferred"
     status = run_job(
         ctx,
         int(job_id),
         lease_s=_worker.get("lease_s", queue.DEFAULT_LEASE_S),
         sandbox=_worker.get("sandbox"),
     )
+    if status is None:
+        # Not claimed. A deferred job whose message came before its back-off ended (the
+        # clocks of two machines differ) would otherwise wait for no message at all.
+        wait = queue.due_in(ctx, int(job_id))
+        if wait is not None:
+            _send_again(ctx, int(job_id), wait)
+            return "deferred"
     return status.value if status is not None else "skipped"
+
+
+def _send_again(ctx: Context, job_id: int, delay_s: float) -> None:
+    queue_name = queue.queue_of_job(ctx, job_id)
+    if queue_name is not None:
+        CeleryDispatcher(ctx.settings).dispatch(job_id, queue_name, max(delay_s, 0.1))
 
 
 class CeleryDispatcher:
@@ -85,8 +105,11 @@ class CeleryDispatcher:
     def __init__(self, settings: Settings) -> None:
         self.app = make_celery(settings)
 
-    def dispatch(self, job_id: int, queue: str) -> None:
-        self.app.send_task(TASK_NAME, args=[job_id], queue=queue)
+    def dispatch(self, job_id: int, queue: str, delay_s: float = 0.0) -> None:
+        # A deferred job's message arrives when its back-off is over (``countdown``).
+        self.app.send_task(
+            TASK_NAME, args=[job_id], queue=queue, countdown=delay_s if delay_s > 0 else None
+        )
 
 
 def _reap_forever(ctx: Context, every_s: float, stop: threading.Event) -> None:

@@ -4,7 +4,8 @@ A job is one (submission, dataset). Its runner claims it (or is handed a claimed
 holds the lease with a heartbeat, fetches and unpacks the bundle, evaluates the dataset
 in a fresh sandbox, and writes the result once. A model failure fails the job with its
 exact reason and log tail; a fault of ours puts it back in the queue for another worker,
-up to ``MAX_ATTEMPTS``, and never counts against the researcher.
+up to ``MAX_ATTEMPTS``, and never counts against the researcher. A part of the platform
+that does not answer (the engine, the store) is waited out instead (:mod:`evaluator.faults`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from evalboard.core.errors import InvalidBundle
 from evalboard.core.scratch import scratch_prefix
 from evalboard.core.states import FailureReason, JobStatus
 from evalboard.core.tables import Dataset, Job, Result, Submission, Task
-from evaluator import provenance, queue
+from evaluator import faults, provenance, queue
 from evaluator.evaluation import DatasetRun, evaluate_dataset
 from evaluator.lease import Lease, worker_identity
 from evaluator.measurement import Aborted
@@ -237,6 +238,9 @@ def execute_claimed(
             )
             return JobStatus.FAILED
         except Exception as exc:
+            part = faults.unreachable_part(ctx, kind)
+            if part is not None:
+                return _wait_out(ctx, job_id, owner=owner, part=part, error=exc)
             logger.exception("job %s: platform error", job_id)
             if attempts < queue.MAX_ATTEMPTS and queue.release(ctx, job_id, owner=owner):
                 return JobStatus.QUEUED
@@ -248,6 +252,35 @@ def execute_claimed(
                 message=f"{type(exc).__name__}: {exc}",
             )
             return JobStatus.FAILED
+
+
+def _wait_out(
+    ctx: Context, job_id: int, *, owner: str, part: str, error: Exception
+) -> JobStatus | None:
+    """Defer a job whose part does not answer, or fail it once the budget is spent."""
+    with ctx.db.session() as session:
+        row = session.execute(select(Job.fault_since, Job.faults).where(Job.id == job_id)).one()
+    since, count = _aware(row.fault_since), int(row.faults or 0)
+    waited = (datetime.now(UTC) - since).total_seconds() if since is not None else 0.0
+    budget = ctx.settings.platform_fault_budget_s
+    if waited < budget:
+        delay = faults.backoff_s(ctx.settings, count)
+        logger.warning(
+            "job %s: %s does not answer; retrying in %.1f s (waited %.0f of %.0f s)",
+            job_id, part, delay, waited, budget,
+        )
+        # False: the lease was lost meanwhile (cancelled, reaped); the job is not ours.
+        return JobStatus.QUEUED if queue.defer(ctx, job_id, owner=owner, delay_s=delay) else None
+    queue.fail(
+        ctx,
+        job_id,
+        owner=owner,
+        reason=FailureReason.PLATFORM_ERROR,
+        message=f"{part} did not answer for {waited:.0f} s (EVALBOARD_PLATFORM_FAULT_BUDGET_S="
+        f"{budget:.0f}); last error: {type(error).__name__}: {error}. A platform fault: it "
+        "does not count against the submitter's quota",
+    )
+    return JobStatus.FAILED
 
 
 def run_job(

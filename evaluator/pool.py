@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 
 from evalboard.core.context import Context
 from evalboard.core.tables import Job
-from evaluator import queue
+from evaluator import faults, queue
 from evaluator.energy import warm_up
 from evaluator.job import execute_claimed
 from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphans_of_dead_workers, worker_identity
@@ -139,8 +139,14 @@ class WorkerPool:
 
     def _work(self) -> None:
         owner = worker_identity()
+        engine_waits = 0
         while not self._stopping.is_set():
             self._maybe_reap()
+            if not faults.ENGINE.check():  # its sandboxes' engine is down: claim nothing
+                self._stopping.wait(faults.backoff_s(self.ctx.settings, engine_waits))
+                engine_waits += 1
+                continue
+            engine_waits = 0
             try:
                 job_id = queue.claim_next(
                     self.ctx, owner=owner, queues=self.queues, lease_s=self.lease_s

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from evalboard.core.context import Context
@@ -33,12 +33,15 @@ __all__ = [
     "cancel_submission",
     "claim",
     "claim_next",
+    "defer",
     "dispatcher_for",
+    "due_in",
     "enqueue_submission",
     "fail",
     "finish",
     "mark_running",
     "queue_missing_jobs",
+    "queue_of_job",
     "reap_expired",
     "release",
     "renew",
@@ -56,13 +59,13 @@ ACTIVE = (JobStatus.BUILDING.value, JobStatus.RUNNING.value)
 class Dispatcher(Protocol):
     """Tells workers that a job is waiting (Celery sends a message; the pool polls)."""
 
-    def dispatch(self, job_id: int, queue: str) -> None: ...
+    def dispatch(self, job_id: int, queue: str, delay_s: float = 0.0) -> None: ...
 
 
 class _Polling:
     """The embedded default: in-process workers poll the database; nothing to send."""
 
-    def dispatch(self, job_id: int, queue: str) -> None:
+    def dispatch(self, job_id: int, queue: str, delay_s: float = 0.0) -> None:
         return None
 
 
@@ -75,10 +78,18 @@ def dispatcher_for(ctx: Context) -> Dispatcher:
     return CeleryDispatcher(ctx.settings)
 
 
-def _dispatch(ctx: Context, jobs: Iterable[tuple[int, str]], dispatcher: Dispatcher | None) -> None:
+def _dispatch(
+    ctx: Context,
+    jobs: Iterable[tuple[int, str]],
+    dispatcher: Dispatcher | None,
+    delay_s: float = 0.0,
+) -> None:
     sender = dispatcher or dispatcher_for(ctx)
     for job_id, queue in jobs:
-        sender.dispatch(job_id, queue)
+        if delay_s > 0:
+            sender.dispatch(job_id, queue, delay_s)
+        else:
+            sender.dispatch(job_id, queue)
 
 
 def _queue_of(submission: Submission) -> str:
@@ -149,13 +160,18 @@ def queue_missing_jobs(
         return _create_missing(ctx, None, task_id, dispatcher)
 
 
+def _due(now: Any) -> Any:
+    # A job deferred after a platform fault waits out its back-off before any claim.
+    return Job.not_before.is_(None) | (Job.not_before <= now)
+
+
 def claim(ctx: Context, job_id: int, *, owner: str, lease_s: float = DEFAULT_LEASE_S) -> bool:
     """Take a queued job for ``owner``; False when it is not queued (someone else has it)."""
     now = utcnow()
     with ctx.db.session() as session:
         done = session.execute(
             update(Job)
-            .where(Job.id == job_id, Job.status == JobStatus.QUEUED.value)
+            .where(Job.id == job_id, Job.status == JobStatus.QUEUED.value, _due(now))
             .values(
                 status=JobStatus.BUILDING.value,
                 lease_owner=owner,
@@ -184,7 +200,7 @@ def claim_next(
         candidates = list(
             session.scalars(
                 select(Job.id)
-                .where(Job.status == JobStatus.QUEUED.value, Job.queue.in_(queues))
+                .where(Job.status == JobStatus.QUEUED.value, Job.queue.in_(queues), _due(utcnow()))
                 .order_by(Job.id)
                 .limit(16)
             )
@@ -271,6 +287,8 @@ def finish(
                 lease_expires_at=None,
                 reason=None,
                 message=None,
+                fault_since=None,
+                not_before=None,
             )
         )
     return wrote
@@ -330,6 +348,62 @@ def release(ctx: Context, job_id: int, *, owner: str, dispatcher: Dispatcher | N
     if released and queue is not None:
         _dispatch(ctx, [(job_id, queue)], dispatcher)
     return released
+
+
+def defer(
+    ctx: Context,
+    job_id: int,
+    *,
+    owner: str,
+    delay_s: float,
+    dispatcher: Dispatcher | None = None,
+) -> bool:
+    """Give a held job back to the queue after a platform fault, claimable in ``delay_s``.
+
+    The wait does not use up one of the job's ``MAX_ATTEMPTS`` (those count lost workers
+    and errors of ours, not an engine being restarted); ``fault_since`` keeps the start of
+    the run of faults, which the caller measures against the operator's budget.
+    """
+    now = utcnow()
+    with ctx.db.session() as session:
+        done = session.execute(
+            update(Job)
+            .where(_owned(job_id, owner))
+            .values(
+                status=JobStatus.QUEUED.value,
+                lease_owner=None,
+                lease_expires_at=None,
+                attempts=Job.attempts - 1,
+                faults=Job.faults + 1,
+                fault_since=func.coalesce(Job.fault_since, now),
+                not_before=now + timedelta(seconds=delay_s),
+            )
+        )
+        deferred = bool(getattr(done, "rowcount", 0) == 1)
+        queue = session.scalar(select(Job.queue).where(Job.id == job_id))
+    if deferred and queue is not None:
+        _dispatch(ctx, [(job_id, queue)], dispatcher, delay_s)
+    return deferred
+
+
+def due_in(ctx: Context, job_id: int) -> float | None:
+    """Seconds until a queued, deferred job may be claimed; None when it is not waiting."""
+    with ctx.db.session() as session:
+        row = session.execute(
+            select(Job.status, Job.not_before).where(Job.id == job_id)
+        ).one_or_none()
+    if row is None or row.status != JobStatus.QUEUED.value or row.not_before is None:
+        return None
+    not_before = row.not_before
+    if not_before.tzinfo is None:  # SQLite hands back naive datetimes; all are UTC
+        not_before = not_before.replace(tzinfo=utcnow().tzinfo)
+    return max((not_before - utcnow()).total_seconds(), 0.0)
+
+
+def queue_of_job(ctx: Context, job_id: int) -> str | None:
+    """The queue a job is sent to (None: no such job)."""
+    with ctx.db.session() as session:
+        return session.scalar(select(Job.queue).where(Job.id == job_id))
 
 
 def reap_expired(

@@ -58,6 +58,18 @@ class Settings(BaseSettings):
         "evalboard/runtime-torch:latest", description="Runtime image for transformers bundles."
     )
     worker_concurrency: int = Field(1, ge=1, description="Inline worker threads.")
+    platform_fault_budget_s: float = Field(
+        3600.0,
+        gt=0,
+        description="How long a job waits out an unreachable part of the platform (the "
+        "sandbox engine, the artifact store) before it fails as `platform_error`.",
+    )
+    platform_backoff_s: float = Field(
+        5.0, gt=0, description="First wait before a job that met a platform fault is retried."
+    )
+    platform_backoff_max_s: float = Field(
+        300.0, gt=0, description="Longest wait between retries of a job that met a platform fault."
+    )
     daily_upload_quota: int = Field(20, ge=0, description="Submissions per user and day.")
     max_upload_bytes: int = Field(8 * 1024**3, description="Largest accepted upload.")
     max_request_bytes: int = Field(

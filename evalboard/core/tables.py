@@ -169,6 +169,11 @@ class Job(Base):
     created_at: Mapped[datetime] = _created()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Platform faults (an unreachable engine or store) are waits: when the job met the
+    # first of a run of them, how many, and when it may be claimed again.
+    fault_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    faults: Mapped[int] = mapped_column(Integer, default=0)
+    not_before: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     submission: Mapped[Submission] = relationship(back_populates="jobs")
     dataset: Mapped[Dataset] = relationship()
