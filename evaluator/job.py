@@ -270,7 +270,7 @@ def _wait_out(
             job_id, part, delay, waited, budget,
         )
         # False: the lease was lost meanwhile (cancelled, reaped); the job is not ours.
-        return JobStatus.QUEUED if queue.defer(ctx, job_id, owner=owner, delay_s=delay) else None
+        return JobStatus.QUEUED if queue.defer(ctx, job_id, owner=owner, delay_s=delay, why=part) else None
     queue.fail(
         ctx,
         job_id,

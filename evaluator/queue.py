@@ -356,9 +356,13 @@ def defer(
     *,
     owner: str,
     delay_s: float,
+    why: str = "",
     dispatcher: Dispatcher | None = None,
 ) -> bool:
     """Give a held job back to the queue after a platform fault, claimable in ``delay_s``.
+
+    ``why`` (what did not answer) stays in the job's message while it waits, for the
+    submitter to see and for the reaper to quote if the wait outlasts the budget.
 
     The wait does not use up one of the job's ``MAX_ATTEMPTS`` (those count lost workers
     and errors of ours, not an engine being restarted); ``fault_since`` keeps the start of
@@ -377,6 +381,7 @@ def defer(
                 faults=Job.faults + 1,
                 fault_since=func.coalesce(Job.fault_since, now),
                 not_before=now + timedelta(seconds=delay_s),
+                message=f"waiting for the platform: {why} does not answer" if why else None,
             )
         )
         deferred = bool(getattr(done, "rowcount", 0) == 1)
@@ -384,6 +389,31 @@ def defer(
     if deferred and queue is not None:
         _dispatch(ctx, [(job_id, queue)], dispatcher, delay_s)
     return deferred
+
+
+def _fail_waited_out(ctx: Context, now: Any) -> None:
+    # Queued jobs that have waited out a platform fault longer than the operator's budget
+    # fail here: while the part is down no worker claims them, so no worker would.
+    budget = ctx.settings.platform_fault_budget_s
+    overdue = (Job.status == JobStatus.QUEUED.value) & (
+        Job.fault_since < now - timedelta(seconds=budget)
+    )
+    with ctx.db.session() as session:
+        rows = session.execute(select(Job.id, Job.message).where(overdue)).all()
+    for job_id, message in rows:
+        waiting = (message or "").removeprefix("waiting for the platform: ")
+        with ctx.db.session() as session:
+            _fail_where(
+                session,
+                overdue & (Job.id == job_id),
+                job_id,
+                FailureReason.PLATFORM_ERROR,
+                f"{waiting or 'a part of the platform does not answer'}: waited more than "
+                f"{budget:.0f} s (EVALBOARD_PLATFORM_FAULT_BUDGET_S); a platform fault, it "
+                "does not count against the submitter's quota",
+                "",
+            )
+        logger.warning("job %s: failed after waiting %.0f s for the platform", job_id, budget)
 
 
 def due_in(ctx: Context, job_id: int) -> float | None:
@@ -415,6 +445,7 @@ def reap_expired(
     instead, so that a job that kills its workers cannot loop forever.
     """
     now = utcnow()
+    _fail_waited_out(ctx, now)
     expired = (Job.status.in_(ACTIVE)) & (Job.lease_expires_at < now)
     requeued: list[tuple[int, str]] = []
     with ctx.db.session() as session:

@@ -1,0 +1,190 @@
+"""Faults of the platform's own parts are waits: a job whose Docker engine goes away waits
+for it (back-off, no attempts used, no quota counted) and finishes with the same numbers;
+it fails as ``platform_error`` only once the operator's budget is spent.
+
+The engine "goes away" through a socket proxy the test stops and starts; the real engine
+(shared) is never touched. Back-off settings are made small by settings injection.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from datasets_registry.registry import list_datasets
+from evalboard.core.context import Context
+from evalboard.core.settings import Settings, get_settings
+from evalboard.core.tables import Job, Result, Submission
+from evaluator import TestSet, WorkerPool, enqueue_submission, evaluate, stored_outcome
+from evaluator import faults, queue
+from tests.conftest import make_settings
+from tests.evaluator.conftest import BundleFactory, submit
+from tests.helpers.socket_proxy import SocketProxy
+from tests.helpers.tasks import sentiment_spec
+
+
+def _fast(tmp_path: Path, **overrides: Any) -> Settings:
+    return make_settings(tmp_path).model_copy(
+        update={"platform_backoff_s": 0.2, "platform_backoff_max_s": 1.0, **overrides}
+    )
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return _fast(tmp_path)
+
+
+# Back-off and the queue (no engine needed) -------------------------------------------------
+
+
+def test_backoff_doubles_up_to_its_cap_and_jitters_down_by_at_most_half(tmp_path: Path) -> None:
+    settings = _fast(tmp_path)
+    top = [faults.backoff_s(settings, n, rng=lambda: 1.0) for n in range(6)]
+    assert top == [0.2, 0.4, 0.8, 1.0, 1.0, 1.0]
+    assert [faults.backoff_s(settings, n, rng=lambda: 0.0) for n in range(3)] == [0.1, 0.2, 0.4]
+    assert faults.backoff_s(settings, 10_000) <= 1.0  # no overflow on a long outage
+
+
+def test_a_deferred_job_waits_out_its_backoff_and_keeps_its_attempts(
+    ctx: Context, sentiment_task: str, keyword_bundle: BundleFactory
+) -> None:
+    submission = submit(ctx, keyword_bundle())
+    job_id = enqueue_submission(ctx, submission)[0]
+    assert queue.claim(ctx, job_id, owner="w1")
+    assert queue.defer(ctx, job_id, owner="w1", delay_s=0.6)
+    assert not queue.claim(ctx, job_id, owner="w2")  # not before its back-off ends
+    assert queue.claim_next(ctx, owner="w2") != job_id
+    wait = queue.due_in(ctx, job_id)
+    assert wait is not None and 0 < wait <= 0.6
+    time.sleep(wait + 0.05)
+    assert queue.claim(ctx, job_id, owner="w2")
+    with ctx.db.session() as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        assert (job.attempts, job.faults) == (1, 1)  # the wait used no attempt
+        assert job.fault_since is not None
+    assert queue.due_in(ctx, job_id) is None  # no longer waiting
+
+
+# Against the real engine, through a proxy that the test stops and starts -------------------
+
+
+@pytest.fixture
+def engine_proxy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SocketProxy]:
+    docker = pytest.importorskip("docker")
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+        client.images.get(get_settings().base_image)
+        client.close()
+    except Exception as exc:  # any failure means: no usable engine here
+        pytest.skip(f"no Docker engine with the runtime image ({exc})")
+    proxy = SocketProxy(tmp_path / "engine.sock").start()
+    # The worker under test reaches its engine through the proxy (as an operator points a
+    # worker at a remote engine).
+    monkeypatch.setenv("DOCKER_HOST", proxy.url)
+    yield proxy
+    proxy.stop()
+    proxy.start()  # leave the process's engine watch "up" for the next test
+    faults.ENGINE.check()
+    proxy.stop()
+
+
+def _direct_perf(ctx: Context, bundle: Path, task: str) -> dict[str, float]:
+    datasets = list_datasets(ctx, task)
+    names = {d.id: d.name for d in datasets}
+    direct = evaluate(
+        bundle,
+        task=sentiment_spec(),
+        sandbox="local",
+        measure_energy=False,
+        datasets=[
+            TestSet.from_table(ctx, d, derived_from=names.get(d.derived_from_id or -1))
+            for d in datasets
+        ],
+    )
+    out = {}
+    for d in datasets:
+        metrics = direct.outcome(d.name).metrics
+        assert metrics is not None
+        out[d.name] = metrics.perf
+    return out
+
+
+@pytest.mark.docker
+def test_a_job_waits_for_its_engine_and_finishes_once_with_the_same_numbers(
+    ctx: Context,
+    sentiment_task: str,
+    keyword_bundle: BundleFactory,
+    engine_proxy: SocketProxy,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bundle = keyword_bundle()
+    submission = submit(ctx, bundle)
+    engine_proxy.stop()  # the engine goes away (restarted, upgraded)
+    caplog.set_level(logging.WARNING, logger="evaluator")
+    with WorkerPool(ctx, concurrency=1, poll_s=0.05, sandbox="docker") as pool:
+        created = enqueue_submission(ctx, submission)
+        pool.wake()
+        deadline = time.monotonic() + 30
+        while not faults.ENGINE.down:  # the worker met the outage and stopped claiming
+            assert time.monotonic() < deadline, "the worker never met the outage"
+            time.sleep(0.05)
+        time.sleep(3)  # a few seconds of outage, many back-off periods long
+        with ctx.db.session() as session:
+            statuses = set(session.scalars(select(Job.status)))
+        assert statuses == {"queued"}, statuses  # waiting, none failed
+        engine_proxy.start()
+        assert pool.wait_idle(timeout=180)
+    expected = _direct_perf(ctx, bundle, sentiment_task)
+    with ctx.db.session() as session:
+        jobs = list(session.scalars(select(Job).order_by(Job.id)))
+        assert len(jobs) == len(created) == 3
+        for job in jobs:
+            assert job.status == "finished", (job.status, job.message)
+            assert job.attempts == 1 and job.lease_owner is None and job.not_before is None
+            results = list(session.scalars(select(Result).where(Result.job_id == job.id)))
+            assert len(results) == 1  # exactly once
+            dataset = job.dataset
+            assert stored_outcome(results[0], dataset).metrics.perf == expected[dataset.name]
+            assert results[0].provenance["sandbox"] == "docker"
+        assert sum(job.faults for job in jobs) >= 1
+        record = session.get(Submission, submission)
+        assert record is not None and not record.platform_fault
+    said = [r.getMessage() for r in caplog.records]
+    assert sum("stops claiming" in line for line in said) == 1, said
+    assert sum("answers again" in line for line in said) == 1, said
+
+
+@pytest.mark.docker
+def test_a_job_fails_as_platform_error_once_the_budget_is_spent(
+    tmp_path: Path,
+    sentiment_task: str,
+    ctx: Context,
+    keyword_bundle: BundleFactory,
+    engine_proxy: SocketProxy,
+) -> None:
+    tight = Context.from_settings(ctx.settings.model_copy(update={"platform_fault_budget_s": 1.5}))
+    submission = submit(tight, keyword_bundle())
+    engine_proxy.stop()  # and it stays away
+    with WorkerPool(tight, concurrency=1, poll_s=0.05, reap_every_s=0.2, sandbox="docker") as pool:
+        enqueue_submission(tight, submission)
+        pool.wake()
+        assert pool.wait_idle(timeout=60)  # the reaper fails what waited out the budget
+    with tight.db.session() as session:
+        jobs = list(session.scalars(select(Job)))
+        assert {job.status for job in jobs} == {"failed"}
+        for job in jobs:
+            assert job.reason == "platform_error"
+            assert job.message is not None and "the Docker engine" in job.message
+            assert "EVALBOARD_PLATFORM_FAULT_BUDGET_S" in job.message
+            assert job.faults >= 1  # it waited before failing
+        record = session.get(Submission, submission)
+        assert record is not None and record.platform_fault  # not the researcher's quota
+    tight.db.dispose()
