@@ -16,6 +16,7 @@ saying so once when it goes and once when it comes back.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import threading
 from collections.abc import Callable
@@ -44,10 +45,12 @@ def backoff_s(settings: Settings, faults: int, *, rng: Callable[[], float] = ran
 
 
 def _engine_fault() -> str | None:
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
         client = docker_client(timeout=5)
     except Exception as exc:  # PlatformError, or anything the SDK raises on a dead socket
-        return f"the Docker engine ({exc})"
+        logger.debug("engine probe failed: %s", exc)
+        return f"the Docker engine at {host}"
     client.close()
     return None
 

@@ -173,18 +173,26 @@ def test_a_job_fails_as_platform_error_once_the_budget_is_spent(
     tight = Context.from_settings(ctx.settings.model_copy(update={"platform_fault_budget_s": 1.5}))
     submission = submit(tight, keyword_bundle())
     engine_proxy.stop()  # and it stays away
-    with WorkerPool(tight, concurrency=1, poll_s=0.05, reap_every_s=0.2, sandbox="docker") as pool:
-        enqueue_submission(tight, submission)
-        pool.wake()
-        assert pool.wait_idle(timeout=60)  # the reaper fails what waited out the budget
+    with WorkerPool(tight, concurrency=1, poll_s=0.05, reap_every_s=0.2, sandbox="docker"):
+        first = enqueue_submission(tight, submission)[0]
+        deadline = time.monotonic() + 60
+        while True:  # the reaper fails what waited out the budget
+            with tight.db.session() as session:
+                job = session.get(Job, first)
+                assert job is not None
+                if job.status == "failed":
+                    break
+            assert time.monotonic() < deadline, (job.status, job.message)
+            time.sleep(0.1)
     with tight.db.session() as session:
-        jobs = list(session.scalars(select(Job)))
-        assert {job.status for job in jobs} == {"failed"}
-        for job in jobs:
-            assert job.reason == "platform_error"
-            assert job.message is not None and "the Docker engine" in job.message
-            assert "EVALBOARD_PLATFORM_FAULT_BUDGET_S" in job.message
-            assert job.faults >= 1  # it waited before failing
+        jobs = list(session.scalars(select(Job).order_by(Job.id)))
+        failed, others = jobs[0], jobs[1:]
+        assert failed.reason == "platform_error" and failed.faults >= 1
+        assert failed.message is not None
+        assert f"the Docker engine at {engine_proxy.url}" in failed.message
+        assert "EVALBOARD_PLATFORM_FAULT_BUDGET_S" in failed.message
+        # The worker stopped claiming: the other jobs were never tried and still wait.
+        assert [(job.status, job.attempts) for job in others] == [("queued", 0)] * 2
         record = session.get(Submission, submission)
         assert record is not None and record.platform_fault  # not the researcher's quota
     tight.db.dispose()
