@@ -36,11 +36,15 @@ _ENGINE_KINDS = frozenset({"auto", "docker", "gvisor"})
 _STORE_PROBE_KEY = ".evalboard-probe"
 
 
-def backoff_s(settings: Settings, faults: int, *, rng: Callable[[], float] = random.random) -> float:
+def backoff_s(
+    settings: Settings, faults: int, *, rng: Callable[[], float] = random.random
+) -> float:
     """The wait before retry number ``faults + 1``: doubling from ``platform_backoff_s``,
     capped at ``platform_backoff_max_s``, then jittered down by up to half so that the jobs
     of one outage do not all come back in the same second."""
-    ceiling = min(settings.platform_backoff_max_s, settings.platform_backoff_s * 2.0 ** min(faults, 30))
+    ceiling = min(
+        settings.platform_backoff_max_s, settings.platform_backoff_s * 2.0 ** min(faults, 30)
+    )
     return ceiling * (0.5 + 0.5 * rng())
 
 

@@ -267,10 +267,18 @@ def _wait_out(
         delay = faults.backoff_s(ctx.settings, count)
         logger.warning(
             "job %s: %s does not answer; retrying in %.1f s (waited %.0f of %.0f s)",
-            job_id, part, delay, waited, budget,
+            job_id,
+            part,
+            delay,
+            waited,
+            budget,
         )
         # False: the lease was lost meanwhile (cancelled, reaped); the job is not ours.
-        return JobStatus.QUEUED if queue.defer(ctx, job_id, owner=owner, delay_s=delay, why=part) else None
+        return (
+            JobStatus.QUEUED
+            if queue.defer(ctx, job_id, owner=owner, delay_s=delay, why=part)
+            else None
+        )
     queue.fail(
         ctx,
         job_id,

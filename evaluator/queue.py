@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sqlalchemy import func, select, update
@@ -424,10 +424,10 @@ def due_in(ctx: Context, job_id: int) -> float | None:
         ).one_or_none()
     if row is None or row.status != JobStatus.QUEUED.value or row.not_before is None:
         return None
-    not_before = row.not_before
+    not_before: datetime = row.not_before
     if not_before.tzinfo is None:  # SQLite hands back naive datetimes; all are UTC
         not_before = not_before.replace(tzinfo=utcnow().tzinfo)
-    return max((not_before - utcnow()).total_seconds(), 0.0)
+    return float(max((not_before - utcnow()).total_seconds(), 0.0))
 
 
 def queue_of_job(ctx: Context, job_id: int) -> str | None:

@@ -21,8 +21,15 @@ from datasets_registry.registry import list_datasets
 from evalboard.core.context import Context
 from evalboard.core.settings import Settings, get_settings
 from evalboard.core.tables import Job, Result, Submission
-from evaluator import TestSet, WorkerPool, enqueue_submission, evaluate, stored_outcome
-from evaluator import faults, queue
+from evaluator import (
+    TestSet,
+    WorkerPool,
+    enqueue_submission,
+    evaluate,
+    faults,
+    queue,
+    stored_outcome,
+)
 from tests.conftest import make_settings
 from tests.evaluator.conftest import BundleFactory, submit
 from tests.helpers.socket_proxy import SocketProxy
