@@ -24,7 +24,7 @@ from typing import Any
 
 from evalboard.core.context import Context
 from evalboard.core.settings import Settings
-from submission_sandbox import docker_client
+from submission_sandbox import docker_client, reap_orphans
 
 __all__ = ["ENGINE", "EngineWatch", "backoff_s", "unreachable_part"]
 
@@ -109,6 +109,7 @@ class EngineWatch:
             if why is None:
                 if self._down is not None:
                     logger.warning("the Docker engine answers again: this worker claims jobs")
+                    _remove_leftovers()
                 self._down = None
                 return True
             self._down = why
@@ -124,6 +125,17 @@ class EngineWatch:
                 return False
             waited, tries = waited + pause, tries + 1
         return True
+
+
+def _remove_leftovers() -> None:
+    # Containers whose removal the outage interrupted (and any of dead workers).
+    try:
+        removed = reap_orphans()
+    except Exception:
+        logger.warning("removing containers left by the outage failed", exc_info=True)
+        return
+    if removed:
+        logger.warning("removed %d sandbox container(s) left by the outage", len(removed))
 
 
 #: The engine this process's sandboxes run in.

@@ -46,6 +46,9 @@ __all__ = ["CHANNEL_DIR", "DockerSandbox", "docker_client", "reap_orphans"]
 
 CHANNEL_DIR = "/run/evalboard"
 _OWNER = f"{socket.gethostname()}:{os.getpid()}"
+#: Containers of this process that could not be removed because the engine stopped
+#: answering mid-run; :func:`reap_orphans` removes them once it answers again.
+_UNREMOVED: set[str] = set()
 
 
 def docker_client(timeout: int = 60) -> Any:
@@ -103,13 +106,18 @@ def reap_orphans(client: Any = None, *, grace_s: float = 60.0) -> list[str]:
             deadline = float(labels.get(f"{LABEL}.deadline", "inf"))
         except ValueError:
             deadline = math.inf
-        if _owner_alive(labels.get(f"{LABEL}.owner", "")) and time.time() < deadline + grace_s:
+        if (
+            container.id not in _UNREMOVED
+            and _owner_alive(labels.get(f"{LABEL}.owner", ""))
+            and time.time() < deadline + grace_s
+        ):
             continue
         try:
             container.remove(force=True)
             removed.append(str(container.id))
         except docker.errors.NotFound:
             pass
+        _UNREMOVED.discard(container.id)
     return removed
 
 
@@ -433,6 +441,9 @@ class DockerSandbox(ChannelSandbox):
                     self._client.api.remove_container(self.container_id, force=True)
                 except docker.errors.NotFound:
                     pass
+                except OSError:  # the engine went away (requests' errors are OSErrors)
+                    _UNREMOVED.add(self.container_id)
+                    raise
             if self._run_dir is not None:
                 shutil.rmtree(self._run_dir, ignore_errors=True)
         return usage
