@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from datasets_registry.registry import list_datasets
+from datasets_registry.registry import add_dataset, create_task, list_datasets
 from evalboard.core.context import Context
 from evalboard.core.settings import Settings, get_settings
 from evalboard.core.tables import Job, Result, Submission
@@ -34,8 +35,9 @@ from evaluator import (
 )
 from tests.conftest import make_settings
 from tests.evaluator.conftest import BundleFactory, submit
+from tests.evaluator.test_distributed import _jobs, _start_worker, redis_url  # noqa: F401
 from tests.helpers.socket_proxy import SocketProxy
-from tests.helpers.tasks import sentiment_spec
+from tests.helpers.tasks import sentiment_rows, sentiment_spec, write_jsonl
 
 
 def _fast(tmp_path: Path, **overrides: Any) -> Settings:
@@ -263,3 +265,76 @@ def test_an_engine_lost_mid_evaluation_is_waited_out_with_nothing_left_behind(
                 stored_outcome(results[0], job.dataset).metrics.perf == expected[job.dataset.name]
             )
     assert _own_containers() == []  # the one the outage kept from removal is gone too
+
+
+@pytest.mark.docker
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_celery_worker_waits_for_its_engine_and_every_job_finishes_once(
+    tmp_path: Path,
+    postgres_url: str,
+    redis_url: str,  # noqa: F811 (the fixture of test_distributed)
+    keyword_bundle: BundleFactory,
+    engine_proxy: SocketProxy,
+) -> None:
+    settings = Settings(data_dir=tmp_path / "data", database_url=postgres_url, broker_url=redis_url)
+    ctx = Context.from_settings(settings)
+    create_task(ctx, sentiment_spec())
+    add_dataset(
+        ctx,
+        task_id="sentiment",
+        name="mini",
+        round=1,
+        path=write_jsonl(tmp_path / "mini.jsonl", sentiment_rows()),
+    )
+    bundle = keyword_bundle()
+    submission = submit(ctx, bundle)
+    env = {
+        **os.environ,  # DOCKER_HOST: the proxy
+        "EVALBOARD_DATA_DIR": str(settings.data_dir),
+        "EVALBOARD_DATABASE_URL": postgres_url,
+        "EVALBOARD_BROKER_URL": redis_url,
+        "EVALBOARD_ARTIFACTS": settings.artifacts,
+        "EVALBOARD_SANDBOX": "docker",
+        "EVALBOARD_PLATFORM_BACKOFF_S": "0.2",
+        "EVALBOARD_PLATFORM_BACKOFF_MAX_S": "1",
+    }
+    log = tmp_path / "worker.log"
+    engine_proxy.stop()
+    worker = _start_worker(env, log)
+    try:
+        enqueue_submission(ctx, submission)
+        deadline = time.monotonic() + 60
+        while not any(job.faults for job in _jobs(ctx)):  # a job met the outage
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.1)
+        time.sleep(3)
+        assert all(job.status == "queued" for job in _jobs(ctx))  # waiting, none failed
+        engine_proxy.start()
+        deadline = time.monotonic() + 180
+        while any(job.status not in ("finished", "failed") for job in _jobs(ctx)):
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.25)
+        expected = _direct_perf(ctx, bundle, "sentiment")
+        with ctx.db.session() as session:
+            for job in session.scalars(select(Job).order_by(Job.id)):
+                assert job.status == "finished", (job.status, job.message)
+                results = list(session.scalars(select(Result).where(Result.job_id == job.id)))
+                assert len(results) == 1  # exactly once
+                outcome = stored_outcome(results[0], job.dataset)
+                assert outcome.metrics is not None
+                assert outcome.metrics.perf == expected[job.dataset.name]
+        said = log.read_text()
+        assert said.count("stops claiming") == 1, said[-3000:]
+        assert said.count("answers again") == 1, said[-3000:]
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+        from evaluator.broker import make_celery
+
+        make_celery(settings).close()
+        ctx.db.dispose()
