@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,21 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@dataclass
+class S3Server:
+    """A moto server of this test's: ``url`` is an empty bucket's prefix on it."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+
+
 @pytest.fixture
-def s3_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def s3_url(s3_server: S3Server) -> str:
+    return s3_server.url
+
+
+@pytest.fixture
+def s3_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
     """An empty bucket on a moto server of our own; the store finds it as an operator's
     worker would, through the standard AWS variables."""
     pytest.importorskip("s3fs")
@@ -59,9 +73,10 @@ def s3_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
         s3fs.S3FileSystem.clear_instance_cache()  # one cached per arguments, not endpoint
         s3fs.S3FileSystem().mkdir(BUCKET)
-        yield f"s3://{BUCKET}/artifacts"
+        yield S3Server(f"s3://{BUCKET}/artifacts", server)
     finally:
-        server.terminate()
+        if server.poll() is None:
+            server.terminate()
         server.wait(10)
         log.close()
 

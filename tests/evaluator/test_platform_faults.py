@@ -34,6 +34,7 @@ from evaluator import (
     stored_outcome,
 )
 from tests.conftest import make_settings
+from tests.core.test_artifacts_s3 import S3Server, s3_server  # noqa: F401
 from tests.evaluator.conftest import BundleFactory, submit
 from tests.evaluator.test_distributed import _jobs, _start_worker, redis_url  # noqa: F401
 from tests.helpers.socket_proxy import SocketProxy
@@ -337,4 +338,41 @@ def test_a_celery_worker_waits_for_its_engine_and_every_job_finishes_once(
         from evaluator.broker import make_celery
 
         make_celery(settings).close()
+        ctx.db.dispose()
+
+
+def test_a_job_whose_artifact_store_is_gone_waits_then_fails_naming_it(
+    tmp_path: Path,
+    s3_server: S3Server,  # noqa: F811 (the fixture of test_artifacts_s3)
+    keyword_bundle: BundleFactory,
+) -> None:
+    settings = _fast(tmp_path, artifacts=s3_server.url, platform_fault_budget_s=2.0)
+    ctx = Context.from_settings(settings)
+    create_task(ctx, sentiment_spec())
+    add_dataset(
+        ctx,
+        task_id="sentiment",
+        name="mini",
+        round=1,
+        perturb=False,
+        path=write_jsonl(tmp_path / "mini.jsonl", sentiment_rows()),
+    )
+    submission = submit(ctx, keyword_bundle())
+    s3_server.process.terminate()  # the store goes away for good
+    s3_server.process.wait(10)
+    try:
+        with WorkerPool(ctx, concurrency=1, poll_s=0.05, reap_every_s=0.2, sandbox="local") as pool:
+            enqueue_submission(ctx, submission)
+            pool.wake()
+            assert pool.wait_idle(timeout=120)
+        with ctx.db.session() as session:
+            (job,) = session.scalars(select(Job))
+            assert job.status == "failed" and job.reason == "platform_error"
+            assert job.faults >= 1 and job.attempts <= 1  # waits, not attempts
+            assert job.message is not None
+            assert f"the artifact store {s3_server.url}" in job.message, job.message
+            assert "EVALBOARD_PLATFORM_FAULT_BUDGET_S" in job.message
+            record = session.get(Submission, submission)
+            assert record is not None and record.platform_fault
+    finally:
         ctx.db.dispose()
