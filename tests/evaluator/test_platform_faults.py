@@ -271,6 +271,7 @@ def test_an_engine_lost_mid_evaluation_is_waited_out_with_nothing_left_behind(
 @pytest.mark.docker
 @pytest.mark.postgres
 @pytest.mark.redis
+@pytest.mark.slow
 def test_a_celery_worker_waits_for_its_engine_and_every_job_finishes_once(
     tmp_path: Path,
     postgres_url: str,
@@ -341,6 +342,7 @@ def test_a_celery_worker_waits_for_its_engine_and_every_job_finishes_once(
         ctx.db.dispose()
 
 
+@pytest.mark.slow  # s3fs retries each call a few times before it gives up
 def test_a_job_whose_artifact_store_is_gone_waits_then_fails_naming_it(
     tmp_path: Path,
     s3_server: S3Server,  # noqa: F811 (the fixture of test_artifacts_s3)
