@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,6 +83,50 @@ def test_a_deferred_job_waits_out_its_backoff_and_keeps_its_attempts(
         assert (job.attempts, job.faults) == (1, 1)  # the wait used no attempt
         assert job.fault_since is not None
     assert queue.due_in(ctx, job_id) is None  # no longer waiting
+
+
+def test_an_engine_watch_says_once_when_the_engine_goes_and_once_when_it_returns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    answers = iter(["refused", "refused", None])
+    probes: list[str | None] = []
+
+    def probe() -> str | None:
+        probes.append(next(answers))
+        return probes[-1]
+
+    watch = faults.EngineWatch(probe)
+    assert watch.check() and probes == []  # up: no probe at all on the claiming path
+    caplog.set_level(logging.WARNING, logger="evaluator.faults")
+    watch.went_down("the Docker engine at unix:///x")
+    watch.went_down("the Docker engine at unix:///x")  # a second job meeting it: no new line
+    settings = _fast(tmp_path)
+    stop = threading.Event()
+    assert not watch.wait_until_up(settings, stop=stop, limit_s=0.05)  # gave up in time
+    assert watch.wait_until_up(settings, stop=stop, limit_s=30)
+    assert not watch.down and probes == ["refused", "refused", None]
+    said = [r.getMessage() for r in caplog.records]
+    assert sum("stops claiming" in line for line in said) == 1, said
+    assert sum("answers again" in line for line in said) == 1, said
+
+
+def test_a_waiting_job_says_what_it_waits_for_until_it_is_claimed(
+    ctx: Context, sentiment_task: str, keyword_bundle: BundleFactory
+) -> None:
+    job_id = enqueue_submission(ctx, submit(ctx, keyword_bundle()))[0]
+    assert queue.claim(ctx, job_id, owner="w1")
+    assert queue.defer(ctx, job_id, owner="w1", delay_s=0.0, why="the Docker engine at unix:///x")
+    with ctx.db.session() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and job.status == "queued"
+        assert (
+            job.message
+            == "waiting for the platform: the Docker engine at unix:///x does not answer"
+        )
+    assert queue.claim(ctx, job_id, owner="w2")
+    with ctx.db.session() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and job.message is None
 
 
 # Against the real engine, through a proxy that the test stops and starts -------------------
