@@ -34,13 +34,14 @@ from leaderboard.routes import (
     uploads,
     users,
 )
+from leaderboard.signing_key import signing_key
+from leaderboard.strict_text import StrictTextMiddleware
 from leaderboard.throttle import LoginThrottle
 
 __all__ = ["PLOTLY_JS", "create_app"]
 
 _HERE = Path(__file__).parent
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-_SESSION_DAYS = 14
 
 _DESCRIPTION = """\
 Evaluation-as-a-service with dynamic, utility-weighted leaderboards.
@@ -73,15 +74,19 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     app.state.ctx = ctx
     app.state.login_throttle = LoginThrottle()
     app.state.templates = Jinja2Templates(directory=str(_HERE / "templates"))
+    # Outermost last: headers, then the session (so the body cap can verify it), the body
+    # cap, and the text check, which reads capped bodies only.
+    app.add_middleware(StrictTextMiddleware)
+    app.add_middleware(BodyLimitMiddleware, ctx=ctx, max_bytes=ctx.settings.max_request_bytes)
     app.add_middleware(
         SessionMiddleware,
-        secret_key=ctx.settings.secret_key,
+        secret_key=signing_key(ctx.settings),
         session_cookie="evalboard_session",
-        max_age=_SESSION_DAYS * 24 * 3600,
+        # Re-signed on every response, and checked server-side: an idle timeout.
+        max_age=int(ctx.settings.session_idle_hours * 3600),
         same_site="lax",
         https_only=ctx.settings.environment == "production",
     )
-    app.add_middleware(BodyLimitMiddleware, max_bytes=ctx.settings.max_request_bytes)
     app.add_middleware(SecurityHeadersMiddleware, hsts=ctx.settings.environment == "production")
     install_error_handlers(app)
     for module in (tasks, datasets, leaderboards, uploads, submissions, rounds, users):

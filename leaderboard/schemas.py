@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from evalboard.core.states import Access, JobStatus, Role, RoundStatus
+from evalboard.core.states import Access, JobStatus, Role, RoundStatus, UploadState
 
 __all__ = [
     "BaselineUpdate",
@@ -128,6 +128,9 @@ class UploadPublic(BaseModel):
     sha256: str
     received: int = Field(description="Bytes stored so far: send the next chunk from here.")
     completed: bool
+    state: UploadState = Field(
+        description="open (takes chunks), checking, completed, rejected or expired."
+    )
     chunk_size: int = Field(description="Suggested bytes per PATCH.")
     submission_id: int | None = None
 

@@ -25,6 +25,7 @@ from evalboard.core.states import (
     JobStatus,
     Role,
     RoundStatus,
+    UploadState,
     Verdict,
 )
 
@@ -50,6 +51,7 @@ __all__ = [
     "Role",
     "RoundStatus",
     "Settings",
+    "UploadState",
     "UsageError",
     "Verdict",
     "get_settings",

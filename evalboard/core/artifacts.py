@@ -102,3 +102,8 @@ class ArtifactStore:
     def delete(self, key: str) -> None:
         if self.exists(key):
             self.fs.rm(self._path(key))
+
+    def delete_tree(self, key: str) -> None:
+        """Delete a folder of artifacts and everything in it."""
+        if self.exists(key):
+            self.fs.rm(self._path(key), recursive=True)

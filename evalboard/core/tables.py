@@ -60,6 +60,9 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True)
     password_hash: Mapped[str] = mapped_column(String(256), default="")
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Part of every session cookie; bumping it (sign-out, new password, role change, token
+    # revoked) ends every session of the user at once.
+    session_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = _created()
 
 
@@ -245,7 +248,11 @@ class Validation(Base):
 
 
 class Upload(Base):
-    """A resumable upload: bytes received so far, checked against a sha256 at the end."""
+    """A resumable upload: bytes received so far, checked against a sha256 at the end.
+
+    ``state`` moves open -> checking -> completed (or rejected) by conditional updates, so
+    one upload becomes at most one submission whatever the concurrency.
+    """
 
     __tablename__ = "uploads"
 
@@ -256,5 +263,9 @@ class Upload(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
     received: Mapped[int] = mapped_column(BigInteger, default=0)
-    completed: Mapped[bool] = mapped_column(Boolean, default=False)
+    state: Mapped[str] = mapped_column(String(16), default="open", index=True)
+    submission_id: Mapped[int | None] = mapped_column(
+        ForeignKey("submissions.id", ondelete="SET NULL")
+    )
     created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
