@@ -24,13 +24,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalboard.core.context import Context
+from evalboard.core.errors import PlatformError
 from evalboard.core.settings import Settings
 from evaluator import queue
 from evaluator.energy import warm_up
 from evaluator.job import run_job
 from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphans_of_dead_workers
 
-__all__ = ["TASK_NAME", "CeleryDispatcher", "make_celery", "run_celery_worker"]
+__all__ = ["TASK_NAME", "CeleryDispatcher", "make_celery", "ping_broker", "run_celery_worker"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,24 @@ TASK_NAME = "evalboard.run_job"
 _apps: dict[str, Any] = {}
 _apps_lock = threading.Lock()
 _worker: dict[str, Any] = {}  # the worker process's context and options
+
+
+def ping_broker(settings: Settings) -> None:
+    """Raise :class:`PlatformError` unless the configured broker accepts a connection
+    (none configured: nothing to check). The message never names the broker's host."""
+    if not settings.broker_url:
+        return
+    from kombu.connection import Connection
+
+    try:
+        with Connection(settings.broker_url, connect_timeout=2) as connection:  # type: ignore[no-untyped-call]
+            connection.ensure_connection(max_retries=1, interval_start=0, timeout=2)
+    except Exception as exc:
+        logger.warning("broker check failed: %s", exc)
+        raise PlatformError(
+            "The job broker does not answer; check EVALBOARD_BROKER_URL and that the broker "
+            "runs (the server log has details)"
+        ) from None
 
 
 def make_celery(settings: Settings) -> Any:

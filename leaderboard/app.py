@@ -7,6 +7,9 @@ is served from the installed plotly package: no page loads anything from elsewhe
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import plotly
@@ -18,6 +21,7 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from evalboard import __version__
 from evalboard.core.context import Context
+from leaderboard import health
 from leaderboard.api_docs import install_api_docs
 from leaderboard.body_limit import BodyLimitMiddleware
 from leaderboard.errors import install_error_handlers
@@ -37,6 +41,7 @@ from leaderboard.routes import (
 from leaderboard.signing_key import signing_key
 from leaderboard.strict_text import StrictTextMiddleware
 from leaderboard.throttle import LoginThrottle
+from leaderboard.uploads import expire_uploads_forever
 
 __all__ = ["PLOTLY_JS", "create_app"]
 
@@ -55,7 +60,19 @@ datasets needs no account. Errors are `{"detail": "..."}` saying what to fix.
 def create_app(ctx: Context | None = None) -> FastAPI:
     """Build the application around ``ctx`` (default: from the environment's settings)."""
     ctx = ctx or Context.from_settings()
+    context = ctx
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # Stale uploads expire while the server runs: on start, then periodically.
+        sweeper = asyncio.create_task(expire_uploads_forever(context))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="Evalboard",
         version=__version__,
         docs_url=None,  # served from this machine by install_api_docs, not from a CDN
@@ -94,10 +111,7 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     app.include_router(pages.router)
     app.include_router(manage.router)
     app.include_router(loop_router)  # rounds, collection, validation, failures + their pages
-
-    @app.get("/health", include_in_schema=False)
-    def health() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
+    app.include_router(health.router)
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:

@@ -37,7 +37,7 @@ def _verified(ctx: Context, scope: Scope) -> bool:
             if scheme.lower() == "bearer" and token.strip():
                 return principal_for_token(ctx, token.strip(), record_use=False) is not None
     session = scope.get("session")
-    return bool(session) and session_principal(ctx, session).signed_in
+    return isinstance(session, dict) and bool(session) and session_principal(ctx, session).signed_in
 
 
 def _declared_length(scope: Scope) -> int | None:

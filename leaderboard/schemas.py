@@ -244,6 +244,11 @@ class UserPublic(BaseModel):
     created_at: Timestamp
 
 
+class PasswordChange(_In):
+    current: str = Field(max_length=256, description="Your password now.")
+    new: str = Field(min_length=8, max_length=256, description="At least 8 characters.")
+
+
 class TokenCreate(_In):
     label: str = Field("", max_length=64)
 

@@ -62,7 +62,7 @@ def _bad_body(content_type: str, body: bytes) -> bool:
 def _content_type(scope: Scope) -> str:
     for name, value in scope.get("headers", []):
         if name == b"content-type":
-            return value.decode("latin-1").split(";", 1)[0].strip().lower()
+            return str(value.decode("latin-1")).split(";", 1)[0].strip().lower()
     return ""
 
 

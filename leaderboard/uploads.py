@@ -21,7 +21,9 @@ and then periodically).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import tempfile
 import uuid
 from collections.abc import AsyncIterator
@@ -29,6 +31,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import IO
 
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
@@ -56,10 +59,13 @@ __all__ = [
     "complete_upload",
     "create_upload",
     "expire_uploads",
+    "expire_uploads_forever",
     "get_upload",
     "upload_public",
     "write_chunk",
 ]
+
+logger = logging.getLogger(__name__)
 
 CHUNK_SIZE = 8 * 1024**2
 _COPY = 1024**2
@@ -381,3 +387,17 @@ def expire_uploads(ctx: Context) -> int:
     for upload_id in stale:
         _drop_parts(ctx, upload_id)
     return len(stale)
+
+
+async def expire_uploads_forever(ctx: Context) -> None:
+    """Run :func:`expire_uploads` now and then every quarter of the expiry time (at most
+    hourly), until cancelled; the server runs this for its whole life."""
+    every_s = min(3600.0, ctx.settings.upload_expiry_hours * 900)
+    while True:
+        try:
+            expired = await run_in_threadpool(expire_uploads, ctx)
+            if expired:
+                logger.info("expired %d stale uploads and deleted their chunks", expired)
+        except Exception as exc:  # the database may be away; try again next time
+            logger.debug("expiring uploads failed: %s", exc)
+        await asyncio.sleep(every_s)

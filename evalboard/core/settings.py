@@ -7,8 +7,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from evalboard.core.errors import UsageError
+from evalboard.core.validation import describe_validation_error
 
 __all__ = ["MIN_SECRET_LENGTH", "PUBLISHED_SECRETS", "Settings", "get_settings"]
 
@@ -106,5 +109,14 @@ class Settings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process's settings, built on first use from the environment."""
-    return Settings()
+    """The process's settings, built on first use from the environment.
+
+    Raises:
+        UsageError: an ``EVALBOARD_*`` variable has a value that cannot be used.
+    """
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise UsageError(
+            "An EVALBOARD_* setting cannot be used:\n" + describe_validation_error(exc)
+        ) from None
