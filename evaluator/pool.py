@@ -23,6 +23,7 @@ from typing import Self
 from sqlalchemy import func, select
 
 from evalboard.core.context import Context
+from evalboard.core.errors import PlatformError
 from evalboard.core.tables import Job
 from evaluator import queue
 from evaluator.energy import warm_up
@@ -167,6 +168,8 @@ class WorkerPool:
             self._last_reap = now
             try:
                 queue.reap_expired(self.ctx)
+            except PlatformError as exc:  # the database is away: the outage says so once
+                self._outage.failed(exc)
             except Exception:
                 logger.warning("reaping expired leases failed", exc_info=True)
         if orphans:

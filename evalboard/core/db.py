@@ -2,7 +2,7 @@
 
 Database faults become :class:`PlatformError` (exit 2, HTTP 503) here, in one place, with
 messages that never carry the URL's host, port or user: a 503 may reach anonymous callers.
-The full driver message goes to the log.
+The driver's own message is logged at INFO.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def database_fault(exc: BaseException) -> PlatformError:
     global _last_logged
     if detail != _last_logged:  # an outage is one line in the log, not one per request
         _last_logged = detail
-        logger.warning("database error: %s", detail)
+        logger.info("database error: %s", detail)
     return PlatformError(
         f"The database is unavailable: {cause or 'its server does not answer'}. "
         "Check EVALBOARD_DATABASE_URL and the database server; the server log has details"
@@ -150,7 +150,7 @@ class Database:
             # A value the database cannot hold (PostgreSQL: a NUL in text, a number out of
             # range) that the edge let through: the caller's input, not our fault.
             _rollback_quietly(session)
-            logger.warning("refused value: %s", str(exc).splitlines()[0])
+            logger.info("refused value: %s", str(exc).splitlines()[0])
             raise InvalidText(
                 "A value cannot be stored (a NUL character, or a number or text too large); "
                 "fix the input and try again"
