@@ -86,7 +86,7 @@ class StrictTextMiddleware:
         if _bad_url_part(raw_path) or _bad_url_part(
             scope.get("query_string", b""), plus_is_space=True
         ):
-            await _refuse(send, "The URL")
+            await _refuse(send, "path" if _bad_url_part(raw_path) else "query")
             return
         content_type = _content_type(scope)
         if not _checks_body(content_type):
@@ -103,7 +103,7 @@ class StrictTextMiddleware:
                 break
         body = b"".join(chunks)
         if _bad_body(content_type, body):
-            await _refuse(send, "The request body")
+            await _refuse(send, "body")
             return
         replayed: Message = {"type": "http.request", "body": body, "more_body": False}
         await self.app(scope, _replay([replayed], receive), send)
@@ -117,12 +117,14 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
 
 
 async def _refuse(send: Send, where: str) -> None:
-    body = json.dumps(
-        {
-            "detail": f"{where} holds a NUL character or an unpaired surrogate, which "
-            "Evalboard does not store; remove it and send the text as plain UTF-8"
-        }
-    ).encode()
+    # Shaped as FastAPI's own 422 (HTTPValidationError), which every route documents.
+    problem = {
+        "loc": [where],
+        "msg": f"The {where} holds a NUL character or an unpaired surrogate, which Evalboard "
+        "does not store; remove it and send the text as plain UTF-8",
+        "type": "invalid_text",
+    }
+    body = json.dumps({"detail": [problem]}).encode()
     await send(
         {
             "type": "http.response.start",
