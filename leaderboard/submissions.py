@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, selectinload
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, QuotaExceeded
 from evalboard.core.states import Access, JobStatus, UploadState
-from evalboard.core.tables import Job, Submission, Upload, User, utcnow
+from evalboard.core.tables import Job, Rerun, Submission, Upload, User, utcnow
 from evaluator import cancel_submission, enqueue_submission
 from evaluator.queue import dispatcher_for
 from leaderboard.accounts import Principal
@@ -48,7 +48,7 @@ def _used_today(session: Session, user_id: int) -> int:
             Submission.platform_fault.is_(False),
         )
     )
-    # A rejected upload was checked at the platform's cost: it counts as well.
+    # A rejected upload was checked, a re-run evaluated, at the platform's cost: both count.
     rejected = session.scalar(
         select(func.count(Upload.id)).where(
             Upload.user_id == user_id,
@@ -56,11 +56,15 @@ def _used_today(session: Session, user_id: int) -> int:
             Upload.updated_at >= midnight,
         )
     )
-    return int(submissions or 0) + int(rejected or 0)
+    reruns = session.scalar(
+        select(func.count(Rerun.id)).where(Rerun.user_id == user_id, Rerun.created_at >= midnight)
+    )
+    return int(submissions or 0) + int(rejected or 0) + int(reruns or 0)
 
 
 def uploads_today(ctx: Context, user_id: int) -> int:
-    """Submissions (platform faults not counted) and rejected uploads since midnight UTC."""
+    """Submissions (platform faults not counted), rejected uploads and re-runs since
+    midnight UTC: what the daily quota counts."""
     with ctx.db.session() as session:
         return _used_today(session, user_id)
 
@@ -246,17 +250,26 @@ def cancel(ctx: Context, principal: Principal, submission_id: int) -> int:
 def rerun(ctx: Context, principal: Principal, submission_id: int) -> int:
     """Queue failed and cancelled jobs again (and jobs for datasets added since).
 
-    A submission a platform fault left out of its submitter's quota counts again once it
-    runs again (else a re-run would be a free submission): the quota must have room.
+    A re-run uses the sandbox, so it counts against the caller's daily quota (admins have
+    none), in the transaction that records it. A submission a platform fault left out of
+    its submitter's quota counts again instead (else a re-run would be a free submission).
     """
     submission = _manageable(ctx, principal, submission_id)
-    if submission.platform_fault and submission.user_id == principal.user_id:
-        check_quota(ctx, principal)
+    counted = principal.user_id is not None and not principal.is_admin
     again = (JobStatus.FAILED.value, JobStatus.CANCELLED.value)
     with ctx.db.session() as session:
+        if counted:
+            assert principal.user_id is not None
+            lock_user(session, principal.user_id)
+            if not (submission.platform_fault and submission.user_id == principal.user_id):
+                session.add(Rerun(submission_id=submission_id, user_id=principal.user_id))
         session.execute(
             update(Submission).where(Submission.id == submission_id).values(platform_fault=False)
         )
+        session.flush()
+        if counted:
+            assert principal.user_id is not None
+            _refuse_over_quota(ctx, principal, _used_today(session, principal.user_id))
         jobs = session.execute(
             select(Job.id, Job.queue).where(
                 Job.submission_id == submission_id, Job.status.in_(again)

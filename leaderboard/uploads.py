@@ -47,7 +47,7 @@ from evalboard.core.errors import (
 )
 from evalboard.core.states import UploadState
 from evalboard.core.tables import Submission, Upload, utcnow
-from leaderboard.accounts import Principal
+from leaderboard.accounts import Principal, principal_for
 from leaderboard.schemas import UploadCreate, UploadPublic
 from leaderboard.submissions import check_quota, create_submission, lock_user
 from submission_sandbox.archive import ARCHIVE_SUFFIXES, ArchiveCaps
@@ -330,6 +330,9 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
         check_quota(ctx, principal)  # early, before the work; counted again at the insert
     if not _claim(ctx, upload_id):
         return _not_completable(ctx, upload_id)
+    if upload.user_id != principal.user_id and upload.user_id is not None:
+        # An admin completing someone's upload: it stays theirs, on their quota.
+        principal = principal_for(ctx, upload.user_id)
     key = _artifact_key(upload)
     joined_here = not ctx.artifacts.exists(key)
     try:

@@ -114,7 +114,9 @@ class Database:
                     f"({exc.strerror}); make it writable or set EVALBOARD_DATA_DIR"
                 ) from None
         try:
-            self.engine = create_engine(self.url, pool_pre_ping=True)
+            # A server that does not answer is a fault in seconds, not a hung request.
+            connect_args = {"connect_timeout": 5} if backend == "postgresql" else {}
+            self.engine = create_engine(self.url, pool_pre_ping=True, connect_args=connect_args)
         except (ImportError, NoSuchModuleError, ArgumentError):
             raise PlatformError(
                 f"EVALBOARD_DATABASE_URL asks for driver {self.url.drivername!r}, which is not "

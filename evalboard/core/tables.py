@@ -29,6 +29,7 @@ __all__ = [
     "Dataset",
     "Example",
     "Job",
+    "Rerun",
     "Result",
     "Round",
     "RoleGrant",
@@ -244,6 +245,18 @@ class Validation(Base):
     example_id: Mapped[int] = mapped_column(ForeignKey("examples.id", ondelete="CASCADE"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     verdict: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = _created()
+
+
+class Rerun(Base):
+    """One re-run of a submission's failed jobs, by whom: re-runs use the sandbox, so they
+    count against the caller's daily quota like submissions."""
+
+    __tablename__ = "reruns"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     created_at: Mapped[datetime] = _created()
 
 

@@ -12,8 +12,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from pydantic import ValidationError
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 from starlette.testclient import TestClient
 
@@ -22,11 +23,12 @@ from evalboard.core.db import Database
 from evalboard.core.errors import PlatformError
 from evalboard.core.settings import Settings
 from evalboard.core.states import UploadState
-from evalboard.core.tables import Upload, utcnow
+from evalboard.core.tables import Upload, User, utcnow
 from evaluator import WorkerPool
 from leaderboard import create_app
 from leaderboard.accounts import create_user
 from leaderboard.signing_key import KEY_FILE, signing_key
+from leaderboard.submissions import uploads_today
 from leaderboard.uploads import expire_uploads
 from tests.helpers.tasks import sentiment_spec
 from tests.leaderboard.conftest import make_client
@@ -165,3 +167,21 @@ def test_the_pool_backs_off_and_says_so_once(
     assert sum("answers again" in m for m in messages) == 1, messages
     assert all(r.exc_info is None for r in caplog.records)
     db.dispose()
+
+
+async def test_re_runs_count_against_the_daily_quota(app: FastAPI, seeded: Seeded) -> None:
+    """Else failed jobs could be re-run, in the sandbox, without end."""
+    broken = seeded.submissions["broken-model"]
+    alice = _user_id(seeded, "alice")
+    seeded.ctx.settings.daily_upload_quota = uploads_today(seeded.ctx, alice) + 2
+    async with make_client(app, seeded.tokens["alice"]) as client:
+        answers = [(await client.post(f"/submissions/{broken}/rerun")).status_code for _ in "abc"]
+    assert answers == [200, 200, 429]
+    assert uploads_today(seeded.ctx, alice) == seeded.ctx.settings.daily_upload_quota
+
+
+def _user_id(seeded: Seeded, name: str) -> int:
+    with seeded.ctx.db.session() as session:
+        user_id = session.scalar(select(User.id).where(User.name == name))
+    assert user_id is not None
+    return user_id

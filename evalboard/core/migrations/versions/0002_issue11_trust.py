@@ -1,4 +1,5 @@
-"""sessions end server-side; uploads have a state and the submission they became
+"""sessions end server-side; uploads have a state and the submission they became; re-runs
+are recorded (they count against the daily quota)
 
 Revision ID: 0002_issue11_trust
 Revises: 0001
@@ -16,6 +17,16 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.create_table('reruns',
+    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('submission_id', sa.Integer(), nullable=False),
+    sa.Column('user_id', sa.Integer(), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['submission_id'], ['submissions.id'], ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['user_id'], ['users.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id')
+    )
+    op.create_index('ix_reruns_user_id', 'reruns', ['user_id'])
     with op.batch_alter_table('users') as batch:
         batch.add_column(
             sa.Column('session_version', sa.Integer(), server_default='0', nullable=False)
@@ -50,3 +61,5 @@ def downgrade() -> None:
         batch.drop_column('state')
     with op.batch_alter_table('users') as batch:
         batch.drop_column('session_version')
+    op.drop_index('ix_reruns_user_id', table_name='reruns')
+    op.drop_table('reruns')
