@@ -21,10 +21,14 @@ import pytest
 from itsdangerous import TimestampSigner
 from sqlalchemy import func, select
 
+from datasets_registry import create_task
+from evalboard.core.context import Context
 from evalboard.core.tables import Submission, User
 from leaderboard.accounts import create_token, create_user
 from leaderboard.signing_key import KEY_FILE
-from tests.leaderboard.conftest import PG_MAX_OPEN_UPLOADS, PG_QUOTA, LiveServer
+from tests.conftest import make_settings, postgres_database
+from tests.helpers.tasks import sentiment_spec
+from tests.leaderboard.conftest import PG_MAX_OPEN_UPLOADS, PG_QUOTA, LiveServer, serve
 from tests.leaderboard.seeding import PASSWORD, TASK
 from tests.leaderboard.test_pages import _csrf
 from tests.leaderboard.test_uploads import make_bundle
@@ -314,6 +318,9 @@ def test_nul_and_lone_surrogates_are_422_everywhere(pg_live_server: LiveServer) 
             json={"task": TASK, "filename": "m\x00.tar.gz", "size": 10, "sha256": "3" * 64},
         ),
         httpx.post(f"{server.url}/ui/login", data={"name": "alice\x00", "password": "x"}),
+        httpx.put(
+            f"{server.url}/examples/1/explanation", headers=auth, json={"explanation": "a\x00"}
+        ),
     ]
     assert [t.status_code for t in tries] == [422] * len(tries), [t.text for t in tries]
     assert all("NUL" in t.json()["detail"][0]["msg"] for t in tries)
@@ -354,3 +361,37 @@ def test_ready_checks_the_database(pg_live_server: LiveServer) -> None:
     ready = httpx.get(f"{pg_live_server.url}/ready")
     assert ready.status_code == 200
     assert ready.json()["checks"] == {"database": "ok", "broker": "ok"}
+
+
+def test_stale_uploads_expire_while_the_server_runs(tmp_path: Path) -> None:
+    for database_url in postgres_database():
+        settings = make_settings(tmp_path, database_url)
+        ctx = Context.from_settings(settings)
+        create_task(ctx, sentiment_spec())
+        create_user(ctx, "slow", password=PASSWORD)
+        token, _ = create_token(ctx, "slow")
+        auth = {"Authorization": f"Bearer {token}"}
+        env = {"EVALBOARD_DATABASE_URL": database_url, "EVALBOARD_UPLOAD_EXPIRY_HOURS": "0.001"}
+        log = tmp_path / "server.log"
+        try:
+            with serve(settings.data_dir, log, env=env, args=("--no-worker",)) as (url, _):
+                body = {"task": TASK, "filename": "m.tar.gz", "size": 100, "sha256": "4" * 64}
+                upload = httpx.post(f"{url}/uploads", headers=auth, json=body).json()["id"]
+                sent = httpx.patch(
+                    f"{url}/uploads/{upload}", params={"offset": 0}, content=b"x" * 40, headers=auth
+                )
+                assert sent.status_code == 200
+                parts = settings.data_dir / "artifacts" / "uploads" / upload
+                assert parts.exists()
+                deadline = time.monotonic() + 20
+                while parts.exists() and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                assert not parts.exists()
+                state = httpx.get(f"{url}/uploads/{upload}", headers=auth).json()["state"]
+                assert state == "expired"
+                late = httpx.patch(
+                    f"{url}/uploads/{upload}", params={"offset": 40}, content=b"x", headers=auth
+                )
+                assert late.status_code == 409
+        finally:
+            ctx.db.dispose()
