@@ -129,7 +129,7 @@ class UploadPublic(BaseModel):
     received: int = Field(description="Bytes stored so far: send the next chunk from here.")
     completed: bool
     state: UploadState = Field(
-        description="open (takes chunks), checking, completed, rejected or expired."
+        description="open (takes chunks), checking, completed, rejected, expired or cancelled."
     )
     chunk_size: int = Field(description="Suggested bytes per PATCH.")
     submission_id: int | None = None

@@ -56,6 +56,7 @@ from submission_sandbox.bundle import load_bundle
 __all__ = [
     "CHUNK_SIZE",
     "UploadTooLarge",
+    "cancel_upload",
     "complete_upload",
     "create_upload",
     "expire_uploads",
@@ -139,7 +140,6 @@ def create_upload(ctx: Context, principal: Principal, body: UploadCreate) -> Upl
     with ctx.db.session() as session:
         assert principal.user_id is not None
         lock_user(session, principal.user_id)
-        _check_in_flight(ctx, session, principal.user_id, body.size)
         upload = Upload(
             id=str(uuid.uuid4()),
             user_id=principal.user_id,
@@ -149,31 +149,50 @@ def create_upload(ctx: Context, principal: Principal, body: UploadCreate) -> Upl
             sha256=body.sha256,
         )
         session.add(upload)
+        session.flush()
+        # Counted after the insert, in its transaction: concurrent starts cannot all pass.
+        _check_in_flight(ctx, session, principal.user_id)
     return upload
 
 
 _IN_FLIGHT = (UploadState.OPEN.value, UploadState.CHECKING.value)
 
 
-def _check_in_flight(ctx: Context, session: Session, user_id: int, size: int) -> None:
+def _check_in_flight(ctx: Context, session: Session, user_id: int) -> None:
+    """Refuse when the user's open uploads (the new one included) pass a per-user cap."""
     count, announced = session.execute(
         select(func.count(Upload.id), func.coalesce(func.sum(Upload.size), 0)).where(
             Upload.user_id == user_id, Upload.state.in_(_IN_FLIGHT)
         )
     ).one()
     settings = ctx.settings
-    if count >= settings.max_open_uploads:
+    if count > settings.max_open_uploads:
         raise QuotaExceeded(
-            f"You have {count} uploads open, the most allowed "
-            f"(EVALBOARD_MAX_OPEN_UPLOADS={settings.max_open_uploads}); complete them or let "
-            f"them expire ({settings.upload_expiry_hours:g} h after their last chunk)"
+            f"You have {count - 1} uploads open, the most allowed "
+            f"(EVALBOARD_MAX_OPEN_UPLOADS={settings.max_open_uploads}); complete or cancel "
+            f"(DELETE /uploads/ID) them, or let them expire "
+            f"({settings.upload_expiry_hours:g} h after their last chunk)"
         )
-    if int(announced) + size > settings.max_upload_bytes_in_flight:
+    if int(announced) > settings.max_upload_bytes_in_flight:
         raise QuotaExceeded(
-            f"Your open uploads announce {int(announced)} bytes; {size} more would pass the "
-            f"{settings.max_upload_bytes_in_flight} allowed in flight "
-            "(EVALBOARD_MAX_UPLOAD_BYTES_IN_FLIGHT); complete the open ones first"
+            f"Your open uploads would announce {int(announced)} bytes in flight, more than the "
+            f"{settings.max_upload_bytes_in_flight} allowed "
+            "(EVALBOARD_MAX_UPLOAD_BYTES_IN_FLIGHT); complete or cancel the open ones first"
         )
+
+
+def cancel_upload(ctx: Context, principal: Principal, upload_id: str) -> None:
+    """Give up an open upload: its chunks are deleted and it no longer counts as open."""
+    get_upload(ctx, principal, upload_id)
+    with ctx.db.session() as session:
+        done = session.execute(
+            update(Upload)
+            .where(Upload.id == upload_id, Upload.state == UploadState.OPEN.value)
+            .values(state=UploadState.CANCELLED.value, updated_at=utcnow())
+        )
+        if getattr(done, "rowcount", 0) != 1:
+            raise Conflict(f"Upload {upload_id} is not open; only an open upload can be cancelled")
+    _drop_parts(ctx, upload_id)
 
 
 def get_upload(ctx: Context, principal: Principal, upload_id: str) -> Upload:
@@ -224,6 +243,11 @@ async def write_chunk(
             .values(received=offset + written, updated_at=utcnow())
         )
         if getattr(done, "rowcount", 0) != 1:
+            now = session.get(Upload, upload_id)
+            if now is None or now.state != UploadState.OPEN:
+                # Cancelled, expired or completing meanwhile: keep none of its bytes.
+                ctx.artifacts.delete(_part_key(upload_id, offset))
+                raise Conflict(f"Upload {upload_id} stopped taking chunks meanwhile")
             raise Conflict(
                 "Another request wrote this chunk at the same time; ask for the "
                 "upload's state (GET) and resume from its `received`"

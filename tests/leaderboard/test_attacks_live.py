@@ -233,19 +233,25 @@ def test_six_uploads_completed_at_once_stay_within_the_daily_quota(
     ]
     pending = list(uploads)
     lock = threading.Lock()
+    completed_by: dict[int, str] = {}
 
     def complete() -> httpx.Response:
         with lock:
             upload_id = pending.pop()
-        return httpx.post(f"{server.url}/uploads/{upload_id}/complete", headers=auth)
+        answer = httpx.post(f"{server.url}/uploads/{upload_id}/complete", headers=auth)
+        completed_by[id(answer)] = upload_id
+        return answer
 
     answers = _at_once(6, complete)
     statuses = sorted(a.status_code for a in answers)
     assert statuses == [200] * PG_QUOTA + [429] * (6 - PG_QUOTA), [a.text for a in answers]
     assert _submissions_of(server, user_id) == PG_QUOTA
-    refused = [u for u, a in zip(reversed(uploads), answers, strict=True) if a.status_code == 429]
-    for upload_id in refused:
-        assert not (server.seeded.ctx.settings.data_dir / "artifacts/uploads" / upload_id).exists()
+    for answer in answers:
+        if answer.status_code == 429:  # refused by the quota: nothing of it is kept
+            upload_id = completed_by[id(answer)]
+            assert not (
+                server.seeded.ctx.settings.data_dir / "artifacts/uploads" / upload_id
+            ).exists()
 
 
 def test_rejected_uploads_leave_nothing_and_count_against_the_quota(
@@ -289,6 +295,11 @@ def test_one_user_cannot_hold_unbounded_open_uploads(pg_live_server: LiveServer)
     assert len(accepted) == 2  # 16 GiB in flight at most
     assert {a.status_code for a in answers if a.status_code != 201} == {429}
     assert "in flight" in answers[-1].json()["detail"]
+    # Cancelling one makes room again.
+    first = accepted[0].json()["id"]
+    assert httpx.delete(f"{server.url}/uploads/{first}", headers=auth).status_code == 204
+    assert httpx.get(f"{server.url}/uploads/{first}", headers=auth).json()["state"] == "cancelled"
+    assert httpx.post(f"{server.url}/uploads", headers=auth, json=body).status_code == 201
     _, small_auth = _new_user(server, "many-small")
     small = {**body, "size": 1000}
     answers = [
