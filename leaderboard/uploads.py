@@ -342,9 +342,14 @@ def _not_completable(ctx: Context, upload_id: str) -> Submission:
     )
 
 
-def _unused_bundle(ctx: Context, key: str) -> bool:
+def _forget_bundle(ctx: Context, key: str, joined_here: bool) -> None:
+    """Delete the bundle this request joined, unless a submission uses it meanwhile."""
+    if not joined_here:
+        return
     with ctx.db.session() as session:
-        return session.scalar(select(Submission.id).where(Submission.artifact_key == key)) is None
+        used = session.scalar(select(Submission.id).where(Submission.artifact_key == key))
+    if used is None:
+        ctx.artifacts.delete(key)
 
 
 def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submission:
@@ -380,13 +385,17 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
             artifact_key=key,
             upload_id=upload.id,
         )
-    except (UsageError, QuotaExceeded) as exc:
-        # Nothing of a refused upload is kept; a rejected one (not a spent quota) counts.
-        refused = UploadState.EXPIRED if isinstance(exc, QuotaExceeded) else UploadState.REJECTED
-        _set_state(ctx, upload_id, refused)
+    except QuotaExceeded:
+        # Kept open, bytes and all, as when the early check refuses: it can be completed
+        # once the quota has room (or cancelled, or left to expire).
+        _set_state(ctx, upload_id, UploadState.OPEN)
+        _forget_bundle(ctx, key, joined_here)
+        raise
+    except UsageError:
+        # Nothing of a rejected upload is kept, and it counts against the quota.
+        _set_state(ctx, upload_id, UploadState.REJECTED)
         _drop_parts(ctx, upload_id)
-        if joined_here and _unused_bundle(ctx, key):
-            ctx.artifacts.delete(key)
+        _forget_bundle(ctx, key, joined_here)
         raise
     except BaseException:
         _set_state(ctx, upload_id, UploadState.OPEN)  # our fault: the client may retry

@@ -92,5 +92,5 @@ class UploadState(StrEnum):
     CHECKING = "checking"  # one request is joining and validating it
     COMPLETED = "completed"  # became a submission
     REJECTED = "rejected"  # wrong sha256 or invalid bundle; its bytes are deleted
-    EXPIRED = "expired"  # left open too long, or refused by the quota; its bytes are deleted
+    EXPIRED = "expired"  # left open too long; its bytes are deleted
     CANCELLED = "cancelled"  # given up by its uploader; its bytes are deleted

@@ -247,11 +247,10 @@ def test_six_uploads_completed_at_once_stay_within_the_daily_quota(
     assert statuses == [200] * PG_QUOTA + [429] * (6 - PG_QUOTA), [a.text for a in answers]
     assert _submissions_of(server, user_id) == PG_QUOTA
     for answer in answers:
-        if answer.status_code == 429:  # refused by the quota: nothing of it is kept
+        if answer.status_code == 429:  # refused by the quota: kept open for another day
             upload_id = completed_by[id(answer)]
-            assert not (
-                server.seeded.ctx.settings.data_dir / "artifacts/uploads" / upload_id
-            ).exists()
+            state = httpx.get(f"{server.url}/uploads/{upload_id}", headers=auth).json()
+            assert state["state"] == "open" and state["submission_id"] is None
 
 
 def test_rejected_uploads_leave_nothing_and_count_against_the_quota(
