@@ -5,6 +5,9 @@ sweeper, and the worker pool's back-off while the database is away."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +29,7 @@ from evalboard.core.states import UploadState
 from evalboard.core.tables import Upload, User, utcnow
 from evaluator import WorkerPool
 from leaderboard import create_app
-from leaderboard.accounts import create_user
+from leaderboard.accounts import authenticate, create_user, principal_for
 from leaderboard.signing_key import KEY_FILE, signing_key
 from leaderboard.submissions import uploads_today
 from leaderboard.uploads import expire_uploads
@@ -185,3 +188,28 @@ def _user_id(seeded: Seeded, name: str) -> int:
         user_id = session.scalar(select(User.id).where(User.name == name))
     assert user_id is not None
     return user_id
+
+
+def test_the_cli_sets_a_password_and_ends_sessions(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data", sandbox="local")
+    ctx = Context.from_settings(settings)
+    user = create_user(ctx, "forgetful", password=PASSWORD)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "evalboard"),
+            "user",
+            "password",
+            "forgetful",
+            "--password",
+            "a-brand-new-password",
+        ],
+        env={**os.environ, "EVALBOARD_DATA_DIR": str(settings.data_dir)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert authenticate(ctx, "forgetful", "a-brand-new-password") is not None
+    assert authenticate(ctx, "forgetful", PASSWORD) is None
+    assert principal_for(ctx, user.id, session_version=user.session_version).user_id is None
+    ctx.db.dispose()
