@@ -16,7 +16,7 @@ from anyio import to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evalboard.core.context import Context
-from leaderboard.accounts import principal_for_token
+from leaderboard.accounts import token_user_id
 from leaderboard.auth import session_principal
 
 __all__ = ["ANONYMOUS_MAX_BYTES", "BodyLimitMiddleware"]
@@ -35,7 +35,7 @@ def _verified(ctx: Context, scope: Scope) -> bool:
         if name == b"authorization":
             scheme, _, token = value.decode("latin-1").partition(" ")
             if scheme.lower() == "bearer" and token.strip():
-                return principal_for_token(ctx, token.strip(), record_use=False) is not None
+                return token_user_id(ctx, token.strip()) is not None
     session = scope.get("session")
     return isinstance(session, dict) and bool(session) and session_principal(ctx, session).signed_in
 

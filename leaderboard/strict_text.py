@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 __all__ = ["StrictTextMiddleware", "bad_text"]
 
 _BAD = re.compile("[\x00\ud800-\udfff]")
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 
 
 def bad_text(value: str) -> bool:
@@ -52,6 +53,10 @@ def _bad_json(value: Any) -> bool:
 def _bad_body(content_type: str, body: bytes) -> bool:
     if content_type == "application/x-www-form-urlencoded":
         return _bad_url_part(body, plus_is_space=True)
+    if not _SUSPECT_ESCAPE.search(body):
+        # In JSON a NUL or a surrogate can only be a \u escape (raw control characters and
+        # invalid UTF-8 fail parsing anyway): without one, no second parse is needed.
+        return False
     try:
         parsed = json.loads(body)
     except ValueError:
