@@ -105,7 +105,15 @@ class CeleryDispatcher:
         self.app = make_celery(settings)
 
     def dispatch(self, job_id: int, queue: str) -> None:
-        self.app.send_task(TASK_NAME, args=[job_id], queue=queue)
+        try:
+            self.app.send_task(TASK_NAME, args=[job_id], queue=queue)
+        except Exception as exc:  # kombu's message names the broker's host: log it only
+            logger.warning("sending job %s to the broker failed: %s", job_id, exc)
+            raise PlatformError(
+                "The job broker does not answer; what was asked for is stored and its jobs "
+                "wait in the queue (an operator re-sends them with resend_queued once the "
+                "broker is back)"
+            ) from None
 
 
 def _reap_forever(ctx: Context, every_s: float, stop: threading.Event) -> None:

@@ -314,11 +314,16 @@ def _claim(ctx: Context, upload_id: str) -> bool:
         return getattr(done, "rowcount", 0) == 1
 
 
-def _set_state(ctx: Context, upload_id: str, state: UploadState) -> None:
+def _release(ctx: Context, upload_id: str, state: UploadState) -> bool:
+    """End this request's claim (checking -> ``state``); a no-op (False) when the upload
+    became a submission already, even if something after that failed (queueing its jobs)."""
     with ctx.db.session() as session:
-        session.execute(
-            update(Upload).where(Upload.id == upload_id).values(state=state, updated_at=utcnow())
+        done = session.execute(
+            update(Upload)
+            .where(Upload.id == upload_id, Upload.state == UploadState.CHECKING.value)
+            .values(state=state, updated_at=utcnow())
         )
+        return getattr(done, "rowcount", 0) == 1
 
 
 def _not_completable(ctx: Context, upload_id: str) -> Submission:
@@ -388,17 +393,18 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
     except QuotaExceeded:
         # Kept open, bytes and all, as when the early check refuses: it can be completed
         # once the quota has room (or cancelled, or left to expire).
-        _set_state(ctx, upload_id, UploadState.OPEN)
+        _release(ctx, upload_id, UploadState.OPEN)
         _forget_bundle(ctx, key, joined_here)
         raise
     except UsageError:
         # Nothing of a rejected upload is kept, and it counts against the quota.
-        _set_state(ctx, upload_id, UploadState.REJECTED)
+        _release(ctx, upload_id, UploadState.REJECTED)
         _drop_parts(ctx, upload_id)
         _forget_bundle(ctx, key, joined_here)
         raise
     except BaseException:
-        _set_state(ctx, upload_id, UploadState.OPEN)  # our fault: the client may retry
+        if not _release(ctx, upload_id, UploadState.OPEN):  # our fault: the client may retry
+            _drop_parts(ctx, upload_id)  # it is a submission already; its parts are not needed
         raise
     _drop_parts(ctx, upload_id)
     return submission

@@ -7,6 +7,7 @@ message names the database's host, port or user.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -19,12 +20,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from datasets_registry import create_task
+from datasets_registry import add_dataset, create_task
 from evalboard.core.context import Context
 from evalboard.core.settings import Settings
+from leaderboard.accounts import create_token, create_user
+from tests.conftest import make_settings, postgres_database
 from tests.helpers.tasks import sentiment_spec, write_jsonl
 from tests.leaderboard.conftest import _free_port, serve
-from tests.leaderboard.seeding import _rows
+from tests.leaderboard.seeding import PASSWORD, TASK, _rows
+from tests.leaderboard.test_uploads import make_bundle
 
 pytestmark = pytest.mark.slow
 
@@ -141,3 +145,49 @@ def test_dataset_add_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Pat
 def test_a_read_only_data_dir_is_one_line(tmp_path: Path) -> None:
     with _tmpfs(tmp_path / "ro", "ro,size=64k") as read_only:
         _one_clear_line(_cli(read_only, "task", "list"), "read-only")
+
+
+@pytest.mark.postgres
+def test_serve_without_its_broker_is_not_ready_and_says_so_plainly(tmp_path: Path) -> None:
+    port = _free_port()  # no broker listens there
+    for database_url in postgres_database():
+        settings = make_settings(tmp_path, database_url)
+        ctx = Context.from_settings(settings)
+        create_task(ctx, sentiment_spec())
+        rows = write_jsonl(tmp_path / "test.jsonl", _rows(20, seed=5))
+        add_dataset(ctx, task_id=TASK, name="test", path=rows, perturb=False)
+        create_user(ctx, "sender", password=PASSWORD)
+        token, _ = create_token(ctx, "sender")
+        auth = {"Authorization": f"Bearer {token}"}
+        env = {
+            "EVALBOARD_DATABASE_URL": database_url,
+            "EVALBOARD_BROKER_URL": f"redis://127.0.0.1:{port}/0",
+        }
+        try:
+            with serve(settings.data_dir, tmp_path / "server.log", env=env) as (url, _):
+                ready = httpx.get(f"{url}/ready", timeout=30)
+                assert ready.status_code == 503
+                assert ready.json()["checks"]["database"] == "ok"
+                assert "broker does not answer" in ready.json()["checks"]["broker"]
+                archive = make_bundle(tmp_path, name="queued-model")
+                data = archive.read_bytes()
+                body = {
+                    "task": TASK,
+                    "filename": archive.name,
+                    "size": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                }
+                upload = httpx.post(f"{url}/uploads", headers=auth, json=body).json()["id"]
+                httpx.patch(
+                    f"{url}/uploads/{upload}", params={"offset": 0}, content=data, headers=auth
+                ).raise_for_status()
+                done = httpx.post(f"{url}/uploads/{upload}/complete", headers=auth, timeout=60)
+                assert done.status_code == 503 and "resend_queued" in done.text
+                for answer in (ready, done):
+                    assert str(port) not in answer.text and "127.0.0.1" not in answer.text
+                # The submission is stored; asking again gives it.
+                again = httpx.post(f"{url}/uploads/{upload}/complete", headers=auth, timeout=60)
+                assert again.status_code == 200 and again.json()["name"] == "queued-model"
+                assert not (settings.data_dir / "artifacts" / "uploads" / upload).exists()
+        finally:
+            ctx.db.dispose()
