@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from datasets_registry.examples import (
     ColumnMapping,
+    ExampleSet,
     canonical_jsonl,
     sha256_of,
     to_examples,
@@ -107,11 +109,24 @@ def _artifact_key(sha256: str) -> str:
     return f"datasets/{sha256}.jsonl"
 
 
-def _store(ctx: Context, data: bytes) -> tuple[str, str]:
+@contextmanager
+def _removed_on_error(ctx: Context, written: list[str]) -> Iterator[None]:
+    """A full disk or a lost database half-way: no artifact of this call stays behind."""
+    try:
+        yield
+    except BaseException:
+        for stored in written:
+            ctx.artifacts.delete(stored)
+        raise
+
+
+def _store(ctx: Context, data: bytes, written: list[str]) -> tuple[str, str]:
+    """Store content-addressed bytes; a key stored by this call is added to ``written``."""
     sha = sha256_of(data)
     key = _artifact_key(sha)
     if not ctx.artifacts.exists(key):
         ctx.artifacts.put_bytes(key, data)
+        written.append(key)
     return sha, key
 
 
@@ -172,8 +187,25 @@ def add_dataset(
             return _existing(session, existing, sha, excluded=checked.excluded)
     # The slow part (perturbing every example, writing the artifacts) runs with no
     # transaction open, so a SQLite database is not locked against the workers meanwhile.
-    _, key = _store(ctx, data)
-    copies = _perturbed_copies(ctx, spec, checked.examples) if perturb else []
+    written: list[str] = []
+    with _removed_on_error(ctx, written):
+        _, key = _store(ctx, data, written)
+        copies = _perturbed_copies(ctx, spec, checked.examples, written) if perturb else []
+        return _record(ctx, task_id, name, sha, key, copies, checked, round, access, weight)
+
+
+def _record(
+    ctx: Context,
+    task_id: str,
+    name: str,
+    sha: str,
+    key: str,
+    copies: list[_Copy],
+    checked: ExampleSet,
+    round: int,
+    access: Access,
+    weight: float,
+) -> AddedDataset:
     with ctx.db.session() as session:
         existing = session.scalar(
             select(Dataset).where(Dataset.task_id == task_id, Dataset.name == name)
@@ -217,14 +249,16 @@ class _Copy:
     rows: int
 
 
-def _perturbed_copies(ctx: Context, spec: TaskSpec, examples: list[dict[str, Any]]) -> list[_Copy]:
+def _perturbed_copies(
+    ctx: Context, spec: TaskSpec, examples: list[dict[str, Any]], written: list[str]
+) -> list[_Copy]:
     from datasets_registry.perturbations import PERTURBATION_FAMILIES, perturb_dataset
 
     copies = []
     for family in PERTURBATION_FAMILIES:
         changed = perturb_dataset(examples, family=family, text_fields=spec.text_fields, seed=0)
         if changed:
-            sha, key = _store(ctx, canonical_jsonl(changed))
+            sha, key = _store(ctx, canonical_jsonl(changed), written)
             copies.append(_Copy(family, sha, key, len(changed)))
     return copies
 
@@ -260,9 +294,11 @@ def derive_perturbed(ctx: Context, *, task_id: str, name: str) -> list[Dataset]:
         have = list(session.scalars(select(Dataset).where(Dataset.derived_from_id == parent.id)))
     if have:
         return have
-    copies = _perturbed_copies(ctx, spec, read_examples(ctx, parent))
-    with ctx.db.session() as session:
-        return _record_copies(session, session.merge(parent), copies)
+    written: list[str] = []
+    with _removed_on_error(ctx, written):
+        copies = _perturbed_copies(ctx, spec, read_examples(ctx, parent), written)
+        with ctx.db.session() as session:
+            return _record_copies(session, session.merge(parent), copies)
 
 
 def list_datasets(ctx: Context, task_id: str) -> list[Dataset]:

@@ -1,6 +1,7 @@
 """One evaluation: a submission over every dataset of its task, measured and scored; and
 the job queue that runs evaluations on one machine or many."""
 
+from evaluator.broker import ping_broker
 from evaluator.energy import EnergyMeter
 from evaluator.evaluation import DatasetRun, ProgressSink, evaluate, evaluate_dataset
 from evaluator.job import execute_claimed, run_job, stored_outcome
@@ -54,6 +55,7 @@ __all__ = [
     "execute_claimed",
     "model_inputs",
     "outputs_by_uid",
+    "ping_broker",
     "queue_missing_jobs",
     "read_records",
     "reap_expired",

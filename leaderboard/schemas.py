@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from evalboard.core.states import Access, JobStatus, Role, RoundStatus
+from evalboard.core.states import Access, JobStatus, Role, RoundStatus, UploadState
 
 __all__ = [
     "BaselineUpdate",
@@ -128,6 +128,9 @@ class UploadPublic(BaseModel):
     sha256: str
     received: int = Field(description="Bytes stored so far: send the next chunk from here.")
     completed: bool
+    state: UploadState = Field(
+        description="open (takes chunks), checking, completed, rejected, expired or cancelled."
+    )
     chunk_size: int = Field(description="Suggested bytes per PATCH.")
     submission_id: int | None = None
 
@@ -244,6 +247,11 @@ class UserPublic(BaseModel):
     is_admin: bool
     roles: list[dict[str, str | None]]
     created_at: Timestamp
+
+
+class PasswordChange(_In):
+    current: str = Field(max_length=256, description="Your password now.")
+    new: str = Field(min_length=8, max_length=256, description="At least 8 characters.")
 
 
 class TokenCreate(_In):

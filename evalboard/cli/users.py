@@ -74,6 +74,20 @@ def grant(
     console.print(f"{name} is now {role.value}{f' of {task}' if task else ''}.")
 
 
+@user_app.command("password")
+def password(
+    name: str = typer.Argument(..., help="User name."),
+    new: str | None = typer.Option(
+        None, "--password", help="The new password (asked for on a terminal; empty: tokens only)."
+    ),
+) -> None:
+    """Set a user's password; every browser session of the user ends."""
+    from leaderboard.accounts import set_password
+
+    set_password(context(), name, _password(new))
+    console.print(f"{name}'s password is changed; their sessions have ended.")
+
+
 @user_app.command("list")
 def list_() -> None:
     """List users and their roles."""

@@ -63,15 +63,15 @@ async def login(request: Request, ctx: CtxDep, principal: PrincipalDep) -> Any:
             error="Wrong name or password.",
         )
     throttle.succeeded(name, client)
-    sign_in(request, user.id)
+    sign_in(request, user)
     flash(request, f"Signed in as {user.name}.")
     return redirect(target)
 
 
 @router.post("/logout")
-async def logout(request: Request) -> RedirectResponse:
+async def logout(request: Request, ctx: CtxDep) -> RedirectResponse:
     await form_csrf(request)
-    sign_out(request)
+    await run_in_threadpool(sign_out, request, ctx)
     return redirect("/ui")
 
 
