@@ -66,8 +66,10 @@ def leaderboard_intervals(
     weights: Mapping[str, float],
     directions: Mapping[str, float],
     offsets: Mapping[str, float],
+    baseline: float | None = None,
 ) -> BootstrapResult | None:
-    """Perf and Dynascore intervals of ``models``; None when they cannot be computed."""
+    """Perf intervals, gaps to the leader, rank intervals and ``p_first`` of ``models``,
+    with the baseline floor at ``baseline``; None when they cannot be computed."""
     originals = table.originals
     if not models or not originals:
         return None
@@ -78,6 +80,8 @@ def leaderboard_intervals(
         tuple((m.key, tuple(m.predictions[d.name] for d in originals)) for m in models),
         tuple(sorted(weights.items())),
         tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),
+        tuple(sorted(table.dataset_weights.items())),
+        baseline,
     )
     if cache_key in _boot_cache:
         return _boot_cache[cache_key]
@@ -98,7 +102,8 @@ def leaderboard_intervals(
             weights=weights,
             directions=directions,
             offsets=offsets,
-            dataset_weights={d.name: d.weight for d in originals},
+            dataset_weights={d.name: table.dataset_weights[d.name] for d in originals},
+            baseline=baseline,
             n_resamples=N_RESAMPLES,
             seed=0,
         )

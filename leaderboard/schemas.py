@@ -195,9 +195,22 @@ class RowPublic(BaseModel):
         default_factory=dict, description="Each metric's share of the Dynascore."
     )
     intervals: dict[str, IntervalPublic] = Field(
-        default_factory=dict, description="95% bootstrap intervals (perf, dynascore)."
+        default_factory=dict,
+        description="95% paired bootstrap intervals: perf, and gap_to_leader (this model's "
+        "Dynascore minus the leader's, paired within each resample).",
     )
-    p_first: float | None = Field(None, description="Share of resamples ranking it first.")
+    p_first: float | None = Field(
+        None, description="Share of bootstrap resamples in which this row ranks first."
+    )
+    rank_interval: tuple[int, int] | None = Field(
+        None, description="[best, worst] rank over 95% of the bootstrap resamples."
+    )
+    not_above_baseline: bool = Field(
+        False,
+        description="Its perf interval does not clear the majority-class baseline: ranked "
+        "after every model that does.",
+    )
+    reason: str | None = Field(None, description="Why the row is flagged, in words.")
 
 
 class PendingPublic(BaseModel):
@@ -214,7 +227,18 @@ class LeaderboardPublic(BaseModel):
     metrics: list[MetricPublic]
     rows: list[RowPublic]
     pending: list[PendingPublic] = Field(description="Submissions not yet ranked.")
-    amrs: dict[str, float | None]
+    amrs: dict[str, float | None] = Field(
+        description="Each metric's AMRS: how many of its units one perf point is worth."
+    )
+    dataset_weights: dict[str, float] = Field(
+        default_factory=dict, description="Original scoring dataset -> the weight used."
+    )
+    baseline_perf: float | None = Field(
+        None, description="The majority-class baseline's perf, the floor models must clear."
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="What makes the scores hard to read, in words."
+    )
 
 
 # Users --------------------------------------------------------------------------------------

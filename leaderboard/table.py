@@ -7,14 +7,20 @@ memory and latency over the originals, fairness and robustness over their copies
 is ranked once it has a finished result on every scoring dataset; until then it is pending.
 
 The majority-class baseline predicts, on every scoring dataset, the label most frequent
-across those datasets; it has a perf and nothing else, and is shown, not ranked.
+across those datasets; it has a perf and nothing else, and is shown, not ranked. It is
+the floor of :mod:`scoring.floor`.
+
+A viewer may weigh the datasets otherwise (:meth:`TaskTable.reweighted`): every average,
+the baseline's included, is then taken again with those weights; a perturbed copy
+follows its original's weight.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,7 +32,7 @@ from evalboard.core.context import Context
 from evalboard.core.states import JobStatus
 from evalboard.core.tables import Dataset, Job, Submission, Task, User
 from evaluator import DatasetOutcome, stored_outcome, summarize
-from scoring import compute
+from scoring import check_weights, compute
 
 __all__ = ["ModelEntry", "TaskTable", "load_table", "summary_status"]
 
@@ -59,6 +65,8 @@ class ModelEntry:
     metrics: dict[str, float | None] = field(default_factory=dict)
     per_dataset: dict[str, dict[str, Any]] = field(default_factory=dict)
     predictions: dict[str, str] = field(default_factory=dict)
+    #: The finished results on scoring datasets, kept to re-average with other weights.
+    outcomes: list[DatasetOutcome] = field(default_factory=list)
 
 
 @dataclass
@@ -71,7 +79,32 @@ class TaskTable:
     datasets: list[Dataset]
     scoring: list[Dataset]
     models: list[ModelEntry]
-    majority_perf: float | None
+    #: The majority-class baseline's perf on each original scoring dataset.
+    majority_by_dataset: dict[str, float] | None
+    #: Original scoring dataset -> its weight in the averages (the owner's unless a
+    #: viewer chose others).
+    dataset_weights: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def majority_perf(self) -> float | None:
+        """The baseline's perf averaged with :attr:`dataset_weights`."""
+        return _weighted_mean(self.majority_by_dataset, self.dataset_weights)
+
+    def reweighted(self, weights: Mapping[str, float] | None) -> TaskTable:
+        """This table with the original scoring datasets weighed by ``weights`` (names not
+        given keep the owner's weight); None gives the table itself.
+
+        Raises:
+            scoring.InvalidWeightsError: an unknown dataset, a weight that is not a finite
+                number >= 0, or every dataset at 0.
+        """
+        if weights is None:
+            return self
+        names = [d.name for d in self.originals]
+        chosen = check_weights(weights, known=names, what="dataset")
+        merged = check_weights({**self.dataset_weights, **chosen}, known=names, what="dataset")
+        models = [_reaveraged(m, merged) for m in self.models]
+        return replace(self, models=models, dataset_weights=merged)
 
     @property
     def ranked(self) -> list[ModelEntry]:
@@ -83,6 +116,29 @@ class TaskTable:
 
     def entry(self, submission_id: int) -> ModelEntry | None:
         return next((m for m in self.models if m.submission_id == submission_id), None)
+
+
+def _weighted_mean(
+    values: Mapping[str, float] | None, weights: Mapping[str, float]
+) -> float | None:
+    if not values:
+        return None
+    total = sum(weights.get(name, 0.0) for name in values)
+    if not total > 0:
+        return None
+    return sum(weights.get(name, 0.0) * value for name, value in values.items()) / total
+
+
+def _reaveraged(entry: ModelEntry, weights: Mapping[str, float]) -> ModelEntry:
+    if not entry.complete:
+        return entry
+    outcomes = [
+        o.model_copy(update={"weight": weights.get(o.derived_from or o.dataset, o.weight)})
+        for o in entry.outcomes
+    ]
+    summary = summarize(outcomes)
+    metrics = {name: getattr(summary, attr) for name, attr in SUMMARY_FIELDS.items()}
+    return replace(entry, metrics=metrics, outcomes=outcomes)
 
 
 def summary_status(statuses: list[str]) -> JobStatus:
@@ -134,39 +190,32 @@ def _entry(
             finished.add(job.dataset_id)
             outcomes.append(outcome)
     entry.complete = bool(scoring_ids) and finished == scoring_ids
+    entry.outcomes = outcomes
     if entry.complete:
         summary = summarize(outcomes)
         entry.metrics = {name: getattr(summary, attr) for name, attr in SUMMARY_FIELDS.items()}
     return entry
 
 
-_majority_cache: dict[tuple[Any, ...], float | None] = {}
+_majority_cache: dict[tuple[Any, ...], dict[str, float] | None] = {}
 
 
-def _majority_perf(ctx: Context, task: TaskSpec, originals: list[Dataset]) -> float | None:
+def _majority_by_dataset(
+    ctx: Context, task: TaskSpec, originals: list[Dataset]
+) -> dict[str, float] | None:
     if task.output.type != "multiclass" or not originals:
         return None
-    cache_key = (task.perf_metric, tuple((d.sha256, d.weight) for d in originals))
+    cache_key = (task.perf_metric, tuple((d.name, d.sha256) for d in originals))
     if cache_key in _majority_cache:
         return _majority_cache[cache_key]
-    golds = {d.id: [str(e["label"]) for e in read_examples(ctx, d)] for d in originals}
+    golds = {d.name: [str(e["label"]) for e in read_examples(ctx, d)] for d in originals}
     counts = Counter(label for labels in golds.values() for label in labels)
     # Ties go to the label listed first in the task spec.
     majority = max(task.output.labels, key=lambda label: counts[label])
-    total = sum(d.weight for d in originals)
-    perf = (
-        sum(
-            d.weight
-            * compute(
-                task.perf_metric,
-                [majority] * len(golds[d.id]),
-                golds[d.id],
-                labels=task.output.labels,
-            )
-            for d in originals
-        )
-        / total
-    )
+    perf = {
+        name: compute(task.perf_metric, [majority] * len(labels), labels, labels=task.output.labels)
+        for name, labels in golds.items()
+    }
     _majority_cache[cache_key] = perf
     return perf
 
@@ -202,5 +251,6 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         datasets=datasets,
         scoring=scoring,
         models=models,
-        majority_perf=_majority_perf(ctx, spec, originals),
+        majority_by_dataset=_majority_by_dataset(ctx, spec, originals),
+        dataset_weights={d.name: float(d.weight) for d in originals},
     )

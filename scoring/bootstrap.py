@@ -4,8 +4,16 @@ Examples are resampled with replacement within each dataset, with the *same* res
 for every model (the models answered the same examples, so their scores are paired);
 perf is recomputed from each resample and the Dynascore after it, AMRS included. The
 other metrics (throughput, memory, fairness, robustness) are measurements of the run,
-not of the examples, and stay at their values. Intervals are percentile intervals; the
-estimate is the value on the full data. A seed makes the result reproducible.
+not of the examples: they stay at their values, unless ``repeats`` gives a metric's
+repeated measurements (timed passes), which are then resampled too and their median
+used. Intervals are percentile intervals; the estimate is the value on the full data. A
+seed makes the result reproducible.
+
+Each resample ranks the models as the board does (Dynascore, then the baseline floor of
+:mod:`scoring.floor`), which gives every model a rank interval and the share of resamples
+it leads (``p_first``). The Dynascore's own interval mostly moves the AMRS-scaled common
+term that every model shares; the paired difference to the leader (``gap_to_leader``)
+cancels it, and is the interval worth showing.
 
 Input is per-example statistics (see :func:`scoring.statistics`): for a mean metric
 (accuracy, SQuAD F1) simply the per-example scores in [0, 1]; for macro-F1 the per-class
@@ -22,18 +30,21 @@ recomputed on every resample rather than averaged.
 True
 >>> result.p_first
 {'strong': 1.0, 'weak': 0.0}
+>>> result.rank_interval
+{'strong': (1, 1), 'weak': (2, 2)}
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from scoring._table import Table
+from scoring._table import Table, per_metric
 from scoring.dynascore import amrs_batch, default_weights, normalise, scores_batch
+from scoring.floor import not_above_baseline, rank_interval
 from scoring.registry import FloatArray, ScoringError, get_metric
 
 __all__ = ["BootstrapResult", "Interval", "bootstrap"]
@@ -61,6 +72,14 @@ class BootstrapResult:
     n_resamples: int
     level: float
     seed: int
+    #: Models best first, as the board ranks them (Dynascore, then the baseline floor).
+    order: list[str] = field(default_factory=list)
+    #: [best, worst] rank at ``level``, always holding the observed rank.
+    rank_interval: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Dynascore minus the leader's, paired within each resample (the leader: 0, 0, 0).
+    gap_to_leader: dict[str, Interval] = field(default_factory=dict)
+    #: Whether the perf interval fails to clear the baseline (see :mod:`scoring.floor`).
+    not_above_baseline: dict[str, bool] = field(default_factory=dict)
 
 
 def _stack(
@@ -94,6 +113,8 @@ def bootstrap(
     directions: Mapping[str, float] | None = None,
     offsets: Mapping[str, float] | None = None,
     dataset_weights: Mapping[str, float] | None = None,
+    baseline: float | None = None,
+    repeats: Mapping[str, Mapping[str, ArrayLike]] | None = None,
     n_resamples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
@@ -111,6 +132,10 @@ def bootstrap(
             default to :func:`scoring.default_weights`.
         dataset_weights: dataset -> weight; default: every dataset of the first model,
             equally.
+        baseline: the majority-class baseline's perf; a model whose perf interval does
+            not clear it is flagged and ranked after the others in every resample.
+        repeats: model -> metric of ``table`` -> its repeated measurements; each
+            resample draws them with replacement and takes the median.
         n_resamples: how many resamples.
         level: the intervals' coverage, e.g. 0.95.
         seed: seeds numpy's default generator.
@@ -151,11 +176,13 @@ def bootstrap(
     offset = (offsets or {}).get(perf, 0.0)
     arange = np.arange(len(models))
 
+    repeated = _repeats(repeats, normalised.models, normalised.metrics, perf)
+    direction_of = per_metric(normalised._matrix, directions, role="directions", default=1.0)
+    offset_of = per_metric(normalised._matrix, offsets, role="offsets", default=0.0)
     rng = np.random.default_rng(seed)
     perf_samples = np.empty((n_resamples, len(models)))
+    goods_samples = np.empty((n_resamples, *normalised.goods.shape))
     score_samples = np.empty((n_resamples, len(models)))
-    first_counts = np.zeros(len(models))
-    first_perf_counts = np.zeros(len(models))
     largest = max(len(x) for x in stacked)
     chunk = max(1, _CHUNK_CELLS // largest)
     for start in range(0, n_resamples, chunk):
@@ -169,20 +196,44 @@ def bootstrap(
             boot += share * reduce(sums, n)
         goods = np.broadcast_to(normalised.goods, (c, *normalised.goods.shape)).copy()
         goods[..., perf_col] = offset + direction * boot
-        scores = scores_batch(goods, amrs_batch(goods, perf_col), w)
+        for (i, k), values in repeated.items():
+            picks = rng.integers(0, len(values), size=(c, len(values)))
+            medians = np.median(values[picks], axis=1)
+            goods[:, i, k] = offset_of[k] + direction_of[k] * medians
         perf_samples[start : start + c] = boot
-        score_samples[start : start + c] = scores
-        ids = np.broadcast_to(arange, scores.shape)
-        resampled = replace(normalised, goods=goods)
-        keys = [ids, *resampled.tiebreak_keys()[1:], -scores]
-        first_counts += np.bincount(np.lexsort(keys, axis=-1)[:, 0], minlength=len(models))
-        first_perf = np.lexsort([ids, -goods[..., perf_col]], axis=-1)[:, 0]
-        first_perf_counts += np.bincount(first_perf, minlength=len(models))
+        goods_samples[start : start + c] = goods
+        score_samples[start : start + c] = scores_batch(goods, amrs_batch(goods, perf_col), w)
 
     tail = (1 - level) / 2
     perf_q = np.quantile(perf_samples, [tail, 1 - tail], axis=0)
     score_q = np.quantile(score_samples, [tail, 1 - tail], axis=0)
     point = normalised.scores(weights)
+    flagged = np.array(
+        [int(not_above_baseline(high=float(perf_q[1, i]), baseline=baseline)) for i in arange]
+    )
+    # The board's order, in the resamples and on the full data: the floor first, then
+    # the Dynascore with its tie-breaks (scoring.NormalisedTable.rank).
+    ids = np.broadcast_to(arange, score_samples.shape)
+    resampled = replace(normalised, goods=goods_samples)
+    keys = [
+        ids,
+        *resampled.tiebreak_keys()[1:],
+        -score_samples,
+        np.broadcast_to(flagged, ids.shape),
+    ]
+    orders = np.lexsort(keys, axis=-1)
+    ranks = np.empty_like(orders)
+    np.put_along_axis(ranks, orders, np.broadcast_to(arange + 1, orders.shape), axis=-1)
+    observed = np.lexsort([arange, *normalised.tiebreak_keys()[1:], -point, flagged])
+    observed_rank = np.empty(len(models), dtype=int)
+    observed_rank[observed] = arange + 1
+    first_counts = np.bincount(orders[:, 0], minlength=len(models))
+    first_perf = np.lexsort([ids, -goods_samples[..., perf_col]], axis=-1)[:, 0]
+    first_perf_counts = np.bincount(first_perf, minlength=len(models))
+    leader = observed[0]
+    gaps = score_samples - score_samples[:, [leader]]
+    gap_q = np.quantile(gaps, [tail, 1 - tail], axis=0)
+
     return BootstrapResult(
         perf={
             m: Interval(float(estimate[i]), float(perf_q[0, i]), float(perf_q[1, i]))
@@ -197,4 +248,39 @@ def bootstrap(
         n_resamples=n_resamples,
         level=level,
         seed=seed,
+        order=[models[i] for i in observed],
+        rank_interval={
+            m: rank_interval(ranks[:, i], observed=int(observed_rank[i]), level=level)
+            for i, m in enumerate(models)
+        },
+        gap_to_leader={
+            m: Interval(float(point[i] - point[leader]), float(gap_q[0, i]), float(gap_q[1, i]))
+            for i, m in enumerate(models)
+        },
+        not_above_baseline={m: bool(flagged[i]) for i, m in enumerate(models)},
     )
+
+
+def _repeats(
+    repeats: Mapping[str, Mapping[str, ArrayLike]] | None,
+    models: tuple[str, ...],
+    metrics: tuple[str, ...],
+    perf: str,
+) -> dict[tuple[int, int], FloatArray]:
+    """(model index, metric index) -> the repeated measurements to resample (two or more)."""
+    found: dict[tuple[int, int], FloatArray] = {}
+    for model, measured in (repeats or {}).items():
+        if model not in models:
+            raise ScoringError(f"Repeats name model {model!r}, which has no examples")
+        for metric, values in measured.items():
+            if metric == perf or metric not in metrics:
+                raise ScoringError(
+                    f"Repeats of {metric!r} for {model!r}: only other metrics of the table "
+                    f"({', '.join(m for m in metrics if m != perf)}) are measured repeatedly"
+                )
+            array = np.asarray(values, dtype=np.float64).ravel()
+            if not np.all(np.isfinite(array)):
+                raise ScoringError(f"Repeats of {metric!r} for {model!r} are not all finite")
+            if len(array) >= 2:
+                found[models.index(model), metrics.index(metric)] = array
+    return found
