@@ -68,7 +68,7 @@ def parse_weights(text: str | None) -> dict[str, float] | None:
 
 def parse_dataset_weights(table: TaskTable, text: str | None) -> dict[str, float] | None:
     """``r1-test:1,round-2:0.5`` -> a dict over the task's original scoring datasets."""
-    return scoring_parse_weights(text, known=[d.name for d in table.originals], what="dataset")
+    return scoring_parse_weights(text, known=table.weighable_datasets, what="dataset")
 
 
 def weighable_metrics(table: TaskTable) -> list[str]:
@@ -220,7 +220,7 @@ def build_leaderboard(
             if not m.complete
         ],
         amrs=amrs,
-        dataset_weights=dict(table.dataset_weights),
+        dataset_weights={name: table.dataset_weights[name] for name in table.weighable_datasets},
         baseline_perf=baseline,
         warnings=warnings,
     )

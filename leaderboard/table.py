@@ -29,10 +29,10 @@ from sqlalchemy.orm import selectinload
 
 from datasets_registry import TaskSpec, get_task, list_datasets, read_examples, scoring_datasets
 from evalboard.core.context import Context
-from evalboard.core.states import JobStatus
+from evalboard.core.states import Access, JobStatus
 from evalboard.core.tables import Dataset, Job, Submission, Task, User
 from evaluator import DatasetOutcome, stored_outcome, summarize
-from scoring import check_weights, compute
+from scoring import InvalidWeightsError, check_weights, compute
 
 __all__ = ["ModelEntry", "TaskTable", "load_table", "summary_status"]
 
@@ -86,6 +86,12 @@ class TaskTable:
     dataset_weights: dict[str, float] = field(default_factory=dict)
 
     @property
+    def weighable_datasets(self) -> list[str]:
+        """The original scoring datasets a viewer may weigh: hidden sets keep the owner's
+        weight, and their names are never shown."""
+        return [d.name for d in self.originals if d.access != Access.HIDDEN]
+
+    @property
     def majority_perf(self) -> float | None:
         """The baseline's perf averaged with :attr:`dataset_weights`."""
         return _weighted_mean(self.majority_by_dataset, self.dataset_weights)
@@ -100,9 +106,12 @@ class TaskTable:
         """
         if weights is None:
             return self
-        names = [d.name for d in self.originals]
-        chosen = check_weights(weights, known=names, what="dataset")
-        merged = check_weights({**self.dataset_weights, **chosen}, known=names, what="dataset")
+        chosen = check_weights(weights, known=self.weighable_datasets, what="dataset")
+        merged = {**self.dataset_weights, **chosen}
+        if not sum(merged.values()) > 0:
+            raise InvalidWeightsError(
+                "Every scoring dataset would weigh 0; give at least one a weight above 0"
+            )
         models = [_reaveraged(m, merged) for m in self.models]
         return replace(self, models=models, dataset_weights=merged)
 

@@ -73,7 +73,7 @@ def check_weights(
         raise InvalidWeightsError(
             f"Every {what} weight is 0 ({_text(checked)}); give at least one a weight above 0"
         )
-    if not math.isfinite(math.fsum(checked.values())):
+    if not math.isfinite(sum(checked.values())):
         raise InvalidWeightsError(
             f"The {what} weights {_text(checked)} sum to infinity; use smaller numbers "
             "(only their ratios matter), " + example

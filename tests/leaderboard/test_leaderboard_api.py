@@ -62,14 +62,27 @@ async def test_weights_change_the_order(client: httpx.AsyncClient) -> None:
 
 
 @pytest.mark.parametrize(
-    "weights", ["perf:x", "speed:1", "perf:-1", "perf", "perf:0", "perf:inf", "perf:nan"]
+    ("weights", "says"),
+    [
+        ("perf:x", "'x' is not a number"),
+        ("speed:1", "Unknown metric 'speed'"),
+        ("perf:-1", "perf:-1 is negative"),
+        ("perf", "not METRIC:NUMBER"),
+        ("perf:0", "Every metric weight is 0"),
+        ("perf:0,memory:0", "Every metric weight is 0"),
+        ("perf:inf", "perf:inf is not a finite number"),
+        ("perf:nan", "perf:nan is not a finite number"),
+        ("perf:1e308,throughput:1e308", "sum to infinity"),
+    ],
 )
 async def test_bad_weights_are_refused_with_the_fix(
-    client: httpx.AsyncClient, weights: str
+    client: httpx.AsyncClient, weights: str, says: str
 ) -> None:
-    response = await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": weights})
-    assert response.status_code == 400
-    assert "perf" in response.json()["detail"]
+    for path in ("leaderboard", "leaderboard.csv", "leaderboard.json"):
+        response = await client.get(f"/tasks/{TASK}/{path}", params={"weights": weights})
+        assert response.status_code == 422
+        assert says in response.json()["detail"]
+        assert "perf" in response.json()["detail"]
 
 
 async def test_intervals_bracket_the_estimates(client: httpx.AsyncClient) -> None:
@@ -77,7 +90,11 @@ async def test_intervals_bracket_the_estimates(client: httpx.AsyncClient) -> Non
     for row in (r for r in board["rows"] if r["rank"]):
         perf = row["intervals"]["perf"]
         assert perf["low"] < row["metrics"]["perf"] < perf["high"]
-        assert row["intervals"]["dynascore"]["low"] <= row["intervals"]["dynascore"]["high"]
+        gap = row["intervals"]["gap_to_leader"]
+        assert gap["low"] <= row["dynascore"] - ranked_first(board)["dynascore"] <= gap["high"]
+        best, worst = row["rank_interval"]
+        assert best <= row["rank"] <= worst
+        assert 0 <= row["p_first"] <= 1
         assert 0.0 <= row["p_first"] <= 1.0
 
 
@@ -143,3 +160,7 @@ async def test_owner_sets_default_weights_and_the_board_follows(
         board = (await owner.get(f"/tasks/{TASK}/leaderboard")).json()
     assert board["weights"] == {"perf": 1.0, "throughput": 10.0}
     assert board["rows"][0]["name"] == "bow-logreg"
+
+
+def ranked_first(board: dict) -> dict:
+    return next(r for r in board["rows"] if r["rank"] == 1)
