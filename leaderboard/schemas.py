@@ -13,6 +13,7 @@ from evalboard.core.states import Access, JobStatus, Role, RoundStatus
 __all__ = [
     "BaselineUpdate",
     "DatasetPublic",
+    "DatasetWeightUpdate",
     "IntervalPublic",
     "JobPublic",
     "LeaderboardPublic",
@@ -97,6 +98,12 @@ class DatasetPublic(BaseModel):
     derived_from: str | None
     perturbation: str | None
     created_at: Timestamp
+
+
+class DatasetWeightUpdate(_In):
+    weight: float = Field(
+        gt=0, le=1e6, description="Its weight in every average; its perturbed copies follow."
+    )
 
 
 class RoundPublic(BaseModel):

@@ -35,13 +35,21 @@ from scoring.registry import (
 )
 from scoring.sensitivity import LeaderStability, WeightRange, weight_ranges
 from scoring.squad import normalize_answer
-from scoring.weights import InvalidWeightsError, check_weights, parse_weights
+from scoring.weights import (
+    REFERENCE_ROWS,
+    InvalidWeightsError,
+    check_dataset_weight,
+    check_weights,
+    default_dataset_weight,
+    parse_weights,
+)
 
 __all__ = [
     "AMRS_CUTOFF",
     "BASELINE_TOLERANCE",
     "DEFAULT_PERF_WEIGHT",
     "DOMINANCE_SHARE",
+    "REFERENCE_ROWS",
     "BootstrapResult",
     "Interval",
     "InvalidWeightsError",
@@ -55,9 +63,11 @@ __all__ = [
     "average_datasets",
     "bootstrap",
     "calibration_error",
+    "check_dataset_weight",
     "check_weights",
     "compute",
     "contributions",
+    "default_dataset_weight",
     "default_weights",
     "delta",
     "delta_metric",

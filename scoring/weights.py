@@ -24,7 +24,17 @@ from collections.abc import Iterable, Mapping
 
 from scoring.registry import ScoringError
 
-__all__ = ["InvalidWeightsError", "check_weights", "parse_weights"]
+__all__ = [
+    "REFERENCE_ROWS",
+    "InvalidWeightsError",
+    "check_weights",
+    "check_dataset_weight",
+    "default_dataset_weight",
+    "parse_weights",
+]
+
+REFERENCE_ROWS = 500
+"""A round with at least this many examples weighs 1 by default; a smaller one less."""
 
 
 class InvalidWeightsError(ScoringError):
@@ -115,3 +125,28 @@ def parse_weights(
                 f"Weight {name}:{value!r} is not a number; {_example(what, names)}"
             ) from None
     return check_weights(parsed, known=names, what=what)
+
+
+def default_dataset_weight(rows: int) -> float:
+    """The weight of a round closed from the collection loop when the owner gives none:
+    ``min(1, rows / REFERENCE_ROWS)``, so a 4-example round does not weigh as much as a
+    12,000-example test set (it weighs 0.008), and any round of 500 examples or more
+    weighs as much as every other dataset.
+
+    >>> default_dataset_weight(4), default_dataset_weight(250), default_dataset_weight(12_284)
+    (0.008, 0.5, 1.0)
+    """
+    if rows < 1:
+        raise InvalidWeightsError(f"A dataset needs at least one row for a weight, got {rows}")
+    return min(1.0, rows / REFERENCE_ROWS)
+
+
+def check_dataset_weight(weight: float, *, name: str) -> float:
+    """One dataset weight set by its owner: a finite number above 0 (1e6 at most)."""
+    value = float(weight)
+    if not (math.isfinite(value) and 0 < value <= 1e6):
+        raise InvalidWeightsError(
+            f"Weight {weight} of dataset {name!r} must be a finite number above 0 and at most "
+            "1e6; e.g. 1 for a full test set, 0.25 for a small round"
+        )
+    return value
