@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from datasets_registry import read_examples
 from evalboard.core.context import Context
 from evaluator import read_records
 from leaderboard.table import ModelEntry, TaskTable
@@ -23,7 +24,7 @@ __all__ = ["N_RESAMPLES", "leaderboard_intervals", "load_records"]
 logger = logging.getLogger(__name__)
 
 N_RESAMPLES = 1000
-_stats_cache: dict[tuple[str, str, str], Any] = {}
+_stats_cache: dict[tuple[str, ...], Any] = {}
 _boot_cache: dict[tuple[Any, ...], BootstrapResult | None] = {}
 _CACHE_LIMIT = 256
 
@@ -57,6 +58,36 @@ def _statistics(ctx: Context, table: TaskTable, key: str) -> tuple[tuple[str, ..
     return result
 
 
+def _majority_statistics(
+    ctx: Context, table: TaskTable, uids: Mapping[str, tuple[str, ...]]
+) -> dict[str, Any] | None:
+    """The majority-class baseline's per-example statistics on each original, in the
+    models' example order, so the floor compares on the same resamples; None when the
+    models did not answer exactly the dataset's examples."""
+    if table.majority_label is None:
+        return None
+    found: dict[str, Any] = {}
+    for dataset in table.originals:
+        cache_key = (ctx.artifacts.url, table.task.perf_metric, dataset.sha256, "majority")
+        cached = _stats_cache.get(cache_key)
+        if cached is None:
+            rows = sorted(read_examples(ctx, dataset), key=lambda e: str(e["uid"]))
+            golds = [str(e["label"]) for e in rows]
+            stats = statistics(
+                table.task.perf_metric,
+                [table.majority_label] * len(golds),
+                golds,
+                labels=table.task.output.labels or None,
+            )
+            cached = (tuple(str(e["uid"]) for e in rows), stats)
+            _stats_cache[cache_key] = cached
+        ids, stats = cached
+        if uids.get(dataset.name) != ids:
+            return None
+        found[dataset.name] = stats
+    return found
+
+
 def leaderboard_intervals(
     ctx: Context,
     table: TaskTable,
@@ -82,6 +113,7 @@ def leaderboard_intervals(
         tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),
         tuple(sorted(table.dataset_weights.items())),
         baseline,
+        table.majority_label,
     )
     if cache_key in _boot_cache:
         return _boot_cache[cache_key]
@@ -95,6 +127,7 @@ def leaderboard_intervals(
                 if uids.setdefault(dataset.name, ids) != ids:
                     return None
                 examples[model.key][dataset.name] = stats
+        floor = _majority_statistics(ctx, table, uids) if baseline is not None else None
         result: BootstrapResult | None = bootstrap(
             examples,
             metric=table.task.perf_metric,
@@ -103,7 +136,7 @@ def leaderboard_intervals(
             directions=directions,
             offsets=offsets,
             dataset_weights={d.name: table.dataset_weights[d.name] for d in originals},
-            baseline=baseline,
+            baseline=floor if floor is not None else baseline,
             n_resamples=N_RESAMPLES,
             seed=0,
         )

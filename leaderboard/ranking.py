@@ -171,8 +171,10 @@ def build_leaderboard(
             row = _row(by_key[key], position, scores[key], terms[key])
             if key in flagged:
                 row.not_above_baseline = True
-                high = boot.perf[key].high if boot is not None else grid[key]["perf"]
-                row.reason = _reason(high, baseline, interval=boot is not None)
+                above = boot.above_baseline.get(key) if boot is not None else None
+                row.reason = _reason(
+                    grid[key]["perf"], baseline, above.high if above is not None else None
+                )
             if boot is not None:
                 row.intervals = {
                     "perf": IntervalPublic(low=boot.perf[key].low, high=boot.perf[key].high),
@@ -226,11 +228,18 @@ def build_leaderboard(
     )
 
 
-def _reason(high: float, baseline: float | None, *, interval: bool) -> str:
-    what = "the top of its 95% perf interval" if interval else "its perf"
+def _reason(perf: float, baseline: float | None, above_high: float | None) -> str:
+    base = baseline or 0.0
+    if above_high is None:
+        why = f"its perf ({perf:.2f}) does not clear"
+    else:
+        why = (
+            f"its perf ({perf:.2f}) is at most {above_high:+.2f} points from, so does not "
+            "clear (95% paired bootstrap),"
+        )
     return (
-        f"not above baseline: {what} ({high:.2f}) does not clear the majority-class "
-        f"baseline's perf ({baseline or 0.0:.2f}), so it ranks after every model that does"
+        f"not above baseline: {why} the majority-class baseline's perf ({base:.2f}); "
+        "ranked after every model that clears it"
     )
 
 

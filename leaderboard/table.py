@@ -81,6 +81,8 @@ class TaskTable:
     models: list[ModelEntry]
     #: The majority-class baseline's perf on each original scoring dataset.
     majority_by_dataset: dict[str, float] | None
+    #: The label the majority-class baseline answers (None: not a classification task).
+    majority_label: str | None = None
     #: Original scoring dataset -> its weight in the averages (the owner's unless a
     #: viewer chose others).
     dataset_weights: dict[str, float] = field(default_factory=dict)
@@ -206,12 +208,12 @@ def _entry(
     return entry
 
 
-_majority_cache: dict[tuple[Any, ...], dict[str, float] | None] = {}
+_majority_cache: dict[tuple[Any, ...], tuple[str, dict[str, float]] | None] = {}
 
 
 def _majority_by_dataset(
     ctx: Context, task: TaskSpec, originals: list[Dataset]
-) -> dict[str, float] | None:
+) -> tuple[str, dict[str, float]] | None:
     if task.output.type != "multiclass" or not originals:
         return None
     cache_key = (task.perf_metric, tuple((d.name, d.sha256) for d in originals))
@@ -225,8 +227,8 @@ def _majority_by_dataset(
         name: compute(task.perf_metric, [majority] * len(labels), labels, labels=task.output.labels)
         for name, labels in golds.items()
     }
-    _majority_cache[cache_key] = perf
-    return perf
+    _majority_cache[cache_key] = (majority, perf)
+    return majority, perf
 
 
 def load_table(ctx: Context, task_id: str) -> TaskTable:
@@ -253,6 +255,7 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         default_weights = {k: float(v) for k, v in task.default_weights.items()}
         owner_id = task.owner_id
     originals = [d for d in scoring if d.perturbation is None]
+    majority = _majority_by_dataset(ctx, spec, originals)
     return TaskTable(
         task=spec,
         default_weights=default_weights,
@@ -260,6 +263,7 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         datasets=datasets,
         scoring=scoring,
         models=models,
-        majority_by_dataset=_majority_by_dataset(ctx, spec, originals),
+        majority_by_dataset=majority[1] if majority else None,
+        majority_label=majority[0] if majority else None,
         dataset_weights={d.name: float(d.weight) for d in originals},
     )

@@ -50,6 +50,7 @@ from scoring.registry import FloatArray, ScoringError, get_metric
 __all__ = ["BootstrapResult", "Interval", "bootstrap"]
 
 _CHUNK_CELLS = 4_000_000  # resample counts held at once: rows x examples
+_BASELINE = "\x00baseline"  # the baseline's column, never a model name
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class BootstrapResult:
     gap_to_leader: dict[str, Interval] = field(default_factory=dict)
     #: Whether the perf interval fails to clear the baseline (see :mod:`scoring.floor`).
     not_above_baseline: dict[str, bool] = field(default_factory=dict)
+    #: Perf minus the baseline's, paired within each resample (empty with no baseline).
+    above_baseline: dict[str, Interval] = field(default_factory=dict)
 
 
 def _stack(
@@ -113,7 +116,7 @@ def bootstrap(
     directions: Mapping[str, float] | None = None,
     offsets: Mapping[str, float] | None = None,
     dataset_weights: Mapping[str, float] | None = None,
-    baseline: float | None = None,
+    baseline: Mapping[str, ArrayLike] | float | None = None,
     repeats: Mapping[str, Mapping[str, ArrayLike]] | None = None,
     n_resamples: int = 1000,
     level: float = 0.95,
@@ -132,8 +135,10 @@ def bootstrap(
             default to :func:`scoring.default_weights`.
         dataset_weights: dataset -> weight; default: every dataset of the first model,
             equally.
-        baseline: the majority-class baseline's perf; a model whose perf interval does
-            not clear it is flagged and ranked after the others in every resample.
+        baseline: the majority-class baseline: dataset -> its per-example statistics
+            (resampled with the models', so the comparison is paired), or just its perf. A
+            model whose perf does not clear it at the upper end of the interval of
+            ``perf - baseline`` is flagged and ranked after the others in every resample.
         repeats: model -> metric of ``table`` -> its repeated measurements; each
             resample draws them with replacement and takes the median.
         n_resamples: how many resamples.
@@ -152,12 +157,19 @@ def bootstrap(
     total_w = sum(dataset_w.values())
     if not datasets or any(w < 0 for w in dataset_w.values()) or not total_w > 0:
         raise ScoringError(f"Dataset weights must be >= 0 with a positive sum, got {dataset_w}")
-    stacked = [_stack(examples, models, d) for d in datasets]
+    paired = baseline is not None and not isinstance(baseline, (int, float))
+    columns = [*models, _BASELINE] if paired else models
+    source = {**examples, _BASELINE: baseline} if paired else examples
+    stacked = [_stack(source, columns, d) for d in datasets]  # type: ignore[arg-type]
     shares = [dataset_w[d] / total_w for d in datasets]
 
-    estimate = np.zeros(len(models))
+    estimate = np.zeros(len(columns))
     for share, x in zip(shares, stacked, strict=True):
         estimate += share * reduce(x.sum(axis=0), len(x))
+    base_estimate: float | None = (
+        float(estimate[-1]) if paired else (None if baseline is None else float(baseline))  # type: ignore[arg-type]
+    )
+    estimate = estimate[: len(models)]
 
     rows: dict[str, dict[str, float]] = {m: {} for m in models}
     if table is not None:
@@ -181,19 +193,25 @@ def bootstrap(
     offset_of = per_metric(normalised._matrix, offsets, role="offsets", default=0.0)
     rng = np.random.default_rng(seed)
     perf_samples = np.empty((n_resamples, len(models)))
+    above_samples = np.empty((n_resamples, len(models)))  # perf minus the baseline's
     goods_samples = np.empty((n_resamples, *normalised.goods.shape))
     score_samples = np.empty((n_resamples, len(models)))
     largest = max(len(x) for x in stacked)
     chunk = max(1, _CHUNK_CELLS // largest)
     for start in range(0, n_resamples, chunk):
         c = min(chunk, n_resamples - start)
-        boot = np.zeros((c, len(models)))
+        boot = np.zeros((c, len(columns)))
         for share, x in zip(shares, stacked, strict=True):
             n = len(x)
             picks = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
             counts = np.bincount(picks.ravel(), minlength=c * n).reshape(c, n)
-            sums = (counts.astype(np.float64) @ x.reshape(n, -1)).reshape(c, len(models), -1)
+            sums = (counts.astype(np.float64) @ x.reshape(n, -1)).reshape(c, len(columns), -1)
             boot += share * reduce(sums, n)
+        if paired:
+            above_samples[start : start + c] = boot[:, : len(models)] - boot[:, -1:]
+            boot = boot[:, : len(models)]
+        else:
+            above_samples[start : start + c] = boot - (base_estimate or 0.0)
         goods = np.broadcast_to(normalised.goods, (c, *normalised.goods.shape)).copy()
         goods[..., perf_col] = offset + direction * boot
         for (i, k), values in repeated.items():
@@ -208,8 +226,14 @@ def bootstrap(
     perf_q = np.quantile(perf_samples, [tail, 1 - tail], axis=0)
     score_q = np.quantile(score_samples, [tail, 1 - tail], axis=0)
     point = normalised.scores(weights)
+    # The floor compares each model with the baseline on the same resample (paired): a
+    # model answering the majority label everywhere is level with it in every resample.
+    above_high = np.quantile(above_samples, 1 - tail, axis=0)
     flagged = np.array(
-        [int(not_above_baseline(high=float(perf_q[1, i]), baseline=baseline)) for i in arange]
+        [
+            int(base_estimate is not None and not_above_baseline(high=above_high[i], baseline=0.0))
+            for i in arange
+        ]
     )
     # The board's order, in the resamples and on the full data: the floor first, then
     # the Dynascore with its tie-breaks (scoring.NormalisedTable.rank).
@@ -258,6 +282,16 @@ def bootstrap(
             for i, m in enumerate(models)
         },
         not_above_baseline={m: bool(flagged[i]) for i, m in enumerate(models)},
+        above_baseline={}
+        if base_estimate is None
+        else {
+            m: Interval(
+                float(estimate[i] - base_estimate),
+                float(np.quantile(above_samples[:, i], tail)),
+                float(above_high[i]),
+            )
+            for i, m in enumerate(models)
+        },
     )
 
 
