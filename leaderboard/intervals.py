@@ -58,33 +58,34 @@ def _statistics(ctx: Context, table: TaskTable, key: str) -> tuple[tuple[str, ..
     return result
 
 
-def _majority_statistics(
+def _constant_statistics(
     ctx: Context, table: TaskTable, uids: Mapping[str, tuple[str, ...]]
-) -> dict[str, Any] | None:
-    """The majority-class baseline's per-example statistics on each original, in the
-    models' example order, so the floor compares on the same resamples; None when the
-    models did not answer exactly the dataset's examples."""
-    if table.majority_label is None:
+) -> list[dict[str, Any]] | None:
+    """For each label, the per-example statistics of answering it everywhere, on each
+    original in the models' example order: the majority-class baseline of every resample
+    is the best of them. None when the models did not answer exactly the datasets'
+    examples, or the task has no labels."""
+    labels = table.task.output.labels
+    if table.majority_label is None or not labels:
         return None
-    found: dict[str, Any] = {}
+    found: list[dict[str, Any]] = [{} for _ in labels]
     for dataset in table.originals:
-        cache_key = (ctx.artifacts.url, table.task.perf_metric, dataset.sha256, "majority")
+        cache_key = (ctx.artifacts.url, table.task.perf_metric, dataset.sha256, "constant")
         cached = _stats_cache.get(cache_key)
         if cached is None:
             rows = sorted(read_examples(ctx, dataset), key=lambda e: str(e["uid"]))
             golds = [str(e["label"]) for e in rows]
-            stats = statistics(
-                table.task.perf_metric,
-                [table.majority_label] * len(golds),
-                golds,
-                labels=table.task.output.labels or None,
-            )
-            cached = (tuple(str(e["uid"]) for e in rows), stats)
+            per_label = [
+                statistics(table.task.perf_metric, [label] * len(golds), golds, labels=labels)
+                for label in labels
+            ]
+            cached = (tuple(str(e["uid"]) for e in rows), per_label)
             _stats_cache[cache_key] = cached
-        ids, stats = cached
+        ids, per_label = cached
         if uids.get(dataset.name) != ids:
             return None
-        found[dataset.name] = stats
+        for i, stats in enumerate(per_label):
+            found[i][dataset.name] = stats
     return found
 
 
@@ -127,7 +128,7 @@ def leaderboard_intervals(
                 if uids.setdefault(dataset.name, ids) != ids:
                     return None
                 examples[model.key][dataset.name] = stats
-        floor = _majority_statistics(ctx, table, uids) if baseline is not None else None
+        floor = _constant_statistics(ctx, table, uids) if baseline is not None else None
         result: BootstrapResult | None = bootstrap(
             examples,
             metric=table.task.perf_metric,

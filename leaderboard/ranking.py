@@ -229,18 +229,13 @@ def build_leaderboard(
 
 
 def _reason(perf: float, baseline: float | None, above_high: float | None) -> str:
-    base = baseline or 0.0
-    if above_high is None:
-        why = f"its perf ({perf:.2f}) does not clear"
-    else:
-        why = (
-            f"its perf ({perf:.2f}) is at most {above_high:+.2f} points from, so does not "
-            "clear (95% paired bootstrap),"
-        )
-    return (
-        f"not above baseline: {why} the majority-class baseline's perf ({base:.2f}); "
-        "ranked after every model that clears it"
+    why = (
+        f"its perf ({perf:.2f}) does not clear the majority-class baseline's "
+        f"({baseline or 0.0:.2f})"
     )
+    if above_high is not None:
+        why += f": the 95% paired bootstrap puts it at most {above_high:+.2f} points above"
+    return f"not above baseline: {why}; ranked after every model that clears it"
 
 
 def _warnings(terms: Mapping[str, Mapping[str, float]], table: TaskTable) -> list[str]:

@@ -36,7 +36,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -116,7 +116,7 @@ def bootstrap(
     directions: Mapping[str, float] | None = None,
     offsets: Mapping[str, float] | None = None,
     dataset_weights: Mapping[str, float] | None = None,
-    baseline: Mapping[str, ArrayLike] | float | None = None,
+    baseline: Sequence[Mapping[str, ArrayLike]] | float | None = None,
     repeats: Mapping[str, Mapping[str, ArrayLike]] | None = None,
     n_resamples: int = 1000,
     level: float = 0.95,
@@ -135,10 +135,12 @@ def bootstrap(
             default to :func:`scoring.default_weights`.
         dataset_weights: dataset -> weight; default: every dataset of the first model,
             equally.
-        baseline: the majority-class baseline: dataset -> its per-example statistics
-            (resampled with the models', so the comparison is paired), or just its perf. A
-            model whose perf does not clear it at the upper end of the interval of
-            ``perf - baseline`` is flagged and ranked after the others in every resample.
+        baseline: the majority-class baseline: for each label, dataset -> the per-example
+            statistics of answering that label everywhere (resampled with the models', so
+            the comparison is paired; in each resample the baseline is the best of them,
+            the resample's majority class), or just the baseline's perf. A model whose
+            ``perf - baseline`` interval does not reach above 0 is flagged and ranked
+            after the others in every resample.
         repeats: model -> metric of ``table`` -> its repeated measurements; each
             resample draws them with replacement and takes the median.
         n_resamples: how many resamples.
@@ -157,17 +159,23 @@ def bootstrap(
     total_w = sum(dataset_w.values())
     if not datasets or any(w < 0 for w in dataset_w.values()) or not total_w > 0:
         raise ScoringError(f"Dataset weights must be >= 0 with a positive sum, got {dataset_w}")
-    paired = baseline is not None and not isinstance(baseline, (int, float))
-    columns = [*models, _BASELINE] if paired else models
-    source = {**examples, _BASELINE: baseline} if paired else examples
-    stacked = [_stack(source, columns, d) for d in datasets]  # type: ignore[arg-type]
+    alternatives: list[Mapping[str, ArrayLike]] = (
+        [] if baseline is None or isinstance(baseline, (int, float)) else list(baseline)
+    )
+    paired = bool(alternatives)
+    base_names = [f"{_BASELINE}{i}" for i in range(len(alternatives))]
+    columns = [*models, *base_names]
+    source = {**examples, **dict(zip(base_names, alternatives, strict=True))}
+    stacked = [_stack(source, columns, d) for d in datasets]
     shares = [dataset_w[d] / total_w for d in datasets]
 
     estimate = np.zeros(len(columns))
     for share, x in zip(shares, stacked, strict=True):
         estimate += share * reduce(x.sum(axis=0), len(x))
     base_estimate: float | None = (
-        float(estimate[-1]) if paired else (None if baseline is None else float(baseline))  # type: ignore[arg-type]
+        float(estimate[len(models) :].max())
+        if paired
+        else (float(baseline) if isinstance(baseline, (int, float)) else None)
     )
     estimate = estimate[: len(models)]
 
@@ -207,9 +215,10 @@ def bootstrap(
             counts = np.bincount(picks.ravel(), minlength=c * n).reshape(c, n)
             sums = (counts.astype(np.float64) @ x.reshape(n, -1)).reshape(c, len(columns), -1)
             boot += share * reduce(sums, n)
-        if paired:
-            above_samples[start : start + c] = boot[:, : len(models)] - boot[:, -1:]
+        if paired:  # the best constant answer of this resample
+            best = boot[:, len(models) :].max(axis=1, keepdims=True)
             boot = boot[:, : len(models)]
+            above_samples[start : start + c] = boot - best
         else:
             above_samples[start : start + c] = boot - (base_estimate or 0.0)
         goods = np.broadcast_to(normalised.goods, (c, *normalised.goods.shape)).copy()

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring import Interval, bootstrap, floor_order, not_above_baseline, rank_interval
+from scoring import bootstrap, floor_order, not_above_baseline, rank_interval
 
 DIRECTIONS = {"memory": -1.0}
 OFFSETS = {"memory": 16.0}
@@ -65,7 +65,8 @@ def boards(draw: st.DrawFn) -> dict:
     }
     baseline: object = draw(st.sampled_from([None, 30.0, 50.0, 70.0, "paired"]))
     if baseline == "paired":  # the majority label's hits, paired with the models'
-        baseline = {"test": (rng.random(n) < 0.5).astype(float)}
+        hits = (rng.random(n) < 0.5).astype(float)
+        baseline = [{"test": hits}, {"test": 1 - hits}]
     return {"examples": examples, "others": others, "weights": weights, "baseline": baseline}
 
 
@@ -121,10 +122,10 @@ def test_floor_rank_intervals_and_the_dynascore_hold_on_random_boards(board: dic
 
 def test_a_constant_model_is_flagged_and_ranked_last_even_with_the_best_score() -> None:
     rng = np.random.default_rng(3)
-    gold_is_majority = (rng.random(400) < 0.4).astype(float)  # always answering the majority
+    gold_is_majority = (rng.random(400) < 0.6).astype(float)  # always answering the majority
     examples = {
         "constant": {"test": gold_is_majority},
-        "weak": {"test": (rng.random(400) < 0.55).astype(float)},
+        "weak": {"test": (rng.random(400) < 0.68).astype(float)},
         "strong": {"test": (rng.random(400) < 0.8).astype(float)},
     }
     others = {
@@ -145,10 +146,11 @@ def test_a_constant_model_is_flagged_and_ranked_last_even_with_the_best_score() 
         examples,
         table=others,
         weights=weights,
-        baseline={"test": gold_is_majority},
+        baseline=[{"test": gold_is_majority}, {"test": 1 - gold_is_majority}],
         n_resamples=200,
     )
-    assert floored.above_baseline["constant"] == Interval(0.0, 0.0, 0.0)
+    assert floored.above_baseline["constant"].estimate == 0.0
+    assert floored.above_baseline["constant"].high == 0.0
     assert floored.not_above_baseline == {"constant": True, "weak": False, "strong": False}
     assert floored.order[-1] == "constant"
     assert floored.p_first["constant"] == 0.0
