@@ -68,7 +68,7 @@ def parse_weights(text: str | None) -> dict[str, float] | None:
 
 def parse_dataset_weights(table: TaskTable, text: str | None) -> dict[str, float] | None:
     """``r1-test:1,round-2:0.5`` -> a dict over the task's original scoring datasets."""
-    return scoring_parse_weights(text, known=table.weighable_datasets, what="dataset")
+    return scoring_parse_weights(text, known=table.weighable_datasets, what="dataset", partial=True)
 
 
 def weighable_metrics(table: TaskTable) -> list[str]:

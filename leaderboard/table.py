@@ -108,11 +108,12 @@ class TaskTable:
         """
         if weights is None:
             return self
-        chosen = check_weights(weights, known=self.weighable_datasets, what="dataset")
+        chosen = check_weights(weights, known=self.weighable_datasets, what="dataset", partial=True)
         merged = {**self.dataset_weights, **chosen}
         if not sum(merged.values()) > 0:
             raise InvalidWeightsError(
-                "Every scoring dataset would weigh 0; give at least one a weight above 0"
+                f"Every scoring dataset would weigh 0 with {_text(chosen)}; give at least one "
+                "a weight above 0"
             )
         models = [_reaveraged(m, merged) for m in self.models]
         return replace(self, models=models, dataset_weights=merged)
@@ -127,6 +128,10 @@ class TaskTable:
 
     def entry(self, submission_id: int) -> ModelEntry | None:
         return next((m for m in self.models if m.submission_id == submission_id), None)
+
+
+def _text(weights: Mapping[str, float]) -> str:
+    return ",".join(f"{k}:{v:g}" for k, v in weights.items())
 
 
 def _weighted_mean(

@@ -49,7 +49,11 @@ def _example(what: str, known: list[str]) -> str:
 
 
 def check_weights(
-    weights: Mapping[str, float], *, known: Iterable[str], what: str = "metric"
+    weights: Mapping[str, float],
+    *,
+    known: Iterable[str],
+    what: str = "metric",
+    partial: bool = False,
 ) -> dict[str, float]:
     """``weights`` as floats, or :class:`InvalidWeightsError` naming the first bad one.
 
@@ -57,6 +61,8 @@ def check_weights(
         weights: name -> weight.
         known: the names that may be weighted (metrics, or the task's datasets).
         what: ``"metric"`` or ``"dataset"``, for the messages.
+        partial: the weights override some of a complete set (dataset weights over the
+            owner's), so all of them may be 0; the caller checks the merged set.
     """
     names = list(known)
     example = _example(what, names)
@@ -79,7 +85,7 @@ def check_weights(
                 f"Weight {name}:{raw:g} is negative; weights are numbers >= 0, {example}"
             )
         checked[name] = value
-    if checked and not any(v > 0 for v in checked.values()):
+    if checked and not partial and not any(v > 0 for v in checked.values()):
         raise InvalidWeightsError(
             f"Every {what} weight is 0 ({_text(checked)}); give at least one a weight above 0"
         )
@@ -96,7 +102,7 @@ def _text(weights: Mapping[str, float]) -> str:
 
 
 def parse_weights(
-    text: str | None, *, known: Iterable[str], what: str = "metric"
+    text: str | None, *, known: Iterable[str], what: str = "metric", partial: bool = False
 ) -> dict[str, float] | None:
     """``NAME:W,...`` (or ``NAME=W``) -> checked weights; None or blank -> None."""
     if text is None or not text.strip():
@@ -124,7 +130,7 @@ def parse_weights(
             raise InvalidWeightsError(
                 f"Weight {name}:{value!r} is not a number; {_example(what, names)}"
             ) from None
-    return check_weights(parsed, known=names, what=what)
+    return check_weights(parsed, known=names, what=what, partial=partial)
 
 
 def default_dataset_weight(rows: int) -> float:
