@@ -164,3 +164,65 @@ async def test_owner_sets_default_weights_and_the_board_follows(
 
 def ranked_first(board: dict) -> dict:
     return next(r for r in board["rows"] if r["rank"] == 1)
+
+
+async def test_viewers_reweigh_datasets_and_hidden_sets_stay_unnamed(
+    client: httpx.AsyncClient,
+) -> None:
+    board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
+    assert board["dataset_weights"] == {"test": 1.0}  # hidden-test is scored, never named
+    half = await client.get(f"/tasks/{TASK}/leaderboard", params={"dataset_weights": "test:0.5"})
+    assert half.status_code == 200 and half.json()["dataset_weights"] == {"test": 0.5}
+    # Hidden sets keep the owner's weight: a smaller weight on the visible one moves perf.
+    before = {r["key"]: r["metrics"]["perf"] for r in board["rows"]}
+    after = {r["key"]: r["metrics"]["perf"] for r in half.json()["rows"]}
+    assert before.keys() == after.keys() and before != after
+    for params, says in [
+        ({"dataset_weights": "hidden-test:2"}, "Unknown dataset 'hidden-test' in the weights"),
+        ({"dataset_weights": "test:-1"}, "test:-1 is negative"),
+        ({"dataset_weights": "test:1e400"}, "not a finite number"),
+    ]:
+        response = await client.get(f"/tasks/{TASK}/leaderboard", params=params)
+        assert response.status_code == 422
+        assert says in response.json()["detail"] and "hidden-test" not in response.json()[
+            "detail"
+        ].replace("'hidden-test' in", "")
+
+
+async def test_every_ranked_row_has_its_rank_interval_p_first_and_contributions(
+    client: httpx.AsyncClient,
+) -> None:
+    board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
+    ranked = [r for r in board["rows"] if r["rank"]]
+    assert sum(r["p_first"] for r in ranked) == pytest.approx(1.0)
+    for row in ranked:
+        assert row["rank_interval"][0] <= row["rank"] <= row["rank_interval"][1]
+        assert row["not_above_baseline"] is False and row["reason"] is None
+    assert (
+        board["baseline_perf"]
+        == next(r for r in board["rows"] if r["kind"] == "majority")["metrics"]["perf"]
+    )
+    assert board["amrs"]["perf"] == 1.0
+
+
+async def test_the_owner_sets_a_dataset_weight_and_copies_follow(
+    app: object, seeded: Seeded
+) -> None:
+    from tests.leaderboard.conftest import make_client
+
+    async with make_client(app, seeded.tokens["alice"]) as alice:  # type: ignore[arg-type]
+        refused = await alice.patch(f"/tasks/{TASK}/datasets/test", json={"weight": 2})
+        assert refused.status_code == 403
+    async with make_client(app, seeded.tokens["owner"]) as owner:  # type: ignore[arg-type]
+        response = await owner.patch(f"/tasks/{TASK}/datasets/test", json={"weight": 0.25})
+        assert response.status_code == 200, response.text
+        assert response.json()["weight"] == 0.25
+        copy = (await owner.get(f"/tasks/{TASK}/datasets/robustness-test")).json()
+        assert copy["weight"] == 0.25
+        for body in ({"weight": 0}, {"weight": "x"}, {"weight": 1e9}, {}):
+            bad = await owner.patch(f"/tasks/{TASK}/datasets/test", json=body)
+            assert bad.status_code == 422, body
+        bad = await owner.patch(f"/tasks/{TASK}/datasets/robustness-test", json={"weight": 2})
+        assert bad.status_code == 400 and "follows its original" in bad.json()["detail"]
+        board = (await owner.get(f"/tasks/{TASK}/leaderboard")).json()
+    assert board["dataset_weights"] == {"test": 0.25}
