@@ -99,6 +99,7 @@ def leaderboard_intervals(
     directions: Mapping[str, float],
     offsets: Mapping[str, float],
     baseline: float | None = None,
+    repeats: Mapping[str, Mapping[str, list[float]]] | None = None,
 ) -> BootstrapResult | None:
     """Perf intervals, gaps to the leader, rank intervals and ``p_first`` of ``models``,
     with the baseline floor at ``baseline``; None when they cannot be computed."""
@@ -115,6 +116,7 @@ def leaderboard_intervals(
         tuple(sorted(table.dataset_weights.items())),
         baseline,
         table.majority_label,
+        tuple(sorted((k, tuple(v.get("throughput", ()))) for k, v in (repeats or {}).items())),
     )
     if cache_key in _boot_cache:
         return _boot_cache[cache_key]
@@ -138,6 +140,7 @@ def leaderboard_intervals(
             offsets=offsets,
             dataset_weights={d.name: table.dataset_weights[d.name] for d in originals},
             baseline=floor if floor is not None else baseline,
+            repeats=repeats,
             n_resamples=N_RESAMPLES,
             seed=0,
         )

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datasets_registry.taskspec import WEIGHABLE_METRICS
 from evalboard.core.context import Context
 from evalboard.core.errors import InvalidWeights
+from evaluator import CONTENDED_SHARE
 from leaderboard.intervals import leaderboard_intervals
 from leaderboard.schemas import (
     IntervalPublic,
@@ -139,6 +140,10 @@ def build_leaderboard(
         amrs = {k: (v if math.isfinite(v) else None) for k, v in normalised.amrs_by_metric.items()}
         by_key = {m.key: m for m in ranked}
         others = {k: {n: v for n, v in row.items() if n != "perf"} for k, row in grid.items()}
+        runs = {m.key: m.throughput_runs(table.dataset_weights) for m in ranked}
+        repeats = (
+            {k: {"throughput": r} for k, r in runs.items() if r} if "throughput" in metrics else {}
+        )
         boot = (
             leaderboard_intervals(
                 ctx,
@@ -149,6 +154,7 @@ def build_leaderboard(
                 directions=directions,
                 offsets=offsets,
                 baseline=baseline,
+                repeats=repeats,
             )
             if intervals and "perf" in metrics
             else None
@@ -169,6 +175,15 @@ def build_leaderboard(
             order = floor_order(normalised.rank(used), flagged)
         for position, key in enumerate(order, start=1):
             row = _row(by_key[key], position, scores[key], terms[key])
+            if runs[key]:
+                row.spread = {"throughput": IntervalPublic(low=min(runs[key]), high=max(runs[key]))}
+            share = by_key[key].busiest_load()
+            if share is not None and share > CONTENDED_SHARE:
+                row.contended = True
+                row.load_note = (
+                    f"measured while other processes used {share:.0%} of the worker's CPU: "
+                    "throughput and latency may be low"
+                )
             if key in flagged:
                 row.not_above_baseline = True
                 above = boot.above_baseline.get(key) if boot is not None else None

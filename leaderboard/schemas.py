@@ -218,6 +218,16 @@ class RowPublic(BaseModel):
         "after every model that does.",
     )
     reason: str | None = Field(None, description="Why the row is flagged, in words.")
+    spread: dict[str, IntervalPublic] = Field(
+        default_factory=dict,
+        description="Smallest and largest value over the timed runs (throughput).",
+    )
+    contended: bool = Field(
+        False,
+        description="Throughput and latency were measured while other processes used more "
+        "than a quarter of the worker's CPU.",
+    )
+    load_note: str | None = Field(None, description="The worker's load, in words.")
 
 
 class PendingPublic(BaseModel):

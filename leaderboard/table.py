@@ -68,6 +68,35 @@ class ModelEntry:
     #: The finished results on scoring datasets, kept to re-average with other weights.
     outcomes: list[DatasetOutcome] = field(default_factory=list)
 
+    def throughput_runs(self, weights: Mapping[str, float]) -> list[float]:
+        """The model's throughput per timed run, each averaged over the originals with
+        ``weights`` (run j of every dataset together); empty without repeated runs."""
+        originals = [o for o in self.outcomes if o.perturbation is None and o.metrics]
+        runs = [o.metrics.throughput_runs for o in originals if o.metrics is not None]
+        if not runs or any(len(r) < 2 for r in runs):
+            return []
+        total = sum(weights.get(o.dataset, o.weight) for o in originals)
+        if not total > 0:
+            return []
+        return [
+            sum(
+                weights.get(o.dataset, o.weight) * r[j]
+                for o, r in zip(originals, runs, strict=True)
+            )
+            / total
+            for j in range(min(len(r) for r in runs))
+        ]
+
+    def busiest_load(self) -> float | None:
+        """The largest share of the worker's CPU other processes used while this model was
+        timed on an original dataset; None when no load was recorded."""
+        shares = [
+            o.metrics.load.others_cpu_share
+            for o in self.outcomes
+            if o.perturbation is None and o.metrics is not None and o.metrics.load is not None
+        ]
+        return max(shares) if shares else None
+
 
 @dataclass
 class TaskTable:

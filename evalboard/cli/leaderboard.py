@@ -86,6 +86,8 @@ def leaderboard(
     for row in board.rows:
         if row.reason:
             console.print(f"{row.name}: {row.reason}", highlight=False)
+        if row.load_note:
+            console.print(f"{row.name}: {row.load_note}", highlight=False)
     for warning in board.warnings:
         console.print(f"warning: {warning}", highlight=False)
     used = ", ".join(f"{k}={v:g}" for k, v in board.weights.items())

@@ -226,3 +226,37 @@ async def test_the_owner_sets_a_dataset_weight_and_copies_follow(
         assert bad.status_code == 400 and "follows its original" in bad.json()["detail"]
         board = (await owner.get(f"/tasks/{TASK}/leaderboard")).json()
     assert board["dataset_weights"] == {"test": 0.25}
+
+
+async def test_timed_runs_give_a_spread_and_a_busy_worker_is_marked(
+    app: object, seeded: Seeded
+) -> None:
+    from sqlalchemy import select
+
+    from evalboard.core.tables import Dataset, Result
+    from tests.leaderboard.conftest import make_client
+
+    bow = seeded.submissions["bow-logreg"]
+    with seeded.ctx.db.session() as session:
+        results = session.scalars(
+            select(Result)
+            .join(Dataset, Result.dataset_id == Dataset.id)
+            .where(Result.submission_id == bow, Dataset.perturbation.is_(None))
+        ).all()
+        for result in results:
+            runs = [0.5 * result.metrics["throughput"], result.metrics["throughput"], 2000.0]
+            result.metrics = {
+                **result.metrics,
+                "throughput_runs": runs,
+                "latency_p50_runs": [0.01, 0.01, 0.02],
+                "load": {"others_cpu_share": 0.6, "loadavg_1m": 3.1, "cpus": 2, "contended": True},
+            }
+    async with make_client(app) as client:  # type: ignore[arg-type]
+        board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
+        page = (await client.get(f"/ui/tasks/{TASK}")).text
+    row = next(r for r in board["rows"] if r["name"] == "bow-logreg")
+    assert row["contended"] is True and "60% of the worker's CPU" in row["load_note"]
+    assert row["spread"]["throughput"]["low"] < row["spread"]["throughput"]["high"]
+    others = [r for r in board["rows"] if r["rank"] and r["name"] != "bow-logreg"]
+    assert all(not r["contended"] and r["spread"] == {} for r in others)
+    assert "busy worker" in page and "60% of the worker" in page

@@ -337,6 +337,12 @@ def test_dataset_weights_change_the_order_where_they_should(platform: Platform) 
                 in ("r1-test", "r2-test", "round-3")}  # fmt: skip
         expected = (perf["r1-test"] + 0.01 * perf["round-3"]) / 1.01
         assert row["metrics"]["perf"] == pytest.approx(expected, rel=1e-9)
+        # Throughput and latency come from three timed runs; the worker's load is kept.
+        for job in status["jobs"]:
+            assert len(job["metrics"]["throughput_runs"]) >= 3
+            assert job["metrics"]["load"]["cpus"] >= 1
+        spread = row["spread"]["throughput"]
+        assert 0 < spread["low"] <= spread["high"]
     bad = httpx.get(
         f"{platform.url}/tasks/{TASK}/leaderboard", params={"dataset_weights": "round-9:1"}
     )
