@@ -32,7 +32,7 @@ from evalboard.core.context import Context
 from evalboard.core.states import Access, JobStatus
 from evalboard.core.tables import Dataset, Job, Submission, Task, User
 from evaluator import DatasetOutcome, stored_outcome, summarize
-from scoring import InvalidWeightsError, check_weights, compute
+from scoring import InvalidWeightsError, check_weights, compute, weighted_mean
 
 __all__ = ["ModelEntry", "TaskTable", "load_table", "summary_status"]
 
@@ -168,10 +168,7 @@ def _weighted_mean(
 ) -> float | None:
     if not values:
         return None
-    total = sum(weights.get(name, 0.0) for name in values)
-    if not total > 0:
-        return None
-    return sum(weights.get(name, 0.0) * value for name, value in values.items()) / total
+    return weighted_mean((value, weights.get(name, 0.0)) for name, value in values.items())
 
 
 def _reaveraged(entry: ModelEntry, weights: Mapping[str, float]) -> ModelEntry:

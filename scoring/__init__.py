@@ -20,6 +20,7 @@ from scoring.dynascore import (
     normalise,
     order,
     rank,
+    weighted_mean,
 )
 from scoring.floor import BASELINE_TOLERANCE, floor_order, not_above_baseline, rank_interval
 from scoring.registry import (
@@ -93,4 +94,5 @@ __all__ = [
     "reliability",
     "statistics",
     "weight_ranges",
+    "weighted_mean",
 ]
