@@ -44,7 +44,7 @@ from numpy.typing import ArrayLike
 
 from scoring._table import Table, per_metric
 from scoring.dynascore import amrs_batch, default_weights, normalise, scores_batch
-from scoring.floor import not_above_baseline, rank_interval
+from scoring.floor import not_above_baseline, rank_intervals
 from scoring.registry import FloatArray, ScoringError, get_metric
 
 __all__ = ["BootstrapResult", "Interval", "bootstrap"]
@@ -237,7 +237,7 @@ def bootstrap(
     point = normalised.scores(weights)
     # The floor compares each model with the baseline on the same resample (paired): a
     # model answering the majority label everywhere is level with it in every resample.
-    above_high = np.quantile(above_samples, 1 - tail, axis=0)
+    above_low, above_high = np.quantile(above_samples, [tail, 1 - tail], axis=0)
     flagged = np.array(
         [
             int(base_estimate is not None and not_above_baseline(high=above_high[i], baseline=0.0))
@@ -282,10 +282,9 @@ def bootstrap(
         level=level,
         seed=seed,
         order=[models[i] for i in observed],
-        rank_interval={
-            m: rank_interval(ranks[:, i], observed=int(observed_rank[i]), level=level)
-            for i, m in enumerate(models)
-        },
+        rank_interval=dict(
+            zip(models, rank_intervals(ranks, observed=observed_rank, level=level), strict=True)
+        ),
         gap_to_leader={
             m: Interval(float(point[i] - point[leader]), float(gap_q[0, i]), float(gap_q[1, i]))
             for i, m in enumerate(models)
@@ -296,7 +295,7 @@ def bootstrap(
         else {
             m: Interval(
                 float(estimate[i] - base_estimate),
-                float(np.quantile(above_samples[:, i], tail)),
+                float(above_low[i]),
                 float(above_high[i]),
             )
             for i, m in enumerate(models)

@@ -22,7 +22,13 @@ from collections.abc import Collection, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BASELINE_TOLERANCE", "floor_order", "not_above_baseline", "rank_interval"]
+__all__ = [
+    "BASELINE_TOLERANCE",
+    "floor_order",
+    "not_above_baseline",
+    "rank_interval",
+    "rank_intervals",
+]
 
 BASELINE_TOLERANCE = 1e-9
 """Perf (x100) within this of the baseline's does not clear it: rounding is not skill."""
@@ -52,7 +58,15 @@ def rank_interval(samples: NDArray[np.integer], *, observed: int, level: float) 
     ranks), widened where needed to include the ``observed`` rank: the rank shown in the
     table must lie in the interval shown beside it.
     """
+    (found,) = rank_intervals(samples[:, None], observed=np.array([observed]), level=level)
+    return found
+
+
+def rank_intervals(
+    samples: NDArray[np.integer], *, observed: NDArray[np.integer], level: float
+) -> list[tuple[int, int]]:
+    """:func:`rank_interval` of every column of ``(resamples, models)`` ranks at once."""
     tail = (1 - level) / 2
-    best = int(np.quantile(samples, tail, method="lower"))
-    worst = int(np.quantile(samples, 1 - tail, method="higher"))
-    return min(best, observed), max(worst, observed)
+    best = np.minimum(np.quantile(samples, tail, axis=0, method="lower"), observed)
+    worst = np.maximum(np.quantile(samples, 1 - tail, axis=0, method="higher"), observed)
+    return [(int(b), int(w)) for b, w in zip(best, worst, strict=True)]
