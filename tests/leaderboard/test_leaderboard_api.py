@@ -153,6 +153,14 @@ async def test_owner_sets_default_weights_and_the_board_follows(
     from tests.leaderboard.conftest import make_client
 
     async with make_client(app, seeded.tokens["owner"]) as owner:  # type: ignore[arg-type]
+        for bad, says in [
+            ({"perf": 1e308, "throughput": 1e308}, "less than or equal to 1000000"),  # schema
+            ({"perf": 0, "memory": 0}, "Every metric weight is 0"),
+            ({"perf": -1}, "greater than or equal to 0"),  # schema
+            ({"acc": 1}, "Unknown metric 'acc'"),
+        ]:
+            refused = await owner.put(f"/tasks/{TASK}/weights", json={"weights": bad})
+            assert refused.status_code == 422 and says in str(refused.json()["detail"]), bad
         response = await owner.put(
             f"/tasks/{TASK}/weights", json={"weights": {"perf": 1, "throughput": 10}}
         )
