@@ -31,6 +31,7 @@ from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, InvalidDataset, NotFound, PermissionDenied
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Task
+from scoring import InvalidWeightsError, check_dataset_weight
 
 __all__ = [
     "AddedDataset",
@@ -44,6 +45,7 @@ __all__ = [
     "list_tasks",
     "read_examples",
     "scoring_datasets",
+    "set_dataset_weight",
 ]
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -164,8 +166,10 @@ def add_dataset(
     _check_name(name)
     if round < 0:
         raise InvalidDataset(f"round {round} must be >= 0 (0: not tied to a round)")
-    if not weight > 0:
-        raise InvalidDataset(f"weight {weight} must be > 0")
+    try:
+        check_dataset_weight(weight, name=name)
+    except InvalidWeightsError as exc:
+        raise InvalidDataset(str(exc)) from None
     spec = get_task(ctx, task_id)
     try:
         checked = to_examples(read_rows(path, format), spec, mapping or ColumnMapping())
@@ -316,6 +320,34 @@ def list_datasets(ctx: Context, task_id: str) -> list[Dataset]:
             sorted((d for d in rows if d.derived_from_id == original.id), key=lambda d: d.name)
         )
     return ordered
+
+
+def set_dataset_weight(ctx: Context, *, task_id: str, name: str, weight: float) -> Dataset:
+    """Set an original dataset's weight in the leaderboard's averages (its perturbed
+    copies follow). Only the weight changes: the examples stay immutable.
+
+    Raises:
+        InvalidDataset: ``weight`` is not a finite number in (0, 1e6], or ``name`` is a
+            perturbed copy (set its original's weight instead).
+        NotFound: the task has no dataset ``name``.
+    """
+    try:
+        value = check_dataset_weight(weight, name=name)
+    except InvalidWeightsError as exc:
+        raise InvalidDataset(str(exc)) from None
+    found = get_dataset(ctx, task_id=task_id, name=name)
+    if found.derived_from_id is not None:
+        raise InvalidDataset(
+            f"{name!r} is a perturbed copy: it follows its original's weight; set that one's"
+        )
+    with ctx.db.session() as session:
+        dataset = session.get(Dataset, found.id)
+        assert dataset is not None
+        dataset.weight = value
+        for copy in session.scalars(select(Dataset).where(Dataset.derived_from_id == found.id)):
+            copy.weight = value
+        session.flush()
+        return dataset
 
 
 def get_dataset(ctx: Context, *, task_id: str, name: str) -> Dataset:

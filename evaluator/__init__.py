@@ -6,6 +6,7 @@ from evaluator.energy import EnergyMeter
 from evaluator.evaluation import DatasetRun, ProgressSink, evaluate, evaluate_dataset
 from evaluator.job import execute_claimed, run_job, stored_outcome
 from evaluator.lease import Lease, reap_orphan_sandboxes, worker_identity
+from evaluator.load import CONTENDED_SHARE, LoadMeter, WorkerLoad
 from evaluator.measurement import Aborted, check_outputs
 from evaluator.pool import WorkerPool
 from evaluator.queue import (
@@ -30,6 +31,7 @@ from evaluator.scorecard import outputs_by_uid, read_records, summarize
 from evaluator.testset import TestSet, model_inputs
 
 __all__ = [
+    "CONTENDED_SHARE",
     "SCHEMA_VERSION",
     "Aborted",
     "DatasetMetrics",
@@ -40,10 +42,12 @@ __all__ = [
     "EvaluationResult",
     "Failure",
     "Lease",
+    "LoadMeter",
     "ProgressSink",
     "Provenance",
     "TaskMetrics",
     "TestSet",
+    "WorkerLoad",
     "WorkerPool",
     "cancel_submission",
     "check_outputs",

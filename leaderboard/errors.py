@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from evalboard.core.errors import EvalboardError
 from leaderboard.auth import session_principal
-from scoring import ScoringError
+from scoring import InvalidWeightsError, ScoringError
 
 __all__ = ["ERROR_RESPONSES", "ErrorPublic", "install_error_handlers"]
 
@@ -114,7 +114,9 @@ def install_error_handlers(app: FastAPI) -> None:
         return _response(request, exc.http_status, exc.message)
 
     async def scoring(request: Request, exc: Exception) -> Response:
-        return _response(request, 400, str(exc))
+        # Weights are well-formed requests with unusable values: 422, as InvalidWeights.
+        status = 422 if isinstance(exc, InvalidWeightsError) else 400
+        return _response(request, status, str(exc))
 
     async def http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)

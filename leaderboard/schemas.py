@@ -13,6 +13,7 @@ from evalboard.core.states import Access, JobStatus, Role, RoundStatus, UploadSt
 __all__ = [
     "BaselineUpdate",
     "DatasetPublic",
+    "DatasetWeightUpdate",
     "IntervalPublic",
     "JobPublic",
     "LeaderboardPublic",
@@ -97,6 +98,12 @@ class DatasetPublic(BaseModel):
     derived_from: str | None
     perturbation: str | None
     created_at: Timestamp
+
+
+class DatasetWeightUpdate(_In):
+    weight: float = Field(
+        gt=0, le=1e6, description="Its weight in every average; its perturbed copies follow."
+    )
 
 
 class RoundPublic(BaseModel):
@@ -203,9 +210,32 @@ class RowPublic(BaseModel):
         default_factory=dict, description="Each metric's share of the Dynascore."
     )
     intervals: dict[str, IntervalPublic] = Field(
-        default_factory=dict, description="95% bootstrap intervals (perf, dynascore)."
+        default_factory=dict,
+        description="95% paired bootstrap intervals: perf, and gap_to_leader (this model's "
+        "Dynascore minus the leader's, paired within each resample).",
     )
-    p_first: float | None = Field(None, description="Share of resamples ranking it first.")
+    p_first: float | None = Field(
+        None, description="Share of bootstrap resamples in which this row ranks first."
+    )
+    rank_interval: tuple[int, int] | None = Field(
+        None, description="[best, worst] rank over 95% of the bootstrap resamples."
+    )
+    not_above_baseline: bool = Field(
+        False,
+        description="Its perf interval does not clear the majority-class baseline: ranked "
+        "after every model that does.",
+    )
+    reason: str | None = Field(None, description="Why the row is flagged, in words.")
+    spread: dict[str, IntervalPublic] = Field(
+        default_factory=dict,
+        description="Smallest and largest value over the timed runs (throughput).",
+    )
+    contended: bool = Field(
+        False,
+        description="Throughput and latency were measured while other processes used more "
+        "than a quarter of the worker's CPU.",
+    )
+    load_note: str | None = Field(None, description="The worker's load, in words.")
 
 
 class PendingPublic(BaseModel):
@@ -222,7 +252,18 @@ class LeaderboardPublic(BaseModel):
     metrics: list[MetricPublic]
     rows: list[RowPublic]
     pending: list[PendingPublic] = Field(description="Submissions not yet ranked.")
-    amrs: dict[str, float | None]
+    amrs: dict[str, float | None] = Field(
+        description="Each metric's AMRS: how many of its units one perf point is worth."
+    )
+    dataset_weights: dict[str, float] = Field(
+        default_factory=dict, description="Original scoring dataset -> the weight used."
+    )
+    baseline_perf: float | None = Field(
+        None, description="The majority-class baseline's perf, the floor models must clear."
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="What makes the scores hard to read, in words."
+    )
 
 
 # Users --------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shared_datasets() -> Path:
     """The real public datasets beside the repository (../shared/datasets)."""
     if not SHARED_DATASETS.is_dir():

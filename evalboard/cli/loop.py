@@ -109,16 +109,22 @@ def list_(
 def close(
     task: str = typer.Option(..., "--task", "-t", help="Task id."),
     number: int | None = typer.Option(None, "--round", "-r", help="Default: the open round."),
+    weight: float | None = typer.Option(
+        None,
+        "--weight",
+        help="The new dataset's weight in the averages (default: min(1, examples/500)).",
+    ),
 ) -> None:
     """Close a round: its verified examples become dataset round-N, every model is queued."""
-    closed = close_round(context(), task, number)
+    closed = close_round(context(), task, number, weight=weight)
     if closed.dataset is None:
         console.print(f"Round {closed.round.number} closed with no verified example: no dataset.")
         return
     copies = ", ".join(d.name for d in closed.derived) or "none"
     console.print(
         f"Round {closed.round.number} closed: dataset {closed.dataset.name} "
-        f"({closed.examples} examples; perturbed copies: {copies}); "
+        f"({closed.examples} examples, weight {closed.dataset.weight:g}; "
+        f"perturbed copies: {copies}); "
         f"{len(closed.jobs)} evaluation jobs queued",
         highlight=False,
     )

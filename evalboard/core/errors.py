@@ -5,7 +5,7 @@
     │   ├── InvalidTaskSpec           a task YAML that does not validate
     │   ├── InvalidDataset            a dataset file that does not fit its task
     │   ├── InvalidBundle             a model bundle or manifest that cannot be used
-    │   ├── InvalidWeights            Dynascore weights that cannot be used
+    │   ├── InvalidWeights            Dynascore weights that cannot be used: HTTP 422
     │   └── InvalidText               text no column can hold (NUL, lone surrogate): HTTP 422
     ├── NotFound                      the named thing does not exist: exit 2, 404
     ├── Conflict                      clashes with what is stored (immutability): exit 2, 409
@@ -68,6 +68,8 @@ class InvalidBundle(UsageError):
 
 class InvalidWeights(UsageError):
     """Dynascore weights that name unknown metrics or are not usable numbers."""
+
+    http_status = 422
 
 
 class InvalidText(UsageError):

@@ -77,6 +77,12 @@ def test_every_dataset_is_scored_measured_and_traced(
     assert mini.memory_gib is not None and mini.memory_gib > 0
     assert mini.cpu_seconds is not None
     assert mini.ece == pytest.approx(5.0)
+    # Two batches are too few to time in segments: the set was sent three times, and the
+    # throughput is the median of those runs; the worker's load was recorded meanwhile.
+    assert len(mini.throughput_runs) == 3 and len(mini.latency_p50_runs) == 3
+    assert mini.throughput == sorted(mini.throughput_runs)[1]
+    assert mini.load is not None and 0 <= mini.load.others_cpu_share <= 1
+    assert mini.load.contended == (mini.load.others_cpu_share > 0.25)
     copy = result.outcome("robustness-mini").metrics
     assert copy is not None and copy.robustness == 50.0 and copy.perf is None
     assert result.summary.robustness == 50.0
@@ -190,3 +196,17 @@ def test_limits_may_tighten_the_tasks_never_loosen_them(keyword_bundle: BundleFa
             sandbox="local",
             limits=SandboxLimits(cpus=8),
         )
+
+
+def test_a_large_set_is_timed_in_three_segments_of_its_one_pass(
+    keyword_bundle: BundleFactory,
+) -> None:
+    rows = [{**r, "uid": f"{r['uid']}-{i}"} for i in range(6) for r in sentiment_rows()]
+    test_set = TestSet(name="big", examples=rows, sha256="c" * 64)
+    run = evaluate_dataset(
+        keyword_bundle(), test_set, task=sentiment_spec(), sandbox="local", measure_energy=False
+    )
+    metrics = run.outcome.metrics
+    assert metrics is not None and metrics.examples == 24  # one pass: 12 batches of 2
+    assert len(metrics.throughput_runs) == 3 and all(t > 0 for t in metrics.throughput_runs)
+    assert metrics.throughput == sorted(metrics.throughput_runs)[1]
