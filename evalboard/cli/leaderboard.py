@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._context import context
-from evalboard.cli._output import console, print_json
+from evalboard.cli._output import console, print_json, print_table
 
 __all__ = ["leaderboard"]
 
@@ -63,7 +63,7 @@ def leaderboard(
                 score,
                 *(_fmt(row.metrics.get(m.name)) for m in board.metrics),
             )
-        console.print(table)
+        print_table(table)
     used = ", ".join(f"{k}={v:g}" for k, v in board.weights.items())
     console.print(f"weights: {used}", highlight=False)
     for pending in board.pending:

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from datasets_registry import TaskSpec, get_task, load_task_spec
-from evalboard.cli._output import console, err_console, warn
+from evalboard.cli._output import console, err_console, print_table, warn
 from evalboard.core.errors import InvalidBundle, UsageError
 from submission_sandbox import (
     MANIFEST_NAME,
@@ -211,7 +211,7 @@ def test(
             str(shown)[:60],
             "[red]" + "; ".join(issues) + "[/red]" if issues else "[green]ok[/green]",
         )
-    console.print(table)
+    print_table(table)
     for issue in by_index.get(None, []):
         console.print(f"[red]{issue}[/red]")
     memory = f"{usage.peak_memory_bytes / 1024**2:.0f} MiB" if usage.peak_memory_bytes else "n/a"
