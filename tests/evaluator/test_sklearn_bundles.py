@@ -123,3 +123,11 @@ def test_skl2onnx_bundle_equals_the_onnx_model_in_process(trained: Any, docker_e
     )
     assert agreement > 0.99
     assert _in_docker(bundle, test_file) == pytest.approx(in_process, abs=1e-9)
+
+
+def test_the_docs_show_the_tested_handler() -> None:
+    examples = _load(EXAMPLES / "sklearn_bundles.py", "sklearn_bundles_docs")
+    docs = (EXAMPLES.parent / "researchers-bundles.md").read_text(encoding="utf-8")
+    body = examples.HANDLER.split('"""\n\n', 1)[1]  # the handler less its docstring
+    assert f"```python\n{body}```" in docs
+    assert '{"locale": "C"' in docs
