@@ -1,0 +1,199 @@
+"""What ``evalboard model init --from KIND`` writes besides the manifest.
+
+``python`` is a handler to fill in. ``sklearn`` and ``onnx`` are a TF-IDF + logistic
+regression with its ``train.py``: init runs it once on placeholder sentences (one per
+label, cycling) so that the bundle passes ``model test`` as made; the researcher runs it
+again on their data. ``sklearn`` ships the pipeline with joblib and a ``requirements.txt``
+pinned to the scikit-learn that trained it; ``onnx`` converts it with skl2onnx, with the
+options the sandbox's onnxruntime needs (docs/researchers-bundles.md).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from datasets_registry import TaskSpec
+from evalboard.core.errors import UsageError
+
+__all__ = ["TEMPLATES", "train_placeholder", "write_trained_template"]
+
+#: The kinds ``--from`` takes.
+TEMPLATES = ("python", "sklearn", "onnx")
+
+_TRAIN_HEAD = '''\
+"""Train this bundle's model: python train.py TRAIN.jsonl
+
+TRAIN.jsonl holds one JSON object per line with {fields} and "label" (one of {labels}).
+`evalboard model init` ran this once on placeholder sentences so that the bundle works as
+made: run it on your data, then `evalboard model test .`.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+
+HERE = Path(__file__).resolve().parent
+FIELDS = {fields!r}
+
+
+def text(example):
+    return " ".join(str(example[field]) for field in FIELDS)
+
+
+def train(path):
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    pipeline = Pipeline([
+        ("tfidf", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)),
+        ("logreg", LogisticRegression(max_iter=1000)),
+    ])
+    return pipeline.fit([text(row) for row in rows], [row["label"] for row in rows])
+'''
+
+_TRAIN_SKLEARN = """
+
+def save(pipeline):
+    import joblib
+    import sklearn
+
+    joblib.dump(pipeline, HERE / "model.joblib")
+    # A joblib file loads only with the scikit-learn that wrote it: the image gets that one.
+    (HERE / "requirements.txt").write_text(
+        f"scikit-learn=={sklearn.__version__}\\njoblib=={joblib.__version__}\\n"
+    )
+
+
+if __name__ == "__main__":
+    save(train(sys.argv[1]))
+"""
+
+_TRAIN_ONNX = """
+
+def save(pipeline):
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import StringTensorType
+
+    tfidf, logreg = pipeline.named_steps["tfidf"], pipeline.named_steps["logreg"]
+    model = convert_sklearn(
+        pipeline,
+        initial_types=[("text", StringTensorType([None, 1]))],
+        options={
+            # "locale": the sandbox's onnxruntime refuses the host's; "tokenexp": split
+            # words as scikit-learn's default token_pattern does.
+            id(tfidf): {"locale": "C", "tokenexp": r"\\b\\w\\w+\\b"},
+            id(logreg): {"zipmap": False},
+        },
+        target_opset={"": 17, "ai.onnx.ml": 3},
+    )
+    (HERE / "model.onnx").write_bytes(model.SerializeToString())
+    # The manifest's labels must be the model's output order.
+    manifest = HERE / "evalboard.yaml"
+    labels = ", ".join(str(label) for label in pipeline.classes_)
+    kept = [line for line in manifest.read_text().splitlines() if not line.startswith("labels:")]
+    manifest.write_text("\\n".join([*kept, f"labels: [{labels}]"]) + "\\n")
+
+
+if __name__ == "__main__":
+    save(train(sys.argv[1]))
+"""
+
+_JOBLIB_HANDLER = '''\
+"""{name}: a scikit-learn pipeline saved with joblib by train.py."""
+
+from pathlib import Path
+
+import joblib
+
+FIELDS = {fields!r}
+
+
+class Model:
+    def __init__(self, model_dir):
+        self.pipeline = joblib.load(Path(model_dir) / "model.joblib")
+        self.labels = [str(label) for label in self.pipeline.classes_]
+
+    def predict(self, batch):
+        texts = [" ".join(str(example[field]) for field in FIELDS) for example in batch]
+        outputs = []
+        for row in self.pipeline.predict_proba(texts):
+            probs = {{label: float(p) for label, p in zip(self.labels, row)}}
+            outputs.append({{"label": max(probs, key=probs.get), "probs": probs}})
+        return outputs
+'''
+
+_NEEDS = {"sklearn": ("sklearn", "joblib"), "onnx": ("sklearn", "skl2onnx")}
+_PACKAGES = {"sklearn": "scikit-learn", "joblib": "joblib", "skl2onnx": "skl2onnx"}
+
+
+def _check_importable(kind: str) -> None:
+    import importlib.util
+
+    missing = [m for m in _NEEDS[kind] if importlib.util.find_spec(m) is None]
+    if missing:
+        names = " ".join(_PACKAGES[m] for m in missing)
+        raise UsageError(
+            f"the {kind} template trains a placeholder model here and needs {names}; "
+            f"install it (pip install {names}) or use --from python"
+        )
+
+
+def write_trained_template(kind: str, directory: Path, spec: TaskSpec, *, name: str) -> str:
+    """Write the ``sklearn`` or ``onnx`` template into ``directory`` and train it once.
+
+    Returns:
+        The manifest's runtime lines (the caller writes the manifest's head).
+
+    Raises:
+        UsageError: a span task, or scikit-learn (skl2onnx) missing here.
+    """
+    if spec.output.type == "span":
+        raise UsageError(
+            f"the {kind} template is a text classifier; task {spec.id} wants spans: "
+            "use --from python or --from transformers"
+        )
+    _check_importable(kind)
+    labels = list(spec.output.labels or [])
+    fields = list(spec.input_names)
+    train = _TRAIN_HEAD.format(fields=fields, labels=", ".join(labels))
+    (directory / "train.py").write_text(
+        train + (_TRAIN_SKLEARN if kind == "sklearn" else _TRAIN_ONNX)
+    )
+    if kind == "sklearn":
+        (directory / "handler.py").write_text(_JOBLIB_HANDLER.format(name=name, fields=fields))
+        manifest = "runtime: python\nentry: handler:Model\n"
+    else:
+        manifest = f"runtime: onnx\nmodel: model.onnx\nlabels: [{', '.join(sorted(labels))}]\n"
+    return manifest
+
+
+def train_placeholder(directory: Path, spec: TaskSpec, sentences: list[str]) -> None:
+    """Run the bundle's train.py on placeholder ``sentences``, labels cycling."""
+    labels = list(spec.output.labels or [])
+    rows = []
+    for index in range(max(len(labels) * 3, len(sentences))):
+        row = {
+            field: sentences[(index + offset) % len(sentences)]
+            for offset, field in enumerate(spec.input_names)
+        }
+        rows.append({**row, "label": labels[index % len(labels)]})
+    with tempfile.TemporaryDirectory(prefix="evalboard-init-") as tmp:
+        data = Path(tmp) / "placeholder.jsonl"
+        data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "train.py", str(data)],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
+        raise UsageError(f"training the placeholder model failed: {' '.join(tail)}")
