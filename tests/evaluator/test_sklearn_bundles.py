@@ -87,9 +87,8 @@ def _in_docker(bundle: Path, test_file: Path) -> float:
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_joblib_bundle_with_requirements_equals_the_pipeline_in_process(
-    trained: Any, docker_engine: Any
-) -> None:
+@pytest.mark.usefixtures("docker_engine")
+def test_joblib_bundle_with_requirements_equals_the_pipeline_in_process(trained: Any) -> None:
     (examples, pipeline, folder), test_file, rows = trained
     bundle = examples.write_joblib_bundle(pipeline, folder / "tfidf-logreg")
     assert "scikit-learn==" in (bundle / "requirements.txt").read_text()
@@ -103,7 +102,8 @@ def test_joblib_bundle_with_requirements_equals_the_pipeline_in_process(
 
 @pytest.mark.docker
 @pytest.mark.slow
-def test_skl2onnx_bundle_equals_the_onnx_model_in_process(trained: Any, docker_engine: Any) -> None:
+@pytest.mark.usefixtures("docker_engine")
+def test_skl2onnx_bundle_equals_the_onnx_model_in_process(trained: Any) -> None:
     pytest.importorskip("skl2onnx")
     import numpy as np
     import onnxruntime
