@@ -14,6 +14,8 @@ from submission_sandbox.archive import ArchiveCaps, unpack_archive
 from submission_sandbox.build import BuiltImage, build_image
 from submission_sandbox.bundle import Bundle, bundle_digest, load_bundle, package_bundle
 from submission_sandbox.check import OutputProblem, check_outputs
+from submission_sandbox.dependencies import Dependencies
+from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.docker_sandbox import DockerSandbox, docker_client, reap_orphans
 from submission_sandbox.local_sandbox import LocalSandbox
 from submission_sandbox.manifest import MANIFEST_NAME, Manifest, Runtime, load_manifest
@@ -32,6 +34,7 @@ __all__ = [
     "ArchiveCaps",
     "BuiltImage",
     "Bundle",
+    "Dependencies",
     "DockerSandbox",
     "LocalSandbox",
     "Manifest",
@@ -51,6 +54,7 @@ __all__ = [
     "open_sandbox",
     "package_bundle",
     "reap_orphans",
+    "resolve_dependencies",
     "sandbox",
     "unpack_archive",
 ]
