@@ -22,7 +22,39 @@ from evalboard.core.errors import UsageError
 __all__ = ["TEMPLATES", "train_placeholder", "write_trained_template"]
 
 #: The kinds ``--from`` takes.
-TEMPLATES = ("python", "sklearn", "onnx")
+TEMPLATES = ("python", "sklearn", "onnx", "transformers")
+
+# A tiny BERT classifier with the task's labels, random weights and a WordPiece vocabulary
+# of the sample sentences: a placeholder of the right shape, saved as the runtime reads it.
+# Run with this Python where torch and transformers are installed, otherwise in the
+# platform's torch image (which has them), offline.
+_MAKE_TRANSFORMERS = """\
+import json, sys
+import torch
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
+
+out, labels, sentences = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+trainer = trainers.WordPieceTrainer(vocab_size=300, special_tokens=special)
+tokenizer.train_from_iterator(sentences, trainer)
+cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+tokenizer.post_processor = processors.TemplateProcessing(
+    single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+    special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]",
+    cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", model_max_length=128)
+config = BertConfig(vocab_size=tokenizer.get_vocab_size(), hidden_size=32, num_hidden_layers=1,
+    num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
+    num_labels=len(labels), id2label=dict(enumerate(labels)),
+    label2id={label: i for i, label in enumerate(labels)})
+torch.manual_seed(0)
+BertForSequenceClassification(config).save_pretrained(out)
+fast.save_pretrained(out)
+"""
 
 _TRAIN_HEAD = '''\
 """Train this bundle's model: python train.py TRAIN.jsonl
@@ -143,6 +175,53 @@ def _check_importable(kind: str) -> None:
             f"the {kind} template trains a placeholder model here and needs {names}; "
             f"install it (pip install {names}) or use --from python"
         )
+
+
+def write_transformers_template(directory: Path, spec: TaskSpec, sentences: list[str]) -> str:
+    """A placeholder ``save_pretrained`` classifier in ``directory/model``; the runtime lines.
+
+    Raises:
+        UsageError: a span task (the placeholder is a classifier).
+        PlatformError: neither transformers here nor the torch image on a Docker engine.
+    """
+    import importlib.util
+    import os
+
+    if spec.output.type == "span":
+        raise UsageError(
+            f"the transformers template is a placeholder classifier; task {spec.id} wants "
+            "spans: use --from python, or save your QA model with save_pretrained into a "
+            "bundle with runtime: transformers"
+        )
+    labels = json.dumps(list(spec.output.labels or []))
+    texts = json.dumps(sentences)
+    target = directory / "model"
+    if importlib.util.find_spec("transformers") and importlib.util.find_spec("torch"):
+        done = subprocess.run(
+            [sys.executable, "-c", _MAKE_TRANSFORMERS, str(target), labels, texts],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise UsageError(f"making the placeholder model failed: {done.stderr.strip()[-300:]}")
+    else:
+        from evalboard.core.settings import get_settings
+        from submission_sandbox import docker_client
+
+        image = get_settings().torch_image
+        directory.chmod(0o777)  # the container writes as the caller's uid, or as root
+        docker_client().containers.run(
+            image,
+            ["python3", "-c", _MAKE_TRANSFORMERS, "/bundle/model", labels, texts],
+            volumes={str(directory.resolve()): {"bind": "/bundle", "mode": "rw"}},
+            user=f"{os.getuid()}:{os.getgid()}",
+            environment={"HOME": "/tmp", "HF_HUB_OFFLINE": "1"},
+            network_disabled=True,
+            remove=True,
+        )
+        directory.chmod(0o755)
+    return "runtime: transformers\nmodel: model\n"
 
 
 def write_trained_template(kind: str, directory: Path, spec: TaskSpec, *, name: str) -> str:

@@ -12,7 +12,12 @@ from rich.table import Table
 
 from datasets_registry import TaskSpec, get_task, load_task_spec
 from evalboard.cli._output import console, err_console, print_table, warn
-from evalboard.cli._templates import TEMPLATES, train_placeholder, write_trained_template
+from evalboard.cli._templates import (
+    TEMPLATES,
+    train_placeholder,
+    write_trained_template,
+    write_transformers_template,
+)
 from evalboard.core.errors import InvalidBundle, UsageError
 from submission_sandbox import (
     MANIFEST_NAME,
@@ -115,9 +120,10 @@ def init(
     kind: str = typer.Option(
         "python",
         "--from",
-        help="python (a handler to fill in), sklearn (joblib pipeline + requirements.txt) "
-        "or onnx (the same pipeline through skl2onnx); the last two come trained on "
-        "placeholder sentences, with the train.py to run on your data.",
+        help="python (a handler to fill in), sklearn (joblib pipeline + requirements.txt), "
+        "onnx (the same pipeline through skl2onnx): both trained on placeholder sentences, "
+        "with the train.py to run on your data; transformers (a tiny random BERT classifier "
+        "in model/, to replace with your save_pretrained model).",
     ),
 ) -> None:
     """Create a bundle for a task that passes `evalboard model test` as made."""
@@ -130,6 +136,20 @@ def init(
     head = f"name: {model_name}\ntask: {spec.id}\n"
     tail = "batch_size: 32\ngpus: 0\n"
     directory.mkdir(parents=True, exist_ok=True)
+    if kind == "transformers":
+        try:
+            runtime = write_transformers_template(directory, spec, SAMPLE_SENTENCES)
+            (directory / MANIFEST_NAME).write_text(head + runtime + tail)
+        except BaseException:
+            shutil.rmtree(directory)  # nothing half-written
+            raise
+        console.print(
+            f"Created bundle [bold]{directory}[/bold] (transformers) for task "
+            f"[bold]{spec.id}[/bold] with a tiny random placeholder in model/.\n"
+            "Next: model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR) of your "
+            f"own into {directory}/model, then `evalboard model test {directory}`."
+        )
+        return
     if kind != "python":
         try:
             runtime = write_trained_template(kind, directory, spec, name=model_name)

@@ -136,13 +136,22 @@ def test_test_runs_in_the_docker_sandbox_like_the_server(
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("kind", ["python", "sklearn", "onnx"])
+@pytest.mark.parametrize("kind", ["python", "sklearn", "onnx", "transformers"])
 def test_each_template_passes_model_test_in_docker_as_made(
     tmp_path: Path, task_files: dict[str, Path], kind: str, docker_client: Any
 ) -> None:
     pytest.importorskip("sklearn")
     if kind == "onnx":
         pytest.importorskip("skl2onnx")
+    if kind == "transformers":
+        import docker.errors
+
+        from evalboard.core.settings import get_settings
+
+        try:
+            docker_client.images.get(get_settings().torch_image)
+        except docker.errors.ImageNotFound:
+            pytest.skip("the torch runtime image is missing: bash docker/bootstrap.sh --torch")
     bundle = tmp_path / f"my-{kind}-model"
     made = _invoke("init", "--from", kind, "--task-file", str(task_files["sentiment"]), str(bundle))
     assert made.exit_code == 0, made.output
@@ -155,7 +164,7 @@ def test_each_template_passes_model_test_in_docker_as_made(
     assert "PASS" in tested.output
 
 
-@pytest.mark.parametrize("kind", ["sklearn", "onnx"])
+@pytest.mark.parametrize("kind", ["sklearn", "onnx", "transformers"])
 def test_a_trained_template_refuses_a_span_task_and_leaves_nothing(
     tmp_path: Path, task_files: dict[str, Path], kind: str
 ) -> None:
