@@ -200,13 +200,44 @@ def default_cache_dir() -> Path:
     return get_settings().data_dir / "bundle-deps"
 
 
+def _remembered(cache_dir: Path, bundle_sha256: str | None) -> Dependencies | None:
+    if bundle_sha256 is None:
+        return None
+    try:
+        record = json.loads((cache_dir / "bundles" / f"{bundle_sha256}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    site = cache_dir / str(record["digest"])
+    if not (site / _COMPLETE).is_file():
+        return None
+    return Dependencies(record["digest"], tuple(record["packages"]), site, installed_now=False)
+
+
+def _remember(cache_dir: Path, bundle_sha256: str | None, dependencies: Dependencies) -> None:
+    if bundle_sha256 is None:
+        return
+    folder = cache_dir / "bundles"
+    folder.mkdir(exist_ok=True)
+    record = {"digest": dependencies.digest, "packages": list(dependencies.packages)}
+    partial = folder / f"{bundle_sha256}.json.{os.getpid()}"
+    partial.write_text(json.dumps(record))
+    partial.replace(folder / f"{bundle_sha256}.json")
+
+
 def resolve(
-    bundle_dir: Path, *, cache_dir: Path | None = None, pip: Sequence[str] | None = None
+    bundle_dir: Path,
+    *,
+    bundle_sha256: str | None = None,
+    cache_dir: Path | None = None,
+    pip: Sequence[str] | None = None,
 ) -> Dependencies | None:
     """Resolve and install ``bundle_dir``'s requirements.txt; None when it has none.
 
     Args:
         bundle_dir: an unpacked bundle.
+        bundle_sha256: the bundle's digest: a bundle is resolved once, like its image is
+            built once (every dataset of an evaluation starts a sandbox), and later starts
+            reuse that set without asking an index.
         cache_dir: where resolved sets are kept, one folder per set (default:
             ``default_cache_dir()``).
         pip: the pip command (default: this Python's).
@@ -221,6 +252,15 @@ def resolve(
     pip = list(pip or (sys.executable, "-m", "pip"))
     cache_dir = cache_dir or default_cache_dir()
     cache_dir.mkdir(parents=True, exist_ok=True)
+    remembered = _remembered(cache_dir, bundle_sha256)
+    if remembered is not None:
+        return remembered
+    dependencies = _resolve_and_install(bundle_dir, cache_dir, pip)
+    _remember(cache_dir, bundle_sha256, dependencies)
+    return dependencies
+
+
+def _resolve_and_install(bundle_dir: Path, cache_dir: Path, pip: list[str]) -> Dependencies:
     with tempfile.TemporaryDirectory(prefix="evalboard-deps-", dir=cache_dir) as tmp:
         work = Path(tmp)
         resolved = _resolve_set(bundle_dir, work, pip)

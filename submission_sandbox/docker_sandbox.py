@@ -169,7 +169,7 @@ class DockerSandbox(ChannelSandbox):
             client=self._client,
             base_image=self.base_image,
             torch_image=self.torch_image,
-            dependencies=resolve_dependencies(self.bundle.path),
+            dependencies=resolve_dependencies(self.bundle.path, bundle_sha256=self.bundle.sha256),
         )
         try:
             return self._launch()

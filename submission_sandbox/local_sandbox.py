@@ -92,7 +92,7 @@ class LocalSandbox(ChannelSandbox):
                 "the local sandbox cannot run an `image` bundle; use --sandbox docker",
             )
         # The same resolved set the docker sandbox lays in its image, first on PYTHONPATH.
-        dependencies = resolve_dependencies(bundle.path)
+        dependencies = resolve_dependencies(bundle.path, bundle_sha256=bundle.sha256)
         self._site = dependencies.site if dependencies else None
         try:
             return self._launch(bundle.path)

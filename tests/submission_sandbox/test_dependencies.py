@@ -165,3 +165,14 @@ def test_docker_reports_pips_line_as_build_failed(tmp_path: Path, docker_client:
     box.close()
     assert caught.value.reason is FailureReason.BUILD_FAILED
     assert "No matching distribution found for evalboard-testdep==9.0" in caught.value.detail
+
+
+def test_a_bundle_is_resolved_once_then_its_set_is_reused_without_pip(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path / "a", "evalboard-testdep==1.0\n")
+    first = resolve(bundle, bundle_sha256="ab" * 32, cache_dir=tmp_path / "c")
+    # pip would fail now (no such program): the second start must not call it.
+    again = resolve(
+        bundle, bundle_sha256="ab" * 32, cache_dir=tmp_path / "c", pip=["/nonexistent/pip"]
+    )
+    assert first is not None and again is not None
+    assert again.digest == first.digest and not again.installed_now
