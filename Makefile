@@ -1,5 +1,5 @@
 # The two set-up commands of the README, and what they stand on.
-.PHONY: bootstrap demo test lint bench lock
+.PHONY: bootstrap demo test lint bench lock lower-bounds
 
 # The lock: every package of .venv (evalboard[dev] and the build backend), pinned with
 # hashes, resolved by pip itself under this machine's pip configuration. After changing a
@@ -28,6 +28,12 @@ lock:
 	.venv/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
 		--all-build-deps --extra dev --no-emit-index-url --no-emit-find-links \
 		$(LOCK_FLAGS) --output-file requirements/dev.lock pyproject.toml
+
+# pyproject.toml's lower bounds, tested: every direct dependency at its lowest allowed
+# version (uv --resolution lowest-direct) in a throwaway venv, then the tests that need no
+# Docker, browser or servers (about 3 minutes; needs the package index).
+lower-bounds: bootstrap
+	bash scripts/check_lower_bounds.sh
 
 bench: bootstrap
 	.venv/bin/python -m benchmarks
