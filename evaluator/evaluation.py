@@ -29,6 +29,8 @@ from evaluator.energy import EnergyMeter
 from evaluator.load import LoadMeter
 from evaluator.measurement import TIMED_RUNS, measure, percentile, timed_runs
 from evaluator.result import (
+    LOG_TAIL_BYTES,
+    LOG_TAIL_LINES,
     DatasetMetrics,
     DatasetOutcome,
     Energy,
@@ -72,6 +74,18 @@ class DatasetRun:
     gpu: str | None = None
     isolating: bool = True
     sandbox: str = ""  # the kind that ran (an alias such as ``auto`` resolved)
+
+
+def _kept_log(box: Any, test_set: TestSet) -> str | None:
+    """A finished run's last log lines, capped; none for a hidden set (see DatasetOutcome)."""
+    if test_set.access == "hidden":
+        return None
+    tail = str(box.log_tail(LOG_TAIL_LINES))
+    data = tail.encode()
+    if len(data) <= LOG_TAIL_BYTES:
+        return tail
+    # Whole lines from the end, within the byte cap.
+    return data[-LOG_TAIL_BYTES:].decode(errors="ignore").partition("\n")[2]
 
 
 def _outcome(test_set: TestSet, **fields: Any) -> DatasetOutcome:
@@ -211,7 +225,7 @@ def evaluate_dataset(
     if progress is not None:
         progress.end(test_set.name, _note(metrics))
     return DatasetRun(
-        outcome=_outcome(test_set, metrics=metrics),
+        outcome=_outcome(test_set, metrics=metrics, log_tail=_kept_log(box, test_set)),
         energy=energy,
         outputs=dict(zip(map(str, quality.uids), measured.outputs, strict=True)),
         quality=quality,

@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from evaluator.load import WorkerLoad
 
 __all__ = [
+    "LOG_TAIL_BYTES",
+    "LOG_TAIL_LINES",
     "SCHEMA_VERSION",
     "DatasetMetrics",
     "DatasetOutcome",
@@ -26,6 +28,11 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+
+
+#: What a finished run keeps of the model's log: its last lines, capped twice.
+LOG_TAIL_LINES = 50
+LOG_TAIL_BYTES = 8 * 1024
 
 
 class _Model(BaseModel):
@@ -97,6 +104,12 @@ class DatasetOutcome(_Model):
     failure: Failure | None = None
     predictions: str | None = Field(
         None, description="Path or artifact key of the per-example predictions (JSONL)."
+    )
+    log_tail: str | None = Field(
+        None,
+        description="A finished run's last log lines (at most LOG_TAIL_LINES lines and "
+        "LOG_TAIL_BYTES bytes); never kept for a hidden dataset, whose inputs a model could "
+        "print. A failed run's are in failure.log_tail.",
     )
 
 

@@ -22,7 +22,7 @@ from datasets_registry import (
 )
 from datasets_registry.importers import Format
 from evalboard.cli._context import context
-from evalboard.cli._output import console, print_json
+from evalboard.cli._output import console, print_json, print_table
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset
 from evaluator import queue_missing_jobs
@@ -134,7 +134,7 @@ def list_(
         table.add_row(
             d.name, str(d.round), d.access, f"{d.weight:g}", str(d.rows), d.sha256[:12], parent
         )
-    console.print(table)
+    print_table(table)
 
 
 @app.command("show")

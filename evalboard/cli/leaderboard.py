@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._context import context
-from evalboard.cli._output import console, print_json
+from evalboard.cli._output import console, print_json, print_table
 
 __all__ = ["leaderboard"]
 
@@ -82,7 +82,7 @@ def leaderboard(
                 f"[{_fmt(gap.low)}, {_fmt(gap.high)}]" if gap else "",
                 *(_fmt(row.metrics.get(m.name)) for m in board.metrics),
             )
-        console.print(table_out)
+        print_table(table_out)
     for row in board.rows:
         if row.reason:
             console.print(f"{row.name}: {row.reason}", highlight=False)

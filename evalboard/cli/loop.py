@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._context import context
-from evalboard.cli._output import console, err_console, print_json, warn
+from evalboard.cli._output import console, err_console, print_json, print_table, warn
 from evalboard.cli._sandbox import SANDBOX_HELP
 from evalboard.core.tables import Round
 from leaderboard.loop import (
@@ -102,7 +102,10 @@ def list_(
             str(row["verified"]),
             f"{100 * vmer:.1f}%" if isinstance(vmer, float) else "-",
         )
-    console.print(table if rows else f"Task {task} has no rounds yet; open one with promote.")
+    if rows:
+        print_table(table)
+    else:
+        console.print(f"Task {task} has no rounds yet; open one with promote.")
 
 
 @round_app.command("close")
@@ -164,7 +167,7 @@ def _print_report(report: GateReport) -> None:
             str(d.regressions),
             str(d.improvements),
         )
-    err_console.print(table)
+    print_table(table, to=err_console)
     for r in report.regressions:
         console.print(
             f"REGRESSION {r.dataset} {r.uid}: gold {r.gold!r}, baseline {r.baseline!r}, "

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._context import context
-from evalboard.cli._output import console
+from evalboard.cli._output import console, print_table
 from evalboard.core.states import Role
 
 __all__ = ["token_app", "user_app"]
@@ -107,7 +107,7 @@ def list_() -> None:
             if g.user_id == user.id
         )
         table.add_row(user.name, "yes" if user.is_admin else "", roles)
-    console.print(table)
+    print_table(table)
 
 
 @token_app.command("create")

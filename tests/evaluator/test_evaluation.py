@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from evalboard.core.errors import UsageError
 from evaluator import TestSet, evaluate, evaluate_dataset
+from evaluator.result import LOG_TAIL_BYTES, LOG_TAIL_LINES
 from scoring.registry import compute
 from submission_sandbox.bundle import bundle_digest
 from tests.evaluator.conftest import BundleFactory
@@ -210,3 +212,46 @@ def test_a_large_set_is_timed_in_three_segments_of_its_one_pass(
     assert metrics is not None and metrics.examples == 24  # one pass: 12 batches of 2
     assert len(metrics.throughput_runs) == 3 and all(t > 0 for t in metrics.throughput_runs)
     assert metrics.throughput == sorted(metrics.throughput_runs)[1]
+
+
+def test_a_finished_run_keeps_the_models_last_log_lines(keyword_bundle: BundleFactory) -> None:
+    result = evaluate(
+        keyword_bundle(log_lines=120),
+        task=sentiment_spec(),
+        datasets=_sets()[1:],
+        sandbox="local",
+        measure_energy=False,
+    )
+    outcome = result.outcome("mini")
+    assert outcome.status == "finished" and outcome.log_tail is not None
+    lines = outcome.log_tail.splitlines()
+    assert lines[-1].startswith("model log line 119")
+    assert len(lines) <= LOG_TAIL_LINES and "model log line 69 " not in outcome.log_tail
+
+
+def test_the_kept_log_is_capped_in_bytes_at_a_line_boundary(keyword_bundle: BundleFactory) -> None:
+    result = evaluate(
+        keyword_bundle(log_lines=40, log_width=1000),
+        task=sentiment_spec(),
+        datasets=_sets()[1:],
+        sandbox="local",
+        measure_energy=False,
+    )
+    tail = result.outcome("mini").log_tail
+    assert tail is not None and len(tail.encode()) <= LOG_TAIL_BYTES
+    assert tail.startswith("model log line ") and tail.splitlines()[-1].startswith(
+        "model log line 39 "
+    )
+
+
+def test_no_log_is_kept_for_a_hidden_set(keyword_bundle: BundleFactory) -> None:
+    hidden = dataclasses.replace(_sets()[1], access="hidden")
+    result = evaluate(
+        keyword_bundle(log_lines=5),
+        task=sentiment_spec(),
+        datasets=[hidden],
+        sandbox="local",
+        measure_energy=False,
+    )
+    outcome = result.outcome("mini")
+    assert outcome.status == "finished" and outcome.log_tail is None
