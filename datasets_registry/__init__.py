@@ -14,6 +14,7 @@ from datasets_registry.registry import (
     list_tasks,
     read_examples,
     scoring_datasets,
+    set_dataset_weight,
 )
 from datasets_registry.taskspec import TaskSpec, load_task_spec, parse_task_spec
 
@@ -37,4 +38,5 @@ __all__ = [
     "read_examples",
     "read_rows",
     "scoring_datasets",
+    "set_dataset_weight",
 ]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from datasets_registry.examples import (
     ColumnMapping,
+    ExampleSet,
     canonical_jsonl,
     sha256_of,
     to_examples,
@@ -29,6 +31,7 @@ from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, InvalidDataset, NotFound, PermissionDenied
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Task
+from scoring import InvalidWeightsError, check_dataset_weight
 
 __all__ = [
     "AddedDataset",
@@ -42,6 +45,7 @@ __all__ = [
     "list_tasks",
     "read_examples",
     "scoring_datasets",
+    "set_dataset_weight",
 ]
 
 _NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -107,11 +111,24 @@ def _artifact_key(sha256: str) -> str:
     return f"datasets/{sha256}.jsonl"
 
 
-def _store(ctx: Context, data: bytes) -> tuple[str, str]:
+@contextmanager
+def _removed_on_error(ctx: Context, written: list[str]) -> Iterator[None]:
+    """A full disk or a lost database half-way: no artifact of this call stays behind."""
+    try:
+        yield
+    except BaseException:
+        for stored in written:
+            ctx.artifacts.delete(stored)
+        raise
+
+
+def _store(ctx: Context, data: bytes, written: list[str]) -> tuple[str, str]:
+    """Store content-addressed bytes; a key stored by this call is added to ``written``."""
     sha = sha256_of(data)
     key = _artifact_key(sha)
     if not ctx.artifacts.exists(key):
         ctx.artifacts.put_bytes(key, data)
+        written.append(key)
     return sha, key
 
 
@@ -149,8 +166,10 @@ def add_dataset(
     _check_name(name)
     if round < 0:
         raise InvalidDataset(f"round {round} must be >= 0 (0: not tied to a round)")
-    if not weight > 0:
-        raise InvalidDataset(f"weight {weight} must be > 0")
+    try:
+        check_dataset_weight(weight, name=name)
+    except InvalidWeightsError as exc:
+        raise InvalidDataset(str(exc)) from None
     spec = get_task(ctx, task_id)
     try:
         checked = to_examples(read_rows(path, format), spec, mapping or ColumnMapping())
@@ -172,8 +191,25 @@ def add_dataset(
             return _existing(session, existing, sha, excluded=checked.excluded)
     # The slow part (perturbing every example, writing the artifacts) runs with no
     # transaction open, so a SQLite database is not locked against the workers meanwhile.
-    _, key = _store(ctx, data)
-    copies = _perturbed_copies(ctx, spec, checked.examples) if perturb else []
+    written: list[str] = []
+    with _removed_on_error(ctx, written):
+        _, key = _store(ctx, data, written)
+        copies = _perturbed_copies(ctx, spec, checked.examples, written) if perturb else []
+        return _record(ctx, task_id, name, sha, key, copies, checked, round, access, weight)
+
+
+def _record(
+    ctx: Context,
+    task_id: str,
+    name: str,
+    sha: str,
+    key: str,
+    copies: list[_Copy],
+    checked: ExampleSet,
+    round: int,
+    access: Access,
+    weight: float,
+) -> AddedDataset:
     with ctx.db.session() as session:
         existing = session.scalar(
             select(Dataset).where(Dataset.task_id == task_id, Dataset.name == name)
@@ -217,14 +253,16 @@ class _Copy:
     rows: int
 
 
-def _perturbed_copies(ctx: Context, spec: TaskSpec, examples: list[dict[str, Any]]) -> list[_Copy]:
+def _perturbed_copies(
+    ctx: Context, spec: TaskSpec, examples: list[dict[str, Any]], written: list[str]
+) -> list[_Copy]:
     from datasets_registry.perturbations import PERTURBATION_FAMILIES, perturb_dataset
 
     copies = []
     for family in PERTURBATION_FAMILIES:
         changed = perturb_dataset(examples, family=family, text_fields=spec.text_fields, seed=0)
         if changed:
-            sha, key = _store(ctx, canonical_jsonl(changed))
+            sha, key = _store(ctx, canonical_jsonl(changed), written)
             copies.append(_Copy(family, sha, key, len(changed)))
     return copies
 
@@ -260,9 +298,11 @@ def derive_perturbed(ctx: Context, *, task_id: str, name: str) -> list[Dataset]:
         have = list(session.scalars(select(Dataset).where(Dataset.derived_from_id == parent.id)))
     if have:
         return have
-    copies = _perturbed_copies(ctx, spec, read_examples(ctx, parent))
-    with ctx.db.session() as session:
-        return _record_copies(session, session.merge(parent), copies)
+    written: list[str] = []
+    with _removed_on_error(ctx, written):
+        copies = _perturbed_copies(ctx, spec, read_examples(ctx, parent), written)
+        with ctx.db.session() as session:
+            return _record_copies(session, session.merge(parent), copies)
 
 
 def list_datasets(ctx: Context, task_id: str) -> list[Dataset]:
@@ -280,6 +320,34 @@ def list_datasets(ctx: Context, task_id: str) -> list[Dataset]:
             sorted((d for d in rows if d.derived_from_id == original.id), key=lambda d: d.name)
         )
     return ordered
+
+
+def set_dataset_weight(ctx: Context, *, task_id: str, name: str, weight: float) -> Dataset:
+    """Set an original dataset's weight in the leaderboard's averages (its perturbed
+    copies follow). Only the weight changes: the examples stay immutable.
+
+    Raises:
+        InvalidDataset: ``weight`` is not a finite number in (0, 1e6], or ``name`` is a
+            perturbed copy (set its original's weight instead).
+        NotFound: the task has no dataset ``name``.
+    """
+    try:
+        value = check_dataset_weight(weight, name=name)
+    except InvalidWeightsError as exc:
+        raise InvalidDataset(str(exc)) from None
+    found = get_dataset(ctx, task_id=task_id, name=name)
+    if found.derived_from_id is not None:
+        raise InvalidDataset(
+            f"{name!r} is a perturbed copy: it follows its original's weight; set that one's"
+        )
+    with ctx.db.session() as session:
+        dataset = session.get(Dataset, found.id)
+        assert dataset is not None
+        dataset.weight = value
+        for copy in session.scalars(select(Dataset).where(Dataset.derived_from_id == found.id)):
+            copy.weight = value
+        session.flush()
+        return dataset
 
 
 def get_dataset(ctx: Context, *, task_id: str, name: str) -> Dataset:

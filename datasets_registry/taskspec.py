@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evalboard.core.errors import InvalidTaskSpec
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.validation import describe_validation_error
+from scoring import check_weights
 
 __all__ = [
     "InputField",
@@ -113,16 +114,8 @@ class TaskSpec(BaseModel):
     @field_validator("default_weights")
     @classmethod
     def _known_weights(cls, weights: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(weights) - set(WEIGHABLE_METRICS))
-        if unknown:
-            raise ValueError(
-                f"unknown metric(s) {', '.join(unknown)}; allowed: {', '.join(WEIGHABLE_METRICS)}"
-            )
-        if any(w < 0 for w in weights.values()):
-            raise ValueError("weights must be >= 0")
-        if not any(w > 0 for w in weights.values()):
-            raise ValueError("at least one weight must be > 0")
-        return weights
+        # The one weight check (scoring.check_weights); its error is a ValueError.
+        return check_weights(weights, known=WEIGHABLE_METRICS)
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskSpec:

@@ -1,10 +1,12 @@
 """One evaluation: a submission over every dataset of its task, measured and scored; and
 the job queue that runs evaluations on one machine or many."""
 
+from evaluator.broker import ping_broker
 from evaluator.energy import EnergyMeter
 from evaluator.evaluation import DatasetRun, ProgressSink, evaluate, evaluate_dataset
 from evaluator.job import execute_claimed, run_job, stored_outcome
 from evaluator.lease import Lease, reap_orphan_sandboxes, worker_identity
+from evaluator.load import CONTENDED_SHARE, LoadMeter, WorkerLoad
 from evaluator.measurement import Aborted, check_outputs
 from evaluator.pool import WorkerPool
 from evaluator.queue import (
@@ -29,6 +31,7 @@ from evaluator.scorecard import outputs_by_uid, read_records, summarize
 from evaluator.testset import TestSet, model_inputs
 
 __all__ = [
+    "CONTENDED_SHARE",
     "SCHEMA_VERSION",
     "Aborted",
     "DatasetMetrics",
@@ -39,10 +42,12 @@ __all__ = [
     "EvaluationResult",
     "Failure",
     "Lease",
+    "LoadMeter",
     "ProgressSink",
     "Provenance",
     "TaskMetrics",
     "TestSet",
+    "WorkerLoad",
     "WorkerPool",
     "cancel_submission",
     "check_outputs",
@@ -54,6 +59,7 @@ __all__ = [
     "execute_claimed",
     "model_inputs",
     "outputs_by_uid",
+    "ping_broker",
     "queue_missing_jobs",
     "read_records",
     "reap_expired",

@@ -24,13 +24,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalboard.core.context import Context
+from evalboard.core.errors import PlatformError
 from evalboard.core.settings import Settings
 from evaluator import faults, queue
 from evaluator.energy import warm_up
 from evaluator.job import run_job
 from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphans_of_dead_workers
 
-__all__ = ["TASK_NAME", "CeleryDispatcher", "make_celery", "run_celery_worker"]
+__all__ = ["TASK_NAME", "CeleryDispatcher", "make_celery", "ping_broker", "run_celery_worker"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,24 @@ TASK_NAME = "evalboard.run_job"
 _apps: dict[str, Any] = {}
 _apps_lock = threading.Lock()
 _worker: dict[str, Any] = {}  # the worker process's context and options
+
+
+def ping_broker(settings: Settings) -> None:
+    """Raise :class:`PlatformError` unless the configured broker accepts a connection
+    (none configured: nothing to check). The message never names the broker's host."""
+    if not settings.broker_url:
+        return
+    from kombu.connection import Connection
+
+    try:
+        with Connection(settings.broker_url, connect_timeout=2) as connection:  # type: ignore[no-untyped-call]
+            connection.ensure_connection(max_retries=1, interval_start=0, timeout=2)
+    except Exception as exc:
+        logger.warning("broker check failed: %s", exc)
+        raise PlatformError(
+            "The job broker does not answer; check EVALBOARD_BROKER_URL and that the broker "
+            "runs (the server log has details)"
+        ) from None
 
 
 def make_celery(settings: Settings) -> Any:
@@ -107,14 +126,23 @@ class CeleryDispatcher:
 
     def dispatch(self, job_id: int, queue: str, delay_s: float = 0.0) -> None:
         # A deferred job's message arrives when its back-off is over (``countdown``).
-        self.app.send_task(
-            TASK_NAME, args=[job_id], queue=queue, countdown=delay_s if delay_s > 0 else None
-        )
+        try:
+            self.app.send_task(
+                TASK_NAME, args=[job_id], queue=queue, countdown=delay_s if delay_s > 0 else None
+            )
+        except Exception as exc:  # kombu's message names the broker's host: log it only
+            logger.warning("sending job %s to the broker failed: %s", job_id, exc)
+            raise PlatformError(
+                "The job broker does not answer; what was asked for is stored and its jobs "
+                "wait in the queue (an operator re-sends them with resend_queued once the "
+                "broker is back)"
+            ) from None
 
 
 def _reap_forever(ctx: Context, every_s: float, stop: threading.Event) -> None:
     dispatcher = CeleryDispatcher(ctx.settings)
     orphans_due = time.monotonic()
+    database_down = False
     while True:
         if time.monotonic() >= orphans_due:
             orphans_due = time.monotonic() + ORPHAN_REAP_EVERY_S
@@ -123,8 +151,16 @@ def _reap_forever(ctx: Context, every_s: float, stop: threading.Event) -> None:
             return
         try:
             queue.reap_expired(ctx, dispatcher=dispatcher)
+        except PlatformError as exc:  # an outage is one line when it starts, not one a cycle
+            if not database_down:
+                logger.warning("the database does not answer (%s); the reaper retries", exc)
+            database_down = True
+            continue
         except Exception:
             logger.warning("reaping expired leases failed", exc_info=True)
+        if database_down:
+            logger.warning("the database answers again; the reaper resumes")
+            database_down = False
 
 
 def run_celery_worker(

@@ -18,14 +18,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from datasets_registry.taskspec import TaskSpec
 from evalboard.core.errors import UsageError
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
 from evaluator import provenance
 from evaluator.energy import EnergyMeter
-from evaluator.measurement import measure, percentile
+from evaluator.load import LoadMeter
+from evaluator.measurement import TIMED_RUNS, measure, percentile, timed_runs
 from evaluator.result import (
+    LOG_TAIL_BYTES,
+    LOG_TAIL_LINES,
     DatasetMetrics,
     DatasetOutcome,
     Energy,
@@ -71,6 +76,18 @@ class DatasetRun:
     sandbox: str = ""  # the kind that ran (an alias such as ``auto`` resolved)
 
 
+def _kept_log(box: Any, test_set: TestSet) -> str | None:
+    """A finished run's last log lines, capped; none for a hidden set (see DatasetOutcome)."""
+    if test_set.access == "hidden":
+        return None
+    tail = str(box.log_tail(LOG_TAIL_LINES))
+    data = tail.encode()
+    if len(data) <= LOG_TAIL_BYTES:
+        return tail
+    # Whole lines from the end, within the byte cap.
+    return data[-LOG_TAIL_BYTES:].decode(errors="ignore").partition("\n")[2]
+
+
 def _outcome(test_set: TestSet, **fields: Any) -> DatasetOutcome:
     return DatasetOutcome(
         dataset=test_set.name,
@@ -112,12 +129,12 @@ def evaluate_dataset(
         )
     examples = test_set.examples  # measure() sends only uid and the inputs of each
     box = open_sandbox(bundle_dir, kind=sandbox, limits=limits or task.limits)
-    meter = EnergyMeter(country_iso_code, enabled=measure_energy)
+    energy_meter = EnergyMeter(country_iso_code, enabled=measure_energy)
     if progress is not None:
         progress.begin(test_set.name, len(examples))
     # codecarbon's start (milliseconds of set-up) overlaps the model's start-up; either
     # way the meter runs before the first request and stops after the sandbox is gone.
-    metering = threading.Thread(target=meter.start, name="energy-meter-start", daemon=True)
+    metering = threading.Thread(target=energy_meter.start, name="energy-meter-start", daemon=True)
     metering.start()
     try:
         started = time.perf_counter()
@@ -140,7 +157,18 @@ def evaluate_dataset(
             if progress is not None:
                 progress.advance(test_set.name, done)
 
+        meter = LoadMeter()
         measured = measure(box, examples, task, batch_size=size, on_batch=on_batch, abort=abort)
+        runs = timed_runs(measured)
+        if runs is None:  # too few batches to time in segments: send it again
+            again = [
+                measure(box, examples, task, batch_size=size, abort=abort)
+                for _ in range(TIMED_RUNS - 1)
+            ]
+            runs = [
+                (m.throughput, percentile(m.batch_latencies, 50) or 0.0) for m in (measured, *again)
+            ]
+        meter.stop()
         usage = box.usage()
         # The sandbox winds down (the runner exits, the container goes) while we score.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-close") as pool:
@@ -149,7 +177,7 @@ def evaluate_dataset(
             final = closing.result()
     except SandboxFailure as failure:
         _close_quietly(box)
-        energy = meter.stop()
+        energy = energy_meter.stop()
         if progress is not None:
             progress.end(test_set.name, f"failed: {failure.reason.value}")
         return DatasetRun(
@@ -166,11 +194,12 @@ def evaluate_dataset(
         )
     except BaseException:
         _close_quietly(box)
-        meter.stop()
+        energy_meter.stop()
         raise
-    energy = meter.stop()
+    energy = energy_meter.stop()
     peak = final.peak_memory_bytes or usage.peak_memory_bytes
     cpu = final.cpu_seconds if final.cpu_seconds is not None else usage.cpu_seconds
+    throughputs = [t for t, _ in runs]
     metrics = DatasetMetrics(
         perf=quality.perf,
         perf_metric=task.perf_metric,
@@ -178,7 +207,10 @@ def evaluate_dataset(
         fairness=quality.delta if test_set.perturbation == "fairness" else None,
         robustness=quality.delta if test_set.perturbation == "robustness" else None,
         examples=len(measured.outputs),
-        throughput=measured.throughput,
+        throughput=float(np.median(throughputs)),
+        throughput_runs=throughputs,
+        latency_p50_runs=[latency for _, latency in runs],
+        load=meter.load(sandbox_cpu_seconds=cpu),
         batch_size=size,
         predict_s=measured.predict_s,
         startup_s=usage.startup_s if usage.startup_s is not None else startup_s,
@@ -193,7 +225,7 @@ def evaluate_dataset(
     if progress is not None:
         progress.end(test_set.name, _note(metrics))
     return DatasetRun(
-        outcome=_outcome(test_set, metrics=metrics),
+        outcome=_outcome(test_set, metrics=metrics, log_tail=_kept_log(box, test_set)),
         energy=energy,
         outputs=dict(zip(map(str, quality.uids), measured.outputs, strict=True)),
         quality=quality,

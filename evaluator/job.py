@@ -228,6 +228,7 @@ def execute_claimed(
                 },
                 provenance=_provenance(run, work, kind, spec.limits.model_dump(mode="json")),
                 predictions_key=key,
+                log_tail=run.outcome.log_tail,
             )
             return JobStatus.FINISHED
         except Aborted:

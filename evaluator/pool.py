@@ -5,6 +5,9 @@ Used by the single-machine setup (``evalboard serve``/``demo`` with no broker) a
 job of its queues and runs it with :func:`evaluator.job.execute_claimed`, the same code a
 Celery worker runs. One of the threads also reaps expired leases now and then, so a job
 whose process died is picked up again.
+
+While the database does not answer, the threads back off (doubling up to
+``MAX_BACKOFF_S``) and the pool says so once, and once more when it answers again.
 """
 
 from __future__ import annotations
@@ -20,15 +23,48 @@ from typing import Self
 from sqlalchemy import func, select
 
 from evalboard.core.context import Context
+from evalboard.core.errors import PlatformError
 from evalboard.core.tables import Job
 from evaluator import faults, queue
 from evaluator.energy import warm_up
 from evaluator.job import execute_claimed
 from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphans_of_dead_workers, worker_identity
 
-__all__ = ["WorkerPool"]
+__all__ = ["MAX_BACKOFF_S", "WorkerPool"]
 
 logger = logging.getLogger(__name__)
+MAX_BACKOFF_S = 30.0
+
+
+class _Outage:
+    """The pool's shared view of the database: one log line when it goes, one when it
+    comes back, and the wait before the next try meanwhile."""
+
+    def __init__(self, first_wait_s: float) -> None:
+        self._lock = threading.Lock()
+        self._first = first_wait_s
+        self.wait_s = 0.0
+
+    @property
+    def down(self) -> bool:
+        return self.wait_s > 0
+
+    def failed(self, exc: BaseException) -> float:
+        with self._lock:
+            if not self.down:
+                logger.warning("the database does not answer (%s); workers retry with backoff", exc)
+                self.wait_s = self._first
+            else:
+                self.wait_s = min(self.wait_s * 2, MAX_BACKOFF_S)
+            return self.wait_s
+
+    def answered(self) -> None:
+        if not self.down:
+            return
+        with self._lock:
+            if self.down:
+                logger.warning("the database answers again; workers resume")
+                self.wait_s = 0.0
 
 
 class WorkerPool:
@@ -65,6 +101,7 @@ class WorkerPool:
         self._last_reap = 0.0
         self._last_orphan_reap = -math.inf  # the first worker thread looks at once
         self._threads: list[threading.Thread] = []
+        self._outage = _Outage(first_wait_s=max(poll_s, 0.5))
 
     def start(self) -> None:
         warm_up()  # codecarbon's one-off hardware probe, off the first job's clock
@@ -118,7 +155,7 @@ class WorkerPool:
         now = time.monotonic()
         leases = now - self._last_reap >= self.reap_every_s
         orphans = now - self._last_orphan_reap >= ORPHAN_REAP_EVERY_S
-        if not (leases or orphans) or not self._reap_lock.acquire(False):
+        if self._outage.down or not (leases or orphans) or not self._reap_lock.acquire(False):
             return
         try:
             self._reap(leases=leases, orphans=orphans)
@@ -131,6 +168,8 @@ class WorkerPool:
             self._last_reap = now
             try:
                 queue.reap_expired(self.ctx)
+            except PlatformError as exc:  # the database is away: the outage says so once
+                self._outage.failed(exc)
             except Exception:
                 logger.warning("reaping expired leases failed", exc_info=True)
         if orphans:
@@ -151,9 +190,10 @@ class WorkerPool:
                 job_id = queue.claim_next(
                     self.ctx, owner=owner, queues=self.queues, lease_s=self.lease_s
                 )
-            except Exception:
-                logger.warning("claiming a job failed", exc_info=True)
-                job_id = None
+            except Exception as exc:
+                self._stopping.wait(self._outage.failed(exc))
+                continue
+            self._outage.answered()
             if job_id is None:
                 self._wake.wait(self.poll_s)
                 self._wake.clear()

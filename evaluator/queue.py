@@ -248,8 +248,11 @@ def finish(
     metrics: dict[str, Any],
     provenance: dict[str, Any],
     predictions_key: str | None = None,
+    log_tail: str | None = None,
 ) -> bool:
     """Write the job's result unless it has one, then mark the job finished.
+
+    ``log_tail``: the model's last log lines, kept on the job for the submitter's page.
 
     Returns True when this call wrote the result, False when one was there already (a
     retried job whose first run got as far) or the job was cancelled meanwhile.
@@ -289,6 +292,7 @@ def finish(
                 message=None,
                 fault_since=None,
                 not_before=None,
+                log_tail=log_tail,
             )
         )
     return wrote

@@ -12,7 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaluator.load import WorkerLoad
+
 __all__ = [
+    "LOG_TAIL_BYTES",
+    "LOG_TAIL_LINES",
     "SCHEMA_VERSION",
     "DatasetMetrics",
     "DatasetOutcome",
@@ -24,6 +28,11 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+
+
+#: What a finished run keeps of the model's log: its last lines, capped twice.
+LOG_TAIL_LINES = 50
+LOG_TAIL_BYTES = 8 * 1024
 
 
 class _Model(BaseModel):
@@ -51,7 +60,9 @@ class DatasetMetrics(_Model):
     fairness: float | None = Field(None, description="x100; fairness copies only.")
     robustness: float | None = Field(None, description="x100; robustness copies only.")
     examples: int = Field(ge=0, description="Examples predicted in the timed phase.")
-    throughput: float = Field(ge=0, description="Examples per second over the timed phase.")
+    throughput: float = Field(
+        ge=0, description="Examples per second: the median of the timed runs (throughput_runs)."
+    )
     batch_size: int = Field(ge=1, description="Examples per request in the timed phase.")
     predict_s: float = Field(ge=0, description="Seconds of the timed prediction phase.")
     startup_s: float | None = Field(None, description="Sandbox start until the model's hello.")
@@ -66,6 +77,16 @@ class DatasetMetrics(_Model):
         None, description="Energy of this dataset's run (codecarbon; see Energy.estimate)."
     )
     co2_kg: float | None = Field(None, description="CO2-equivalent of that energy.")
+    throughput_runs: list[float] = Field(
+        default_factory=list,
+        description="Examples per second of each timed run (at least 3; see docs/scoring.md).",
+    )
+    latency_p50_runs: list[float] = Field(
+        default_factory=list, description="Median seconds per batch of each timed run."
+    )
+    load: WorkerLoad | None = Field(
+        None, description="The worker's load while this dataset was timed."
+    )
 
 
 class DatasetOutcome(_Model):
@@ -83,6 +104,12 @@ class DatasetOutcome(_Model):
     failure: Failure | None = None
     predictions: str | None = Field(
         None, description="Path or artifact key of the per-example predictions (JSONL)."
+    )
+    log_tail: str | None = Field(
+        None,
+        description="A finished run's last log lines (at most LOG_TAIL_LINES lines and "
+        "LOG_TAIL_BYTES bytes); never kept for a hidden dataset, whose inputs a model could "
+        "print. A failed run's are in failure.log_tail.",
     )
 
 

@@ -19,6 +19,7 @@ from datasets_registry.taskspec import TaskSpec
 from evaluator.result import DatasetOutcome, TaskMetrics
 from scoring.calibration import calibration_error
 from scoring.delta import delta_per_example
+from scoring.dynascore import weighted_mean
 from scoring.registry import FloatArray, compute, get_metric, per_example
 
 __all__ = [
@@ -179,14 +180,7 @@ def _probability_matrix(
 def _weighted(
     outcomes: Iterable[DatasetOutcome], value: Callable[[DatasetOutcome], float | None]
 ) -> float | None:
-    total = weight = 0.0
-    for outcome in outcomes:
-        figure = value(outcome)
-        if figure is None:
-            continue
-        total += outcome.weight * figure
-        weight += outcome.weight
-    return total / weight if weight > 0 else None
+    return weighted_mean((value(outcome), outcome.weight) for outcome in outcomes)
 
 
 def summarize(outcomes: Sequence[DatasetOutcome]) -> TaskMetrics:

@@ -2,7 +2,7 @@
 
 from leaderboard.accounts import Principal, create_token, create_user, grant_role
 from leaderboard.app import create_app
-from leaderboard.ranking import build_leaderboard, parse_weights, to_csv
+from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights, to_csv
 from leaderboard.table import TaskTable, load_table
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "create_user",
     "grant_role",
     "load_table",
+    "parse_dataset_weights",
     "parse_weights",
     "to_csv",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, UsageError
@@ -33,12 +33,15 @@ __all__ = [
     "authenticate",
     "create_token",
     "create_user",
+    "end_sessions",
     "get_user",
     "grant_role",
     "list_users",
     "principal_for",
     "principal_for_token",
     "revoke_token",
+    "set_password",
+    "token_user_id",
 ]
 
 _USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -167,6 +170,29 @@ def grant_role(ctx: Context, name: str, role: Role, *, task_id: str | None = Non
         )
         if exists is None:
             session.add(RoleGrant(user_id=user.id, role=role.value, task_id=task_id))
+    end_sessions(ctx, user.id)  # a changed role signs in afresh
+
+
+def end_sessions(ctx: Context, user_id: int) -> None:
+    """End every browser session of the user at once (each cookie carries the version)."""
+    with ctx.db.session() as session:
+        session.execute(
+            update(User).where(User.id == user_id).values(session_version=User.session_version + 1)
+        )
+
+
+def set_password(ctx: Context, name: str, password: str) -> None:
+    """Give the user a new password (empty: API tokens only); their sessions end."""
+    if password and len(password) < MIN_PASSWORD_LENGTH:
+        raise UsageError(f"Passwords need at least {MIN_PASSWORD_LENGTH} characters")
+    user = get_user(ctx, name)
+    with ctx.db.session() as session:
+        session.execute(
+            update(User)
+            .where(User.id == user.id)
+            .values(password_hash=hash_password(password) if password else "")
+        )
+    end_sessions(ctx, user.id)
 
 
 def authenticate(ctx: Context, name: str, password: str) -> User | None:
@@ -196,15 +222,21 @@ def revoke_token(ctx: Context, user_id: int, token_id: int) -> None:
         if token is None or token.user_id != user_id:
             raise NotFound(f"You have no token {token_id}")
         session.delete(token)
+    end_sessions(ctx, user_id)  # a leaked token may have been used to sign in elsewhere
 
 
-def principal_for(ctx: Context, user_id: int | None) -> Principal:
-    """The principal of a user id (anonymous when None or unknown)."""
+def principal_for(
+    ctx: Context, user_id: int | None, *, session_version: int | None = None
+) -> Principal:
+    """The principal of a user id (anonymous when None or unknown, or when
+    ``session_version`` is given and is not the user's current one: an ended session)."""
     if user_id is None:
         return ANONYMOUS
     with ctx.db.session() as session:
         user = session.get(User, user_id)
-        if user is None:
+        if user is None or (
+            session_version is not None and user.session_version != session_version
+        ):
             return ANONYMOUS
         grants = session.scalars(select(RoleGrant).where(RoleGrant.user_id == user_id)).all()
         owned = set(session.scalars(select(Task.id).where(Task.owner_id == user_id)))
@@ -227,3 +259,11 @@ def principal_for_token(ctx: Context, token: str) -> Principal | None:
         row.last_used_at = utcnow()
         user_id = row.user_id
     return principal_for(ctx, user_id)
+
+
+def token_user_id(ctx: Context, token: str) -> int | None:
+    """The id of the token's user, or None when the token is unknown (one quick read)."""
+    with ctx.db.session() as session:
+        return session.scalar(
+            select(ApiToken.user_id).where(ApiToken.token_hash == token_hash(token))
+        )

@@ -7,6 +7,9 @@ is served from the installed plotly package: no page loads anything from elsewhe
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import plotly
@@ -18,6 +21,7 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from evalboard import __version__
 from evalboard.core.context import Context
+from leaderboard import health
 from leaderboard.api_docs import install_api_docs
 from leaderboard.body_limit import BodyLimitMiddleware
 from leaderboard.errors import install_error_handlers
@@ -34,13 +38,15 @@ from leaderboard.routes import (
     uploads,
     users,
 )
+from leaderboard.signing_key import signing_key
+from leaderboard.strict_text import StrictTextMiddleware
 from leaderboard.throttle import LoginThrottle
+from leaderboard.uploads import expire_uploads_forever
 
 __all__ = ["PLOTLY_JS", "create_app"]
 
 _HERE = Path(__file__).parent
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-_SESSION_DAYS = 14
 
 _DESCRIPTION = """\
 Evaluation-as-a-service with dynamic, utility-weighted leaderboards.
@@ -54,7 +60,19 @@ datasets needs no account. Errors are `{"detail": "..."}` saying what to fix.
 def create_app(ctx: Context | None = None) -> FastAPI:
     """Build the application around ``ctx`` (default: from the environment's settings)."""
     ctx = ctx or Context.from_settings()
+    context = ctx
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # Stale uploads expire while the server runs: on start, then periodically.
+        sweeper = asyncio.create_task(expire_uploads_forever(context))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="Evalboard",
         version=__version__,
         docs_url=None,  # served from this machine by install_api_docs, not from a CDN
@@ -73,15 +91,19 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     app.state.ctx = ctx
     app.state.login_throttle = LoginThrottle()
     app.state.templates = Jinja2Templates(directory=str(_HERE / "templates"))
+    # Outermost last: headers, then the session (so the body cap can verify it), the body
+    # cap, and the text check, which reads capped bodies only.
+    app.add_middleware(StrictTextMiddleware)
+    app.add_middleware(BodyLimitMiddleware, ctx=ctx, max_bytes=ctx.settings.max_request_bytes)
     app.add_middleware(
         SessionMiddleware,
-        secret_key=ctx.settings.secret_key,
+        secret_key=signing_key(ctx.settings),
         session_cookie="evalboard_session",
-        max_age=_SESSION_DAYS * 24 * 3600,
+        # Re-signed on every response, and checked server-side: an idle timeout.
+        max_age=int(ctx.settings.session_idle_hours * 3600),
         same_site="lax",
         https_only=ctx.settings.environment == "production",
     )
-    app.add_middleware(BodyLimitMiddleware, max_bytes=ctx.settings.max_request_bytes)
     app.add_middleware(SecurityHeadersMiddleware, hsts=ctx.settings.environment == "production")
     install_error_handlers(app)
     for module in (tasks, datasets, leaderboards, uploads, submissions, rounds, users):
@@ -89,10 +111,7 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     app.include_router(pages.router)
     app.include_router(manage.router)
     app.include_router(loop_router)  # rounds, collection, validation, failures + their pages
-
-    @app.get("/health", include_in_schema=False)
-    def health() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
+    app.include_router(health.router)
 
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:

@@ -1,7 +1,13 @@
 """Who is calling: a Bearer token (CLI, scripts) or the signed session cookie (pages).
 
-The session cookie is signed with ``settings.secret_key`` (starlette's SessionMiddleware,
-SameSite=Lax). A request that rides on the cookie and changes something must also carry
+The session cookie is signed with :func:`~leaderboard.signing_key.signing_key` (starlette's
+SessionMiddleware, SameSite=Lax, re-signed on every response so that it lapses after
+``session_idle_hours`` without a request). It carries the user's ``session_version``,
+checked against the database on every request: signing out, a new password, a role change
+or a revoked token bump the version and so end every session of that user at once. It
+also carries its sign-in time; ``session_max_hours`` after it the session ends anyway.
+
+A request that rides on the cookie and changes something must also carry
 the session's CSRF token: a ``csrf_token`` form field on pages, an ``X-CSRF-Token`` header
 from scripts. Bearer requests need none (a browser never attaches them by itself).
 """
@@ -10,14 +16,23 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from typing import Annotated
+import time
+from collections.abc import MutableMapping
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from evalboard.core.context import Context
 from evalboard.core.errors import PermissionDenied
-from leaderboard.accounts import ANONYMOUS, Principal, principal_for, principal_for_token
+from evalboard.core.tables import User
+from leaderboard.accounts import (
+    ANONYMOUS,
+    Principal,
+    end_sessions,
+    principal_for,
+    principal_for_token,
+)
 
 __all__ = [
     "CtxDep",
@@ -27,6 +42,7 @@ __all__ = [
     "csrf_token",
     "current_principal",
     "get_ctx",
+    "session_principal",
     "sign_in",
     "sign_out",
     "signed_in_principal",
@@ -69,14 +85,36 @@ def check_csrf(request: Request, submitted: str | None) -> None:
         )
 
 
-def sign_in(request: Request, user_id: int) -> None:
+def sign_in(request: Request, user: User) -> None:
     request.session.clear()
-    request.session["user_id"] = user_id
+    request.session.update(user_id=user.id, version=user.session_version, since=int(time.time()))
     csrf_token(request)
 
 
-def sign_out(request: Request) -> None:
+def sign_out(request: Request, ctx: Context) -> None:
+    """End the session: this cookie, and (one version per user) the user's other ones."""
+    user_id = request.session.get("user_id")
+    if isinstance(user_id, int):
+        end_sessions(ctx, user_id)
     request.session.clear()
+
+
+def session_principal(ctx: Context, session: MutableMapping[str, Any]) -> Principal:
+    """The signed-in user of a (signature-checked) session; an ended or expired session
+    is emptied and gives the anonymous principal."""
+    user_id, version, since = (session.get(k) for k in ("user_id", "version", "since"))
+    if user_id is None:
+        return ANONYMOUS
+    max_age = ctx.settings.session_max_hours * 3600
+    fresh = isinstance(since, int) and 0 <= time.time() - since <= max_age
+    principal = (
+        principal_for(ctx, user_id, session_version=version)
+        if fresh and isinstance(user_id, int) and isinstance(version, int)
+        else ANONYMOUS
+    )
+    if not principal.signed_in:
+        session.clear()
+    return principal
 
 
 async def current_principal(request: Request, ctx: CtxDep) -> Principal:
@@ -94,10 +132,7 @@ async def current_principal(request: Request, ctx: CtxDep) -> Principal:
                 "`evalboard token create NAME`"
             )
         return principal
-    user_id = request.session.get("user_id")
-    if not isinstance(user_id, int):
-        return ANONYMOUS
-    principal = principal_for(ctx, user_id)
+    principal = session_principal(ctx, request.session)
     if principal.signed_in and request.method not in _SAFE_METHODS and _is_api(request):
         check_csrf(request, request.headers.get("x-csrf-token"))
     return principal

@@ -2,33 +2,42 @@
 
 FastAPI parses a form (a dataset file) before its dependencies check who is asking, so
 without a cap an anonymous client could make the server spool any amount to disk before
-hearing 401. Bodies are capped here, per kind of caller: a request with no credentials
-at all (no Bearer token, no session cookie) may send only a small body (a login form).
-Model uploads go in chunks to ``/uploads`` and have their own limits there.
+hearing 401. Bodies are capped here, per kind of caller: only a caller whose credentials
+check out (a known Bearer token, or a live session: this middleware runs inside the
+session middleware) may send up to ``max_request_bytes``; anyone else, including a
+request that merely carries an ``Authorization`` header or a cookie, gets 64 KiB (a login
+form is a few hundred bytes). Model uploads go in chunks to ``/uploads`` and have their
+own limits there.
 """
 
 from __future__ import annotations
 
+from anyio import to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from evalboard.core.context import Context
+from leaderboard.accounts import token_user_id
+from leaderboard.auth import session_principal
 
 __all__ = ["ANONYMOUS_MAX_BYTES", "BodyLimitMiddleware"]
 
-#: What a caller with no credentials may send (a login form is a few hundred bytes).
+#: What a caller with no verified credentials may send.
 ANONYMOUS_MAX_BYTES = 64 * 1024
-_SESSION_COOKIE = b"evalboard_session="
 
 
 class BodyTooLarge(Exception):
     pass
 
 
-def _has_credentials(scope: Scope) -> bool:
+def _verified(ctx: Context, scope: Scope) -> bool:
+    """Whether the request's Bearer token or session belongs to a user (a database read)."""
     for name, value in scope.get("headers", []):
-        if name == b"authorization" and value:
-            return True
-        if name == b"cookie" and _SESSION_COOKIE in value:
-            return True
-    return False
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token_user_id(ctx, token.strip()) is not None
+    session = scope.get("session")
+    return isinstance(session, dict) and bool(session) and session_principal(ctx, session).signed_in
 
 
 def _declared_length(scope: Scope) -> int | None:
@@ -44,17 +53,29 @@ def _declared_length(scope: Scope) -> int | None:
 class BodyLimitMiddleware:
     """Answer 413 to a body over its cap: at once if declared, else when it gets there."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, ctx: Context, max_bytes: int) -> None:
         self.app = app
+        self.ctx = ctx
         self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        cap = self.max_bytes if _has_credentials(scope) else ANONYMOUS_MAX_BYTES
+        cap = ANONYMOUS_MAX_BYTES
+        checked = False
+
+        async def widen() -> int:
+            # Small bodies need no database read; larger ones only from a verified caller.
+            nonlocal cap, checked
+            if not checked:
+                checked = True
+                if await to_thread.run_sync(_verified, self.ctx, scope):
+                    cap = self.max_bytes
+            return cap
+
         declared = _declared_length(scope)
-        if declared is not None and declared > cap:
+        if declared is not None and declared > cap and declared > await widen():
             await _refuse(send, cap)
             return
         received = 0
@@ -65,7 +86,7 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > cap:
+                if received > cap and received > await widen():
                     raise BodyTooLarge
             return message
 
@@ -85,7 +106,8 @@ async def _refuse(send: Send, cap: int) -> None:
     body = (
         b'{"detail":"The request body is larger than the '
         + str(cap).encode()
-        + b' bytes allowed; sign in for larger forms, and send models in chunks to /uploads"}'
+        + b" bytes allowed; sign in (a valid token or session) for larger forms, and send"
+        + b' models in chunks to /uploads"}'
     )
     await send(
         {

@@ -11,13 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from evalboard.core.errors import EvalboardError
-from leaderboard.accounts import principal_for
-from scoring import ScoringError
+from leaderboard.auth import session_principal
+from scoring import InvalidWeightsError, ScoringError
 
 __all__ = ["ERROR_RESPONSES", "ErrorPublic", "install_error_handlers"]
 
@@ -57,10 +59,7 @@ def _response(request: Request, status: int, message: str) -> Response:
     if _wants_html(request):
         templates = request.app.state.templates
         session = request.session if "session" in request.scope else {}
-        user_id = session.get("user_id")
-        principal = principal_for(
-            request.app.state.ctx, user_id if isinstance(user_id, int) else None
-        )
+        principal = session_principal(request.app.state.ctx, session)
         page: Response = templates.TemplateResponse(
             request,
             "error.html",
@@ -76,6 +75,19 @@ def _response(request: Request, status: int, message: str) -> Response:
         )
         return page
     return JSONResponse({"detail": message}, status_code=status, headers=headers)
+
+
+#: The most of a caller's input a 422 repeats back; a larger value is left out.
+MAX_ECHOED_INPUT = 200
+
+
+def _without_large_input(error: dict[str, Any]) -> dict[str, Any]:
+    shown = {k: v for k, v in error.items() if k not in ("input", "url")}
+    if "input" in error:
+        value = jsonable_encoder(error["input"])
+        if len(repr(value)) <= MAX_ECHOED_INPUT:
+            shown["input"] = value
+    return shown
 
 
 def _method_not_allowed(request: Request) -> Response:
@@ -102,7 +114,9 @@ def install_error_handlers(app: FastAPI) -> None:
         return _response(request, exc.http_status, exc.message)
 
     async def scoring(request: Request, exc: Exception) -> Response:
-        return _response(request, 400, str(exc))
+        # Weights are well-formed requests with unusable values: 422, as InvalidWeights.
+        status = 422 if isinstance(exc, InvalidWeightsError) else 400
+        return _response(request, status, str(exc))
 
     async def http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
@@ -116,6 +130,13 @@ def install_error_handlers(app: FastAPI) -> None:
             )
         return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code)
 
+    async def invalid(request: Request, exc: Exception) -> Response:
+        # FastAPI's own handler repeats each bad value: a 60 MB body would come back whole.
+        assert isinstance(exc, RequestValidationError)
+        errors = [_without_large_input(dict(e)) for e in exc.errors()]
+        return JSONResponse({"detail": jsonable_encoder(errors)}, status_code=422)
+
     app.add_exception_handler(EvalboardError, domain)
+    app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(ScoringError, scoring)
     app.add_exception_handler(StarletteHTTPException, http)

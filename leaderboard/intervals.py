@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from datasets_registry import read_examples
 from evalboard.core.context import Context
 from evaluator import read_records
 from leaderboard.table import ModelEntry, TaskTable
@@ -23,7 +24,7 @@ __all__ = ["N_RESAMPLES", "leaderboard_intervals", "load_records"]
 logger = logging.getLogger(__name__)
 
 N_RESAMPLES = 1000
-_stats_cache: dict[tuple[str, str, str], Any] = {}
+_stats_cache: dict[tuple[str, ...], Any] = {}
 _boot_cache: dict[tuple[Any, ...], BootstrapResult | None] = {}
 _CACHE_LIMIT = 256
 
@@ -57,6 +58,37 @@ def _statistics(ctx: Context, table: TaskTable, key: str) -> tuple[tuple[str, ..
     return result
 
 
+def _constant_statistics(
+    ctx: Context, table: TaskTable, uids: Mapping[str, tuple[str, ...]]
+) -> list[dict[str, Any]] | None:
+    """For each label, the per-example statistics of answering it everywhere, on each
+    original in the models' example order: the majority-class baseline of every resample
+    is the best of them. None when the models did not answer exactly the datasets'
+    examples, or the task has no labels."""
+    labels = table.task.output.labels
+    if table.majority_label is None or not labels:
+        return None
+    found: list[dict[str, Any]] = [{} for _ in labels]
+    for dataset in table.originals:
+        cache_key = (ctx.artifacts.url, table.task.perf_metric, dataset.sha256, "constant")
+        cached = _stats_cache.get(cache_key)
+        if cached is None:
+            rows = sorted(read_examples(ctx, dataset), key=lambda e: str(e["uid"]))
+            golds = [str(e["label"]) for e in rows]
+            per_label = [
+                statistics(table.task.perf_metric, [label] * len(golds), golds, labels=labels)
+                for label in labels
+            ]
+            cached = (tuple(str(e["uid"]) for e in rows), per_label)
+            _stats_cache[cache_key] = cached
+        ids, per_label = cached
+        if uids.get(dataset.name) != ids:
+            return None
+        for i, stats in enumerate(per_label):
+            found[i][dataset.name] = stats
+    return found
+
+
 def leaderboard_intervals(
     ctx: Context,
     table: TaskTable,
@@ -66,8 +98,11 @@ def leaderboard_intervals(
     weights: Mapping[str, float],
     directions: Mapping[str, float],
     offsets: Mapping[str, float],
+    baseline: float | None = None,
+    repeats: Mapping[str, Mapping[str, list[float]]] | None = None,
 ) -> BootstrapResult | None:
-    """Perf and Dynascore intervals of ``models``; None when they cannot be computed."""
+    """Perf intervals, gaps to the leader, rank intervals and ``p_first`` of ``models``,
+    with the baseline floor at ``baseline``; None when they cannot be computed."""
     originals = table.originals
     if not models or not originals:
         return None
@@ -78,6 +113,10 @@ def leaderboard_intervals(
         tuple((m.key, tuple(m.predictions[d.name] for d in originals)) for m in models),
         tuple(sorted(weights.items())),
         tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),
+        tuple(sorted(table.dataset_weights.items())),
+        baseline,
+        table.majority_label,
+        tuple(sorted((k, tuple(v.get("throughput", ()))) for k, v in (repeats or {}).items())),
     )
     if cache_key in _boot_cache:
         return _boot_cache[cache_key]
@@ -91,6 +130,7 @@ def leaderboard_intervals(
                 if uids.setdefault(dataset.name, ids) != ids:
                     return None
                 examples[model.key][dataset.name] = stats
+        floor = _constant_statistics(ctx, table, uids) if baseline is not None else None
         result: BootstrapResult | None = bootstrap(
             examples,
             metric=table.task.perf_metric,
@@ -98,7 +138,9 @@ def leaderboard_intervals(
             weights=weights,
             directions=directions,
             offsets=offsets,
-            dataset_weights={d.name: d.weight for d in originals},
+            dataset_weights={d.name: table.dataset_weights[d.name] for d in originals},
+            baseline=floor if floor is not None else baseline,
+            repeats=repeats,
             n_resamples=N_RESAMPLES,
             seed=0,
         )

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datasets_registry.taskspec import WEIGHABLE_METRICS
 from evalboard.core.context import Context
 from evalboard.core.errors import InvalidWeights
+from evaluator import CONTENDED_SHARE
 from leaderboard.intervals import leaderboard_intervals
 from leaderboard.schemas import (
     IntervalPublic,
@@ -24,9 +25,23 @@ from leaderboard.schemas import (
     RowPublic,
 )
 from leaderboard.table import ModelEntry, TaskTable
-from scoring import normalise
+from scoring import (
+    contributions,
+    dominant_term,
+    floor_order,
+    normalise,
+    not_above_baseline,
+)
+from scoring import parse_weights as scoring_parse_weights
 
-__all__ = ["METRICS", "build_leaderboard", "parse_weights", "to_csv", "weighable_metrics"]
+__all__ = [
+    "METRICS",
+    "build_leaderboard",
+    "parse_dataset_weights",
+    "parse_weights",
+    "to_csv",
+    "weighable_metrics",
+]
 
 #: Every column the leaderboard shows, in order; the first five can be weighted.
 METRICS: dict[str, tuple[str, str, str]] = {
@@ -43,28 +58,18 @@ METRICS: dict[str, tuple[str, str, str]] = {
 def parse_weights(text: str | None) -> dict[str, float] | None:
     """``perf:4,throughput:1`` (or ``perf=4,...``) -> a dict; None or empty -> None.
 
+    The one reading of metric weights (:func:`scoring.parse_weights`), for the API, the
+    pages and the CLI alike.
+
     >>> parse_weights("perf:4, memory=1")
     {'perf': 4.0, 'memory': 1.0}
     """
-    if not text or not text.strip():
-        return None
-    weights: dict[str, float] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        name, sep, value = item.replace("=", ":").partition(":")
-        name = name.strip()
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        if not sep or name not in WEIGHABLE_METRICS or not math.isfinite(number) or number < 0:
-            raise InvalidWeights(
-                f"Weight {item.strip()!r} is not METRIC:NUMBER with METRIC one of "
-                f"{', '.join(WEIGHABLE_METRICS)} and NUMBER >= 0; e.g. perf:4,throughput:1"
-            )
-        weights[name] = number
-    return weights
+    return scoring_parse_weights(text, known=WEIGHABLE_METRICS, what="metric")
+
+
+def parse_dataset_weights(table: TaskTable, text: str | None) -> dict[str, float] | None:
+    """``r1-test:1,round-2:0.5`` -> a dict over the task's original scoring datasets."""
+    return scoring_parse_weights(text, known=table.weighable_datasets, what="dataset", partial=True)
 
 
 def weighable_metrics(table: TaskTable) -> list[str]:
@@ -106,24 +111,39 @@ def build_leaderboard(
     table: TaskTable,
     weights: Mapping[str, float] | None = None,
     *,
+    dataset_weights: Mapping[str, float] | None = None,
     intervals: bool = True,
 ) -> LeaderboardPublic:
-    """Rank the complete models; baselines ranked with them, the majority row not ranked."""
+    """Rank the complete models: by Dynascore, after the baseline floor
+    (:mod:`scoring.floor`); baselines ranked with them, the majority row not ranked.
+
+    Args:
+        weights: metric -> weight; None: the task owner's.
+        dataset_weights: original scoring dataset -> weight; None: the owner's.
+        intervals: bootstrap the intervals, ``rank_interval`` and ``p_first``.
+    """
+    table = table.reweighted(dataset_weights)
     metrics = weighable_metrics(table)
     requested = _usable_weights(table, weights, metrics)
     used = {k: v for k, v in requested.items() if k in metrics}
     directions, offsets = _directions(table)
     ranked = table.ranked
+    baseline = table.majority_perf
     rows: list[RowPublic] = []
     amrs: dict[str, float | None] = {}
+    warnings: list[str] = []
     if ranked:
         grid = {m.key: {k: float(m.metrics[k] or 0.0) for k in metrics} for m in ranked}
         normalised = normalise(grid, directions=directions, offsets=offsets)
         scores = dict(zip(normalised.models, normalised.scores(used).tolist(), strict=True))
-        w = normalised.weight_vector(used)
+        terms = contributions(normalised, used)
         amrs = {k: (v if math.isfinite(v) else None) for k, v in normalised.amrs_by_metric.items()}
         by_key = {m.key: m for m in ranked}
         others = {k: {n: v for n, v in row.items() if n != "perf"} for k, row in grid.items()}
+        runs = {m.key: m.throughput_runs(table.dataset_weights) for m in ranked}
+        repeats = (
+            {k: {"throughput": r} for k, r in runs.items() if r} if "throughput" in metrics else {}
+        )
         boot = (
             leaderboard_intervals(
                 ctx,
@@ -133,29 +153,55 @@ def build_leaderboard(
                 weights=used,
                 directions=directions,
                 offsets=offsets,
+                baseline=baseline,
+                repeats=repeats,
             )
             if intervals and "perf" in metrics
             else None
         )
-        for position, key in enumerate(normalised.rank(used), start=1):
-            i = normalised.models.index(key)
-            contributions = {
-                name: float(w[k] * normalised.goods[i, k] / normalised.amrs[k])
-                if math.isfinite(normalised.amrs[k]) and normalised.amrs[k] > 0
-                else 0.0
-                for k, name in enumerate(normalised.metrics)
-            }
-            row = _row(by_key[key], position, scores[key], contributions)
+        if boot is not None:
+            flagged = {k for k, v in boot.not_above_baseline.items() if v}
+            order = boot.order
+        else:
+            flagged = (
+                {
+                    k
+                    for k in grid
+                    if not_above_baseline(high=grid[k].get("perf", 0.0), baseline=baseline)
+                }
+                if "perf" in metrics
+                else set()
+            )
+            order = floor_order(normalised.rank(used), flagged)
+        for position, key in enumerate(order, start=1):
+            row = _row(by_key[key], position, scores[key], terms[key])
+            if runs[key]:
+                row.spread = {"throughput": IntervalPublic(low=min(runs[key]), high=max(runs[key]))}
+            share = by_key[key].busiest_load()
+            if share is not None and share > CONTENDED_SHARE:
+                row.contended = True
+                row.load_note = (
+                    f"measured while other processes used {share:.0%} of the worker's CPU: "
+                    "throughput and latency may be low"
+                )
+            if key in flagged:
+                row.not_above_baseline = True
+                above = boot.above_baseline.get(key) if boot is not None else None
+                row.reason = _reason(
+                    grid[key]["perf"], baseline, above.high if above is not None else None
+                )
             if boot is not None:
                 row.intervals = {
                     "perf": IntervalPublic(low=boot.perf[key].low, high=boot.perf[key].high),
-                    "dynascore": IntervalPublic(
-                        low=boot.dynascore[key].low, high=boot.dynascore[key].high
+                    "gap_to_leader": IntervalPublic(
+                        low=boot.gap_to_leader[key].low, high=boot.gap_to_leader[key].high
                     ),
                 }
                 row.p_first = boot.p_first[key]
+                row.rank_interval = boot.rank_interval[key]
             rows.append(row)
-    if table.majority_perf is not None:
+        warnings = _warnings(terms, table)
+    if baseline is not None:
         rows.append(
             RowPublic(
                 rank=None,
@@ -164,7 +210,7 @@ def build_leaderboard(
                 name="majority-class baseline",
                 user=None,
                 kind="majority",
-                metrics={"perf": table.majority_perf},
+                metrics={"perf": baseline},
                 dynascore=None,
             )
         )
@@ -191,10 +237,38 @@ def build_leaderboard(
             if not m.complete
         ],
         amrs=amrs,
+        dataset_weights={name: table.dataset_weights[name] for name in table.weighable_datasets},
+        baseline_perf=baseline,
+        warnings=warnings,
     )
 
 
-def _row(entry: ModelEntry, rank: int, score: float, contributions: dict[str, float]) -> RowPublic:
+def _reason(perf: float, baseline: float | None, above_high: float | None) -> str:
+    why = (
+        f"its perf ({perf:.2f}) does not clear the majority-class baseline's "
+        f"({baseline or 0.0:.2f})"
+    )
+    if above_high is not None:
+        why += f": the 95% paired bootstrap puts it at most {above_high:+.2f} points above"
+    return f"not above baseline: {why}; ranked after every model that clears it"
+
+
+def _warnings(terms: Mapping[str, Mapping[str, float]], table: TaskTable) -> list[str]:
+    found = dominant_term(terms)
+    if found is None:
+        return []
+    metric, share = found
+    label = METRICS.get(metric, (metric,))[0]
+    return [
+        f"{label} gives {share:.0%} or more of every model's Dynascore: its AMRS rate makes "
+        "small differences between models count a lot, so the scores sit near a common "
+        "value. Compare the gaps to the leader, not the scores, or lower its weight."
+    ]
+
+
+def _row(
+    entry: ModelEntry, rank: int, score: float, contributions: Mapping[str, float]
+) -> RowPublic:
     return RowPublic(
         rank=rank,
         key=entry.key,
@@ -204,7 +278,7 @@ def _row(entry: ModelEntry, rank: int, score: float, contributions: dict[str, fl
         kind="baseline" if entry.is_baseline else "model",
         metrics=dict(entry.metrics),
         dynascore=score,
-        contributions=contributions,
+        contributions=dict(contributions),
     )
 
 
@@ -218,8 +292,12 @@ def to_csv(board: LeaderboardPublic) -> str:
         "kind",
         "submission_id",
         "dynascore",
-        "dynascore_low",
-        "dynascore_high",
+        "gap_to_leader_low",
+        "gap_to_leader_high",
+        "rank_best",
+        "rank_worst",
+        "p_first",
+        "not_above_baseline",
         *names,
         "perf_low",
         "perf_high",
@@ -228,7 +306,8 @@ def to_csv(board: LeaderboardPublic) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
     for row in board.rows:
-        ds = row.intervals.get("dynascore")
+        ds = row.intervals.get("gap_to_leader")
+        best, worst = row.rank_interval or ("", "")
         perf = row.intervals.get("perf")
         writer.writerow(
             [
@@ -240,6 +319,10 @@ def to_csv(board: LeaderboardPublic) -> str:
                 _fmt(row.dynascore),
                 _fmt(ds.low if ds else None),
                 _fmt(ds.high if ds else None),
+                best,
+                worst,
+                _fmt(row.p_first),
+                "yes" if row.not_above_baseline else "",
                 *(_fmt(row.metrics.get(n)) for n in names),
                 _fmt(perf.low if perf else None),
                 _fmt(perf.high if perf else None),

@@ -8,11 +8,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from evalboard.core.states import Access, JobStatus, Role, RoundStatus
+from evalboard.core.states import Access, JobStatus, Role, RoundStatus, UploadState
 
 __all__ = [
     "BaselineUpdate",
     "DatasetPublic",
+    "DatasetWeightUpdate",
     "IntervalPublic",
     "JobPublic",
     "LeaderboardPublic",
@@ -99,6 +100,12 @@ class DatasetPublic(BaseModel):
     created_at: Timestamp
 
 
+class DatasetWeightUpdate(_In):
+    weight: float = Field(
+        gt=0, le=1e6, description="Its weight in every average; its perturbed copies follow."
+    )
+
+
 class RoundPublic(BaseModel):
     number: int
     status: RoundStatus
@@ -128,6 +135,9 @@ class UploadPublic(BaseModel):
     sha256: str
     received: int = Field(description="Bytes stored so far: send the next chunk from here.")
     completed: bool
+    state: UploadState = Field(
+        description="open (takes chunks), checking, completed, rejected, expired or cancelled."
+    )
     chunk_size: int = Field(description="Suggested bytes per PATCH.")
     submission_id: int | None = None
 
@@ -200,9 +210,32 @@ class RowPublic(BaseModel):
         default_factory=dict, description="Each metric's share of the Dynascore."
     )
     intervals: dict[str, IntervalPublic] = Field(
-        default_factory=dict, description="95% bootstrap intervals (perf, dynascore)."
+        default_factory=dict,
+        description="95% paired bootstrap intervals: perf, and gap_to_leader (this model's "
+        "Dynascore minus the leader's, paired within each resample).",
     )
-    p_first: float | None = Field(None, description="Share of resamples ranking it first.")
+    p_first: float | None = Field(
+        None, description="Share of bootstrap resamples in which this row ranks first."
+    )
+    rank_interval: tuple[int, int] | None = Field(
+        None, description="[best, worst] rank over 95% of the bootstrap resamples."
+    )
+    not_above_baseline: bool = Field(
+        False,
+        description="Its perf interval does not clear the majority-class baseline: ranked "
+        "after every model that does.",
+    )
+    reason: str | None = Field(None, description="Why the row is flagged, in words.")
+    spread: dict[str, IntervalPublic] = Field(
+        default_factory=dict,
+        description="Smallest and largest value over the timed runs (throughput).",
+    )
+    contended: bool = Field(
+        False,
+        description="Throughput and latency were measured while other processes used more "
+        "than a quarter of the worker's CPU.",
+    )
+    load_note: str | None = Field(None, description="The worker's load, in words.")
 
 
 class PendingPublic(BaseModel):
@@ -219,7 +252,18 @@ class LeaderboardPublic(BaseModel):
     metrics: list[MetricPublic]
     rows: list[RowPublic]
     pending: list[PendingPublic] = Field(description="Submissions not yet ranked.")
-    amrs: dict[str, float | None]
+    amrs: dict[str, float | None] = Field(
+        description="Each metric's AMRS: how many of its units one perf point is worth."
+    )
+    dataset_weights: dict[str, float] = Field(
+        default_factory=dict, description="Original scoring dataset -> the weight used."
+    )
+    baseline_perf: float | None = Field(
+        None, description="The majority-class baseline's perf, the floor models must clear."
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="What makes the scores hard to read, in words."
+    )
 
 
 # Users --------------------------------------------------------------------------------------
@@ -244,6 +288,11 @@ class UserPublic(BaseModel):
     is_admin: bool
     roles: list[dict[str, str | None]]
     created_at: Timestamp
+
+
+class PasswordChange(_In):
+    current: str = Field(max_length=256, description="Your password now.")
+    new: str = Field(min_length=8, max_length=256, description="At least 8 characters.")
 
 
 class TokenCreate(_In):

@@ -12,12 +12,12 @@ from datetime import datetime, time
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import Session, selectinload
 
 from evalboard.core.context import Context
-from evalboard.core.errors import NotFound, PermissionDenied, QuotaExceeded
-from evalboard.core.states import Access, JobStatus
-from evalboard.core.tables import Job, Submission, User, utcnow
+from evalboard.core.errors import Conflict, NotFound, PermissionDenied, QuotaExceeded
+from evalboard.core.states import Access, JobStatus, UploadState
+from evalboard.core.tables import Job, Rerun, Submission, Upload, User, utcnow
 from evaluator import cancel_submission, enqueue_submission
 from evaluator.queue import dispatcher_for
 from leaderboard.accounts import Principal
@@ -30,6 +30,7 @@ __all__ = [
     "create_submission",
     "get_submission",
     "list_submissions",
+    "lock_user",
     "rerun",
     "set_baseline",
     "submission_public",
@@ -38,33 +39,61 @@ __all__ = [
 ]
 
 
-def uploads_today(ctx: Context, user_id: int) -> int:
-    """Submissions the user made since midnight UTC, platform faults not counted."""
+def _used_today(session: Session, user_id: int) -> int:
     midnight = datetime.combine(utcnow().date(), time(0), tzinfo=utcnow().tzinfo)
+    submissions = session.scalar(
+        select(func.count(Submission.id)).where(
+            Submission.user_id == user_id,
+            Submission.created_at >= midnight,
+            Submission.platform_fault.is_(False),
+        )
+    )
+    # A rejected upload was checked, a re-run evaluated, at the platform's cost: both count.
+    rejected = session.scalar(
+        select(func.count(Upload.id)).where(
+            Upload.user_id == user_id,
+            Upload.state == UploadState.REJECTED.value,
+            Upload.updated_at >= midnight,
+        )
+    )
+    reruns = session.scalar(
+        select(func.count(Rerun.id)).where(Rerun.user_id == user_id, Rerun.created_at >= midnight)
+    )
+    return int(submissions or 0) + int(rejected or 0) + int(reruns or 0)
+
+
+def uploads_today(ctx: Context, user_id: int) -> int:
+    """Submissions (platform faults not counted), rejected uploads and re-runs since
+    midnight UTC: what the daily quota counts."""
     with ctx.db.session() as session:
-        return int(
-            session.scalar(
-                select(func.count(Submission.id)).where(
-                    Submission.user_id == user_id,
-                    Submission.created_at >= midnight,
-                    Submission.platform_fault.is_(False),
-                )
-            )
-            or 0
+        return _used_today(session, user_id)
+
+
+def _refuse_over_quota(ctx: Context, principal: Principal, used: int) -> None:
+    quota = ctx.settings.daily_upload_quota
+    if used > quota:
+        raise QuotaExceeded(
+            f"{principal.name!r} has used the daily quota of {quota} submissions (rejected "
+            "uploads count too); try again after midnight UTC (failures of the platform "
+            "itself are not counted)"
         )
 
 
 def check_quota(ctx: Context, principal: Principal) -> None:
-    """Refuse when the daily quota is spent (admins have none)."""
+    """Refuse early when the daily quota is spent (admins have none).
+
+    Only a hint before work starts: :func:`create_submission` counts again in the
+    transaction that inserts, which is what holds under concurrency.
+    """
     if principal.is_admin or principal.user_id is None:
         return
-    quota = ctx.settings.daily_upload_quota
-    used = uploads_today(ctx, principal.user_id)
-    if used >= quota:
-        raise QuotaExceeded(
-            f"{principal.name!r} has made {used} submissions today, the daily quota of {quota}; "
-            "try again after midnight UTC (failures of the platform itself are not counted)"
-        )
+    _refuse_over_quota(ctx, principal, uploads_today(ctx, principal.user_id) + 1)
+
+
+def lock_user(session: Session, user_id: int) -> None:
+    """Serialize one user's quota-counted writes: a row lock on PostgreSQL; SQLite has one
+    writer at a time anyway (the following insert takes its write lock)."""
+    session.execute(select(User.id).where(User.id == user_id).with_for_update())
 
 
 def create_submission(
@@ -75,9 +104,19 @@ def create_submission(
     manifest: dict[str, Any],
     bundle_sha256: str,
     artifact_key: str,
+    upload_id: str | None = None,
 ) -> Submission:
-    """Record a validated bundle as a submission and queue one job per dataset."""
+    """Record a validated bundle as a submission and queue one job per dataset.
+
+    The daily quota is counted in the transaction that inserts (the user's row locked
+    first), and the upload it came from, being checked, is marked completed in it too: so
+    concurrent completions make at most one submission per upload and never pass the
+    quota together.
+    """
     with ctx.db.session() as session:
+        counted = principal.user_id is not None and not principal.is_admin
+        if principal.user_id is not None:
+            lock_user(session, principal.user_id)
         submission = Submission(
             task_id=task_id,
             user_id=principal.user_id,
@@ -87,6 +126,22 @@ def create_submission(
             manifest=manifest,
         )
         session.add(submission)
+        session.flush()
+        if upload_id is not None:
+            done = session.execute(
+                update(Upload)
+                .where(Upload.id == upload_id, Upload.state == UploadState.CHECKING.value)
+                .values(
+                    state=UploadState.COMPLETED.value,
+                    submission_id=submission.id,
+                    updated_at=utcnow(),
+                )
+            )
+            if getattr(done, "rowcount", 0) != 1:
+                raise Conflict(f"Upload {upload_id} is not being completed; ask for its state")
+        if counted:
+            assert principal.user_id is not None
+            _refuse_over_quota(ctx, principal, _used_today(session, principal.user_id))
     enqueue_submission(ctx, submission.id)
     return submission
 
@@ -196,17 +251,26 @@ def cancel(ctx: Context, principal: Principal, submission_id: int) -> int:
 def rerun(ctx: Context, principal: Principal, submission_id: int) -> int:
     """Queue failed and cancelled jobs again (and jobs for datasets added since).
 
-    A submission a platform fault left out of its submitter's quota counts again once it
-    runs again (else a re-run would be a free submission): the quota must have room.
+    A re-run uses the sandbox, so it counts against the caller's daily quota (admins have
+    none), in the transaction that records it. A submission a platform fault left out of
+    its submitter's quota counts again instead (else a re-run would be a free submission).
     """
     submission = _manageable(ctx, principal, submission_id)
-    if submission.platform_fault and submission.user_id == principal.user_id:
-        check_quota(ctx, principal)
+    counted = principal.user_id is not None and not principal.is_admin
     again = (JobStatus.FAILED.value, JobStatus.CANCELLED.value)
     with ctx.db.session() as session:
+        if counted:
+            assert principal.user_id is not None
+            lock_user(session, principal.user_id)
+            if not (submission.platform_fault and submission.user_id == principal.user_id):
+                session.add(Rerun(submission_id=submission_id, user_id=principal.user_id))
         session.execute(
             update(Submission).where(Submission.id == submission_id).values(platform_fault=False)
         )
+        session.flush()
+        if counted:
+            assert principal.user_id is not None
+            _refuse_over_quota(ctx, principal, _used_today(session, principal.user_id))
         jobs = session.execute(
             select(Job.id, Job.queue).where(
                 Job.submission_id == submission_id, Job.status.in_(again)

@@ -7,14 +7,20 @@ memory and latency over the originals, fairness and robustness over their copies
 is ranked once it has a finished result on every scoring dataset; until then it is pending.
 
 The majority-class baseline predicts, on every scoring dataset, the label most frequent
-across those datasets; it has a perf and nothing else, and is shown, not ranked.
+across those datasets; it has a perf and nothing else, and is shown, not ranked. It is
+the floor of :mod:`scoring.floor`.
+
+A viewer may weigh the datasets otherwise (:meth:`TaskTable.reweighted`): every average,
+the baseline's included, is then taken again with those weights; a perturbed copy
+follows its original's weight.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,10 +29,10 @@ from sqlalchemy.orm import selectinload
 
 from datasets_registry import TaskSpec, get_task, list_datasets, read_examples, scoring_datasets
 from evalboard.core.context import Context
-from evalboard.core.states import JobStatus
+from evalboard.core.states import Access, JobStatus
 from evalboard.core.tables import Dataset, Job, Submission, Task, User
 from evaluator import DatasetOutcome, stored_outcome, summarize
-from scoring import compute
+from scoring import InvalidWeightsError, check_weights, compute, weighted_mean
 
 __all__ = ["ModelEntry", "TaskTable", "load_table", "summary_status"]
 
@@ -59,6 +65,37 @@ class ModelEntry:
     metrics: dict[str, float | None] = field(default_factory=dict)
     per_dataset: dict[str, dict[str, Any]] = field(default_factory=dict)
     predictions: dict[str, str] = field(default_factory=dict)
+    #: The finished results on scoring datasets, kept to re-average with other weights.
+    outcomes: list[DatasetOutcome] = field(default_factory=list)
+
+    def throughput_runs(self, weights: Mapping[str, float]) -> list[float]:
+        """The model's throughput per timed run, each averaged over the originals with
+        ``weights`` (run j of every dataset together); empty without repeated runs."""
+        originals = [o for o in self.outcomes if o.perturbation is None and o.metrics]
+        runs = [o.metrics.throughput_runs for o in originals if o.metrics is not None]
+        if not runs or any(len(r) < 2 for r in runs):
+            return []
+        total = sum(weights.get(o.dataset, o.weight) for o in originals)
+        if not total > 0:
+            return []
+        return [
+            sum(
+                weights.get(o.dataset, o.weight) * r[j]
+                for o, r in zip(originals, runs, strict=True)
+            )
+            / total
+            for j in range(min(len(r) for r in runs))
+        ]
+
+    def busiest_load(self) -> float | None:
+        """The largest share of the worker's CPU other processes used while this model was
+        timed on an original dataset; None when no load was recorded."""
+        shares = [
+            o.metrics.load.others_cpu_share
+            for o in self.outcomes
+            if o.perturbation is None and o.metrics is not None and o.metrics.load is not None
+        ]
+        return max(shares) if shares else None
 
 
 @dataclass
@@ -71,7 +108,44 @@ class TaskTable:
     datasets: list[Dataset]
     scoring: list[Dataset]
     models: list[ModelEntry]
-    majority_perf: float | None
+    #: The majority-class baseline's perf on each original scoring dataset.
+    majority_by_dataset: dict[str, float] | None
+    #: The label the majority-class baseline answers (None: not a classification task).
+    majority_label: str | None = None
+    #: Original scoring dataset -> its weight in the averages (the owner's unless a
+    #: viewer chose others).
+    dataset_weights: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def weighable_datasets(self) -> list[str]:
+        """The original scoring datasets a viewer may weigh: hidden sets keep the owner's
+        weight, and their names are never shown."""
+        return [d.name for d in self.originals if d.access != Access.HIDDEN]
+
+    @property
+    def majority_perf(self) -> float | None:
+        """The baseline's perf averaged with :attr:`dataset_weights`."""
+        return _weighted_mean(self.majority_by_dataset, self.dataset_weights)
+
+    def reweighted(self, weights: Mapping[str, float] | None) -> TaskTable:
+        """This table with the original scoring datasets weighed by ``weights`` (names not
+        given keep the owner's weight); None gives the table itself.
+
+        Raises:
+            scoring.InvalidWeightsError: an unknown dataset, a weight that is not a finite
+                number >= 0, or every dataset at 0.
+        """
+        if weights is None:
+            return self
+        chosen = check_weights(weights, known=self.weighable_datasets, what="dataset", partial=True)
+        merged = {**self.dataset_weights, **chosen}
+        if not sum(merged.values()) > 0:
+            raise InvalidWeightsError(
+                f"Every scoring dataset would weigh 0 with {_text(chosen)}; give at least one "
+                "a weight above 0"
+            )
+        models = [_reaveraged(m, merged) for m in self.models]
+        return replace(self, models=models, dataset_weights=merged)
 
     @property
     def ranked(self) -> list[ModelEntry]:
@@ -83,6 +157,30 @@ class TaskTable:
 
     def entry(self, submission_id: int) -> ModelEntry | None:
         return next((m for m in self.models if m.submission_id == submission_id), None)
+
+
+def _text(weights: Mapping[str, float]) -> str:
+    return ",".join(f"{k}:{v:g}" for k, v in weights.items())
+
+
+def _weighted_mean(
+    values: Mapping[str, float] | None, weights: Mapping[str, float]
+) -> float | None:
+    if not values:
+        return None
+    return weighted_mean((value, weights.get(name, 0.0)) for name, value in values.items())
+
+
+def _reaveraged(entry: ModelEntry, weights: Mapping[str, float]) -> ModelEntry:
+    if not entry.complete:
+        return entry
+    outcomes = [
+        o.model_copy(update={"weight": weights.get(o.derived_from or o.dataset, o.weight)})
+        for o in entry.outcomes
+    ]
+    summary = summarize(outcomes)
+    metrics = {name: getattr(summary, attr) for name, attr in SUMMARY_FIELDS.items()}
+    return replace(entry, metrics=metrics, outcomes=outcomes)
 
 
 def summary_status(statuses: list[str]) -> JobStatus:
@@ -134,41 +232,34 @@ def _entry(
             finished.add(job.dataset_id)
             outcomes.append(outcome)
     entry.complete = bool(scoring_ids) and finished == scoring_ids
+    entry.outcomes = outcomes
     if entry.complete:
         summary = summarize(outcomes)
         entry.metrics = {name: getattr(summary, attr) for name, attr in SUMMARY_FIELDS.items()}
     return entry
 
 
-_majority_cache: dict[tuple[Any, ...], float | None] = {}
+_majority_cache: dict[tuple[Any, ...], tuple[str, dict[str, float]] | None] = {}
 
 
-def _majority_perf(ctx: Context, task: TaskSpec, originals: list[Dataset]) -> float | None:
+def _majority_by_dataset(
+    ctx: Context, task: TaskSpec, originals: list[Dataset]
+) -> tuple[str, dict[str, float]] | None:
     if task.output.type != "multiclass" or not originals:
         return None
-    cache_key = (task.perf_metric, tuple((d.sha256, d.weight) for d in originals))
+    cache_key = (task.perf_metric, tuple((d.name, d.sha256) for d in originals))
     if cache_key in _majority_cache:
         return _majority_cache[cache_key]
-    golds = {d.id: [str(e["label"]) for e in read_examples(ctx, d)] for d in originals}
+    golds = {d.name: [str(e["label"]) for e in read_examples(ctx, d)] for d in originals}
     counts = Counter(label for labels in golds.values() for label in labels)
     # Ties go to the label listed first in the task spec.
     majority = max(task.output.labels, key=lambda label: counts[label])
-    total = sum(d.weight for d in originals)
-    perf = (
-        sum(
-            d.weight
-            * compute(
-                task.perf_metric,
-                [majority] * len(golds[d.id]),
-                golds[d.id],
-                labels=task.output.labels,
-            )
-            for d in originals
-        )
-        / total
-    )
-    _majority_cache[cache_key] = perf
-    return perf
+    perf = {
+        name: compute(task.perf_metric, [majority] * len(labels), labels, labels=task.output.labels)
+        for name, labels in golds.items()
+    }
+    _majority_cache[cache_key] = (majority, perf)
+    return majority, perf
 
 
 def load_table(ctx: Context, task_id: str) -> TaskTable:
@@ -195,6 +286,7 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         default_weights = {k: float(v) for k, v in task.default_weights.items()}
         owner_id = task.owner_id
     originals = [d for d in scoring if d.perturbation is None]
+    majority = _majority_by_dataset(ctx, spec, originals)
     return TaskTable(
         task=spec,
         default_weights=default_weights,
@@ -202,5 +294,7 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         datasets=datasets,
         scoring=scoring,
         models=models,
-        majority_perf=_majority_perf(ctx, spec, originals),
+        majority_by_dataset=majority[1] if majority else None,
+        majority_label=majority[0] if majority else None,
+        dataset_weights={d.name: float(d.weight) for d in originals},
     )

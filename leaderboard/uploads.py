@@ -1,7 +1,8 @@
 """Resumable uploads of model bundles (and bundles holding image tarballs).
 
 1. ``create_upload``: the client announces the file's name, size and sha256; the size
-   limit and the daily quota are checked before a byte is sent.
+   limit, the daily quota and the per-user caps on open uploads and bytes in flight are
+   checked (in one transaction, the user's row locked) before a byte is sent.
 2. ``write_chunk``: each chunk is sent at the offset the server reports as ``received``
    and stored as its own artifact (``uploads/<id>/<offset>``), written atomically: a
    dropped connection loses at most the chunk in flight, and the client resumes from
@@ -9,38 +10,63 @@
 3. ``complete_upload``: the chunks are joined into ``bundles/<sha256><suffix>`` while the
    sha256 is checked, the bundle is unpacked safely and validated, and a submission is
    created and its jobs queued. Completing twice returns the same submission.
+
+Completion first claims the upload with a conditional update (``open`` -> ``checking``),
+so of several concurrent requests one does the work and the others hear 409 (or, once it
+is done, get its submission). A rejected upload (wrong sha256, invalid bundle) is
+deleted with its chunks and counts against the daily quota; an upload with no chunk for
+``upload_expiry_hours`` is swept by :func:`expire_uploads` (the server runs it on start
+and then periodically).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import tempfile
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import IO
 
-from sqlalchemy import select, update
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
 
 from datasets_registry import get_task
 from evalboard.core.context import Context
-from evalboard.core.errors import Conflict, InvalidBundle, NotFound, PermissionDenied, UsageError
-from evalboard.core.tables import Submission, Upload
-from leaderboard.accounts import Principal
+from evalboard.core.errors import (
+    Conflict,
+    InvalidBundle,
+    NotFound,
+    PermissionDenied,
+    QuotaExceeded,
+    UsageError,
+)
+from evalboard.core.states import UploadState
+from evalboard.core.tables import Submission, Upload, utcnow
+from leaderboard.accounts import Principal, principal_for
 from leaderboard.schemas import UploadCreate, UploadPublic
-from leaderboard.submissions import check_quota, create_submission
+from leaderboard.submissions import check_quota, create_submission, lock_user
 from submission_sandbox.archive import ARCHIVE_SUFFIXES, ArchiveCaps
 from submission_sandbox.bundle import load_bundle
 
 __all__ = [
     "CHUNK_SIZE",
     "UploadTooLarge",
+    "cancel_upload",
     "complete_upload",
     "create_upload",
+    "expire_uploads",
+    "expire_uploads_forever",
     "get_upload",
     "upload_public",
     "write_chunk",
 ]
+
+logger = logging.getLogger(__name__)
 
 CHUNK_SIZE = 8 * 1024**2
 _COPY = 1024**2
@@ -72,21 +98,11 @@ def _artifact_key(upload: Upload) -> str:
 
 
 def _submission_of(ctx: Context, upload: Upload) -> Submission | None:
-    """The submission a completed upload became (same bundle file, user and task)."""
-    if not upload.completed:
+    """The submission a completed upload became."""
+    if upload.submission_id is None:
         return None
     with ctx.db.session() as session:
-        return session.scalar(
-            select(Submission)
-            .where(
-                Submission.artifact_key == _artifact_key(upload),
-                Submission.user_id == upload.user_id,
-                Submission.task_id == upload.task_id,
-                Submission.created_at >= upload.created_at,
-            )
-            .order_by(Submission.id)
-            .limit(1)
-        )
+        return session.get(Submission, upload.submission_id)
 
 
 def upload_public(ctx: Context, upload: Upload) -> UploadPublic:
@@ -98,7 +114,8 @@ def upload_public(ctx: Context, upload: Upload) -> UploadPublic:
         size=upload.size,
         sha256=upload.sha256,
         received=upload.received,
-        completed=upload.completed,
+        completed=upload.state == UploadState.COMPLETED,
+        state=UploadState(upload.state),
         chunk_size=CHUNK_SIZE,
         submission_id=submission.id if submission else None,
     )
@@ -121,6 +138,8 @@ def create_upload(ctx: Context, principal: Principal, body: UploadCreate) -> Upl
         )
     check_quota(ctx, principal)
     with ctx.db.session() as session:
+        assert principal.user_id is not None
+        lock_user(session, principal.user_id)
         upload = Upload(
             id=str(uuid.uuid4()),
             user_id=principal.user_id,
@@ -130,7 +149,50 @@ def create_upload(ctx: Context, principal: Principal, body: UploadCreate) -> Upl
             sha256=body.sha256,
         )
         session.add(upload)
+        session.flush()
+        # Counted after the insert, in its transaction: concurrent starts cannot all pass.
+        _check_in_flight(ctx, session, principal.user_id)
     return upload
+
+
+_IN_FLIGHT = (UploadState.OPEN.value, UploadState.CHECKING.value)
+
+
+def _check_in_flight(ctx: Context, session: Session, user_id: int) -> None:
+    """Refuse when the user's open uploads (the new one included) pass a per-user cap."""
+    count, announced = session.execute(
+        select(func.count(Upload.id), func.coalesce(func.sum(Upload.size), 0)).where(
+            Upload.user_id == user_id, Upload.state.in_(_IN_FLIGHT)
+        )
+    ).one()
+    settings = ctx.settings
+    if count > settings.max_open_uploads:
+        raise QuotaExceeded(
+            f"You have {count - 1} uploads open, the most allowed "
+            f"(EVALBOARD_MAX_OPEN_UPLOADS={settings.max_open_uploads}); complete or cancel "
+            f"(DELETE /uploads/ID) them, or let them expire "
+            f"({settings.upload_expiry_hours:g} h after their last chunk)"
+        )
+    if int(announced) > settings.max_upload_bytes_in_flight:
+        raise QuotaExceeded(
+            f"Your open uploads would announce {int(announced)} bytes in flight, more than the "
+            f"{settings.max_upload_bytes_in_flight} allowed "
+            "(EVALBOARD_MAX_UPLOAD_BYTES_IN_FLIGHT); complete or cancel the open ones first"
+        )
+
+
+def cancel_upload(ctx: Context, principal: Principal, upload_id: str) -> None:
+    """Give up an open upload: its chunks are deleted and it no longer counts as open."""
+    get_upload(ctx, principal, upload_id)
+    with ctx.db.session() as session:
+        done = session.execute(
+            update(Upload)
+            .where(Upload.id == upload_id, Upload.state == UploadState.OPEN.value)
+            .values(state=UploadState.CANCELLED.value, updated_at=utcnow())
+        )
+        if getattr(done, "rowcount", 0) != 1:
+            raise Conflict(f"Upload {upload_id} is not open; only an open upload can be cancelled")
+    _drop_parts(ctx, upload_id)
 
 
 def get_upload(ctx: Context, principal: Principal, upload_id: str) -> Upload:
@@ -152,8 +214,8 @@ async def write_chunk(
 ) -> Upload:
     """Store one chunk starting at ``offset`` (which must equal ``received``)."""
     upload = get_upload(ctx, principal, upload_id)
-    if upload.completed:
-        raise Conflict(f"Upload {upload_id} is complete already; nothing more to send")
+    if upload.state != UploadState.OPEN:
+        raise Conflict(f"Upload {upload_id} is {upload.state}; nothing more to send")
     if offset != upload.received:
         raise Conflict(
             f"This chunk starts at byte {offset}, but {upload.received} bytes are stored; "
@@ -173,10 +235,19 @@ async def write_chunk(
     with ctx.db.session() as session:
         done = session.execute(
             update(Upload)
-            .where(Upload.id == upload_id, Upload.received == offset)
-            .values(received=offset + written)
+            .where(
+                Upload.id == upload_id,
+                Upload.received == offset,
+                Upload.state == UploadState.OPEN.value,
+            )
+            .values(received=offset + written, updated_at=utcnow())
         )
         if getattr(done, "rowcount", 0) != 1:
+            now = session.get(Upload, upload_id)
+            if now is None or now.state != UploadState.OPEN:
+                # Cancelled, expired or completing meanwhile: keep none of its bytes.
+                ctx.artifacts.delete(_part_key(upload_id, offset))
+                raise Conflict(f"Upload {upload_id} stopped taking chunks meanwhile")
             raise Conflict(
                 "Another request wrote this chunk at the same time; ask for the "
                 "upload's state (GET) and resume from its `received`"
@@ -219,50 +290,156 @@ def _join_parts(ctx: Context, upload: Upload, key: str) -> None:
         _read_parts(ctx, upload, out)
 
 
-def _drop_parts(ctx: Context, upload: Upload) -> None:
-    offset = 0
-    while offset < upload.received:
-        part = _part_key(upload.id, offset)
-        if not ctx.artifacts.exists(part):
-            break
-        offset += ctx.artifacts.size(part)
-        ctx.artifacts.delete(part)
+def _drop_parts(ctx: Context, upload_id: str) -> None:
+    """Delete every chunk of the upload, including one a dropped request left half
+    written (its name is not at a known offset)."""
+    folder = f"uploads/{upload_id}"
+    if ctx.artifacts.exists(folder):
+        ctx.artifacts.delete_tree(folder)
+
+
+def _claim(ctx: Context, upload_id: str) -> bool:
+    """Move a fully received upload from open to checking; False when another request
+    did first (or it is not open)."""
+    with ctx.db.session() as session:
+        done = session.execute(
+            update(Upload)
+            .where(
+                Upload.id == upload_id,
+                Upload.state == UploadState.OPEN.value,
+                Upload.received == Upload.size,
+            )
+            .values(state=UploadState.CHECKING.value, updated_at=utcnow())
+        )
+        return getattr(done, "rowcount", 0) == 1
+
+
+def _release(ctx: Context, upload_id: str, state: UploadState) -> bool:
+    """End this request's claim (checking -> ``state``); a no-op (False) when the upload
+    became a submission already, even if something after that failed (queueing its jobs)."""
+    with ctx.db.session() as session:
+        done = session.execute(
+            update(Upload)
+            .where(Upload.id == upload_id, Upload.state == UploadState.CHECKING.value)
+            .values(state=state, updated_at=utcnow())
+        )
+        return getattr(done, "rowcount", 0) == 1
+
+
+def _not_completable(ctx: Context, upload_id: str) -> Submission:
+    """What a request that lost the claim hears: the submission, or why not."""
+    with ctx.db.session() as session:
+        upload = session.get(Upload, upload_id)
+    assert upload is not None
+    existing = _submission_of(ctx, upload)
+    if existing is not None:
+        return existing
+    if upload.state == UploadState.CHECKING:
+        raise Conflict(
+            f"Upload {upload_id} is being completed by another request; ask for its state "
+            "(GET) in a moment"
+        )
+    if upload.state != UploadState.OPEN:
+        raise Conflict(f"Upload {upload_id} was {upload.state}; start a new upload")
+    raise Conflict(
+        f"Only {upload.received} of {upload.size} bytes arrived; send the rest from "
+        f"offset {upload.received}"
+    )
+
+
+def _forget_bundle(ctx: Context, key: str, joined_here: bool) -> None:
+    """Delete the bundle this request joined, unless a submission uses it meanwhile."""
+    if not joined_here:
+        return
+    with ctx.db.session() as session:
+        used = session.scalar(select(Submission.id).where(Submission.artifact_key == key))
+    if used is None:
+        ctx.artifacts.delete(key)
 
 
 def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submission:
     """Check, validate and submit a fully received upload; its jobs are queued."""
     upload = get_upload(ctx, principal, upload_id)
-    existing = _submission_of(ctx, upload)
-    if existing is not None:
-        return existing
-    if upload.completed:
-        raise Conflict(f"Upload {upload_id} is complete already; start a new upload")
-    if upload.received != upload.size:
-        raise Conflict(
-            f"Only {upload.received} of {upload.size} bytes arrived; send the rest from "
-            f"offset {upload.received}"
-        )
-    check_quota(ctx, principal)
+    if upload.state == UploadState.OPEN and upload.received == upload.size:
+        check_quota(ctx, principal)  # early, before the work; counted again at the insert
+    if not _claim(ctx, upload_id):
+        return _not_completable(ctx, upload_id)
+    if upload.user_id != principal.user_id and upload.user_id is not None:
+        # An admin completing someone's upload: it stays theirs, on their quota.
+        principal = principal_for(ctx, upload.user_id)
     key = _artifact_key(upload)
-    _join_parts(ctx, upload, key)
-    with tempfile.TemporaryDirectory(prefix="evalboard-upload-") as tmp:
-        local = ctx.artifacts.local_file(key, Path(tmp))
-        caps = ArchiveCaps(max_bytes=max(ctx.settings.max_upload_bytes * 4, 1024**2))
-        bundle = load_bundle(local, unpack_to=Path(tmp) / "unpacked", caps=caps)
-    if bundle.manifest.task != upload.task_id:
-        raise InvalidBundle(
-            f"The bundle's manifest names task {bundle.manifest.task!r}, but it was uploaded to "
-            f"{upload.task_id!r}; fix `task:` in evalboard.yaml or upload to that task"
+    joined_here = not ctx.artifacts.exists(key)
+    try:
+        _join_parts(ctx, upload, key)
+        with tempfile.TemporaryDirectory(prefix="evalboard-upload-") as tmp:
+            local = ctx.artifacts.local_file(key, Path(tmp))
+            caps = ArchiveCaps(max_bytes=max(ctx.settings.max_upload_bytes * 4, 1024**2))
+            bundle = load_bundle(local, unpack_to=Path(tmp) / "unpacked", caps=caps)
+        if bundle.manifest.task != upload.task_id:
+            raise InvalidBundle(
+                f"The bundle's manifest names task {bundle.manifest.task!r}, but it was "
+                f"uploaded to {upload.task_id!r}; fix `task:` in evalboard.yaml or upload to "
+                "that task"
+            )
+        submission = create_submission(
+            ctx,
+            principal,
+            task_id=upload.task_id,
+            manifest=bundle.manifest.model_dump(mode="json"),
+            bundle_sha256=bundle.sha256,
+            artifact_key=key,
+            upload_id=upload.id,
         )
-    submission = create_submission(
-        ctx,
-        principal,
-        task_id=upload.task_id,
-        manifest=bundle.manifest.model_dump(mode="json"),
-        bundle_sha256=bundle.sha256,
-        artifact_key=key,
-    )
-    with ctx.db.session() as session:
-        session.execute(update(Upload).where(Upload.id == upload.id).values(completed=True))
-    _drop_parts(ctx, upload)
+    except QuotaExceeded:
+        # Kept open, bytes and all, as when the early check refuses: it can be completed
+        # once the quota has room (or cancelled, or left to expire).
+        _release(ctx, upload_id, UploadState.OPEN)
+        _forget_bundle(ctx, key, joined_here)
+        raise
+    except UsageError:
+        # Nothing of a rejected upload is kept, and it counts against the quota.
+        _release(ctx, upload_id, UploadState.REJECTED)
+        _drop_parts(ctx, upload_id)
+        _forget_bundle(ctx, key, joined_here)
+        raise
+    except BaseException:
+        if not _release(ctx, upload_id, UploadState.OPEN):  # our fault: the client may retry
+            _drop_parts(ctx, upload_id)  # it is a submission already; its parts are not needed
+        raise
+    _drop_parts(ctx, upload_id)
     return submission
+
+
+def expire_uploads(ctx: Context) -> int:
+    """Delete the chunks of uploads left open (or stuck checking) past
+    ``upload_expiry_hours``; returns how many expired."""
+    cutoff = utcnow() - timedelta(hours=ctx.settings.upload_expiry_hours)
+    with ctx.db.session() as session:
+        stale = list(
+            session.scalars(
+                select(Upload.id).where(Upload.state.in_(_IN_FLIGHT), Upload.updated_at < cutoff)
+            )
+        )
+        if stale:
+            session.execute(
+                update(Upload)
+                .where(Upload.id.in_(stale), Upload.state.in_(_IN_FLIGHT))
+                .values(state=UploadState.EXPIRED.value, updated_at=utcnow())
+            )
+    for upload_id in stale:
+        _drop_parts(ctx, upload_id)
+    return len(stale)
+
+
+async def expire_uploads_forever(ctx: Context) -> None:
+    """Run :func:`expire_uploads` now and then every quarter of the expiry time (at most
+    hourly), until cancelled; the server runs this for its whole life."""
+    every_s = min(3600.0, ctx.settings.upload_expiry_hours * 900)
+    while True:
+        try:
+            expired = await run_in_threadpool(expire_uploads, ctx)
+            if expired:
+                logger.info("expired %d stale uploads and deleted their chunks", expired)
+        except Exception as exc:  # the database may be away; try again next time
+            logger.debug("expiring uploads failed: %s", exc)
+        await asyncio.sleep(every_s)

@@ -8,6 +8,7 @@ from scoring import squad as _squad  # noqa: F401  (registers metrics)
 from scoring.aggregates import mean_win_rate, mean_z_score, pareto_front, pareto_fronts
 from scoring.bootstrap import BootstrapResult, Interval, bootstrap
 from scoring.calibration import ReliabilityBin, calibration_error, reliability
+from scoring.contributions import DOMINANCE_SHARE, contributions, dominant_term
 from scoring.delta import delta, delta_metric, delta_per_example
 from scoring.dynascore import (
     AMRS_CUTOFF,
@@ -19,7 +20,9 @@ from scoring.dynascore import (
     normalise,
     order,
     rank,
+    weighted_mean,
 )
+from scoring.floor import BASELINE_TOLERANCE, floor_order, not_above_baseline, rank_interval
 from scoring.registry import (
     Metric,
     ScoringError,
@@ -33,12 +36,24 @@ from scoring.registry import (
 )
 from scoring.sensitivity import LeaderStability, WeightRange, weight_ranges
 from scoring.squad import normalize_answer
+from scoring.weights import (
+    REFERENCE_ROWS,
+    InvalidWeightsError,
+    check_dataset_weight,
+    check_weights,
+    default_dataset_weight,
+    parse_weights,
+)
 
 __all__ = [
     "AMRS_CUTOFF",
+    "BASELINE_TOLERANCE",
     "DEFAULT_PERF_WEIGHT",
+    "DOMINANCE_SHARE",
+    "REFERENCE_ROWS",
     "BootstrapResult",
     "Interval",
+    "InvalidWeightsError",
     "LeaderStability",
     "Metric",
     "NormalisedTable",
@@ -49,25 +64,35 @@ __all__ = [
     "average_datasets",
     "bootstrap",
     "calibration_error",
+    "check_dataset_weight",
+    "check_weights",
     "compute",
+    "contributions",
+    "default_dataset_weight",
     "default_weights",
     "delta",
     "delta_metric",
     "delta_per_example",
+    "dominant_term",
     "dynascore",
+    "floor_order",
     "get_metric",
     "mean_win_rate",
     "mean_z_score",
     "metric",
     "metric_names",
     "normalise",
+    "not_above_baseline",
     "normalize_answer",
     "order",
     "pareto_front",
     "pareto_fronts",
+    "parse_weights",
     "per_example",
     "rank",
+    "rank_interval",
     "reliability",
     "statistics",
     "weight_ranges",
+    "weighted_mean",
 ]

@@ -4,8 +4,16 @@ Examples are resampled with replacement within each dataset, with the *same* res
 for every model (the models answered the same examples, so their scores are paired);
 perf is recomputed from each resample and the Dynascore after it, AMRS included. The
 other metrics (throughput, memory, fairness, robustness) are measurements of the run,
-not of the examples, and stay at their values. Intervals are percentile intervals; the
-estimate is the value on the full data. A seed makes the result reproducible.
+not of the examples: they stay at their values, unless ``repeats`` gives a metric's
+repeated measurements (timed passes), which are then resampled too and their median
+used. Intervals are percentile intervals; the estimate is the value on the full data. A
+seed makes the result reproducible.
+
+Each resample ranks the models as the board does (Dynascore, then the baseline floor of
+:mod:`scoring.floor`), which gives every model a rank interval and the share of resamples
+it leads (``p_first``). The Dynascore's own interval mostly moves the AMRS-scaled common
+term that every model shares; the paired difference to the leader (``gap_to_leader``)
+cancels it, and is the interval worth showing.
 
 Input is per-example statistics (see :func:`scoring.statistics`): for a mean metric
 (accuracy, SQuAD F1) simply the per-example scores in [0, 1]; for macro-F1 the per-class
@@ -22,23 +30,27 @@ recomputed on every resample rather than averaged.
 True
 >>> result.p_first
 {'strong': 1.0, 'weak': 0.0}
+>>> result.rank_interval
+{'strong': (1, 1), 'weak': (2, 2)}
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from scoring._table import Table
+from scoring._table import Table, per_metric
 from scoring.dynascore import amrs_batch, default_weights, normalise, scores_batch
+from scoring.floor import not_above_baseline, rank_intervals
 from scoring.registry import FloatArray, ScoringError, get_metric
 
 __all__ = ["BootstrapResult", "Interval", "bootstrap"]
 
 _CHUNK_CELLS = 4_000_000  # resample counts held at once: rows x examples
+_BASELINE = "\x00baseline"  # the baseline's column, never a model name
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,16 @@ class BootstrapResult:
     n_resamples: int
     level: float
     seed: int
+    #: Models best first, as the board ranks them (Dynascore, then the baseline floor).
+    order: list[str] = field(default_factory=list)
+    #: [best, worst] rank at ``level``, always holding the observed rank.
+    rank_interval: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: Dynascore minus the leader's, paired within each resample (the leader: 0, 0, 0).
+    gap_to_leader: dict[str, Interval] = field(default_factory=dict)
+    #: Whether the perf interval fails to clear the baseline (see :mod:`scoring.floor`).
+    not_above_baseline: dict[str, bool] = field(default_factory=dict)
+    #: Perf minus the baseline's, paired within each resample (empty with no baseline).
+    above_baseline: dict[str, Interval] = field(default_factory=dict)
 
 
 def _stack(
@@ -94,6 +116,8 @@ def bootstrap(
     directions: Mapping[str, float] | None = None,
     offsets: Mapping[str, float] | None = None,
     dataset_weights: Mapping[str, float] | None = None,
+    baseline: Sequence[Mapping[str, ArrayLike]] | float | None = None,
+    repeats: Mapping[str, Mapping[str, ArrayLike]] | None = None,
     n_resamples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
@@ -111,6 +135,14 @@ def bootstrap(
             default to :func:`scoring.default_weights`.
         dataset_weights: dataset -> weight; default: every dataset of the first model,
             equally.
+        baseline: the majority-class baseline: for each label, dataset -> the per-example
+            statistics of answering that label everywhere (resampled with the models', so
+            the comparison is paired; in each resample the baseline is the best of them,
+            the resample's majority class), or just the baseline's perf. A model whose
+            ``perf - baseline`` interval does not reach above 0 is flagged and ranked
+            after the others in every resample.
+        repeats: model -> metric of ``table`` -> its repeated measurements; each
+            resample draws them with replacement and takes the median.
         n_resamples: how many resamples.
         level: the intervals' coverage, e.g. 0.95.
         seed: seeds numpy's default generator.
@@ -127,12 +159,25 @@ def bootstrap(
     total_w = sum(dataset_w.values())
     if not datasets or any(w < 0 for w in dataset_w.values()) or not total_w > 0:
         raise ScoringError(f"Dataset weights must be >= 0 with a positive sum, got {dataset_w}")
-    stacked = [_stack(examples, models, d) for d in datasets]
+    alternatives: list[Mapping[str, ArrayLike]] = (
+        [] if baseline is None or isinstance(baseline, (int, float)) else list(baseline)
+    )
+    paired = bool(alternatives)
+    base_names = [f"{_BASELINE}{i}" for i in range(len(alternatives))]
+    columns = [*models, *base_names]
+    source = {**examples, **dict(zip(base_names, alternatives, strict=True))}
+    stacked = [_stack(source, columns, d) for d in datasets]
     shares = [dataset_w[d] / total_w for d in datasets]
 
-    estimate = np.zeros(len(models))
+    estimate = np.zeros(len(columns))
     for share, x in zip(shares, stacked, strict=True):
         estimate += share * reduce(x.sum(axis=0), len(x))
+    base_estimate: float | None = (
+        float(estimate[len(models) :].max())
+        if paired
+        else (float(baseline) if isinstance(baseline, (int, float)) else None)
+    )
+    estimate = estimate[: len(models)]
 
     rows: dict[str, dict[str, float]] = {m: {} for m in models}
     if table is not None:
@@ -151,38 +196,77 @@ def bootstrap(
     offset = (offsets or {}).get(perf, 0.0)
     arange = np.arange(len(models))
 
+    repeated = _repeats(repeats, normalised.models, normalised.metrics, perf)
+    direction_of = per_metric(normalised._matrix, directions, role="directions", default=1.0)
+    offset_of = per_metric(normalised._matrix, offsets, role="offsets", default=0.0)
     rng = np.random.default_rng(seed)
     perf_samples = np.empty((n_resamples, len(models)))
+    above_samples = np.empty((n_resamples, len(models)))  # perf minus the baseline's
+    goods_samples = np.empty((n_resamples, *normalised.goods.shape))
     score_samples = np.empty((n_resamples, len(models)))
-    first_counts = np.zeros(len(models))
-    first_perf_counts = np.zeros(len(models))
     largest = max(len(x) for x in stacked)
     chunk = max(1, _CHUNK_CELLS // largest)
     for start in range(0, n_resamples, chunk):
         c = min(chunk, n_resamples - start)
-        boot = np.zeros((c, len(models)))
+        boot = np.zeros((c, len(columns)))
         for share, x in zip(shares, stacked, strict=True):
             n = len(x)
             picks = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
             counts = np.bincount(picks.ravel(), minlength=c * n).reshape(c, n)
-            sums = (counts.astype(np.float64) @ x.reshape(n, -1)).reshape(c, len(models), -1)
+            sums = (counts.astype(np.float64) @ x.reshape(n, -1)).reshape(c, len(columns), -1)
             boot += share * reduce(sums, n)
+        if paired:  # the best constant answer of this resample
+            best = boot[:, len(models) :].max(axis=1, keepdims=True)
+            boot = boot[:, : len(models)]
+            above_samples[start : start + c] = boot - best
+        else:
+            above_samples[start : start + c] = boot - (base_estimate or 0.0)
         goods = np.broadcast_to(normalised.goods, (c, *normalised.goods.shape)).copy()
         goods[..., perf_col] = offset + direction * boot
-        scores = scores_batch(goods, amrs_batch(goods, perf_col), w)
+        for (i, k), values in repeated.items():
+            picks = rng.integers(0, len(values), size=(c, len(values)))
+            medians = np.median(values[picks], axis=1)
+            goods[:, i, k] = offset_of[k] + direction_of[k] * medians
         perf_samples[start : start + c] = boot
-        score_samples[start : start + c] = scores
-        ids = np.broadcast_to(arange, scores.shape)
-        resampled = replace(normalised, goods=goods)
-        keys = [ids, *resampled.tiebreak_keys()[1:], -scores]
-        first_counts += np.bincount(np.lexsort(keys, axis=-1)[:, 0], minlength=len(models))
-        first_perf = np.lexsort([ids, -goods[..., perf_col]], axis=-1)[:, 0]
-        first_perf_counts += np.bincount(first_perf, minlength=len(models))
+        goods_samples[start : start + c] = goods
+        score_samples[start : start + c] = scores_batch(goods, amrs_batch(goods, perf_col), w)
 
     tail = (1 - level) / 2
     perf_q = np.quantile(perf_samples, [tail, 1 - tail], axis=0)
     score_q = np.quantile(score_samples, [tail, 1 - tail], axis=0)
     point = normalised.scores(weights)
+    # The floor compares each model with the baseline on the same resample (paired): a
+    # model answering the majority label everywhere is level with it in every resample.
+    above_low, above_high = np.quantile(above_samples, [tail, 1 - tail], axis=0)
+    flagged = np.array(
+        [
+            int(base_estimate is not None and not_above_baseline(high=above_high[i], baseline=0.0))
+            for i in arange
+        ]
+    )
+    # The board's order, in the resamples and on the full data: the floor first, then
+    # the Dynascore with its tie-breaks (scoring.NormalisedTable.rank).
+    ids = np.broadcast_to(arange, score_samples.shape)
+    resampled = replace(normalised, goods=goods_samples)
+    keys = [
+        ids,
+        *resampled.tiebreak_keys()[1:],
+        -score_samples,
+        np.broadcast_to(flagged, ids.shape),
+    ]
+    orders = np.lexsort(keys, axis=-1)
+    ranks = np.empty_like(orders)
+    np.put_along_axis(ranks, orders, np.broadcast_to(arange + 1, orders.shape), axis=-1)
+    observed = np.lexsort([arange, *normalised.tiebreak_keys()[1:], -point, flagged])
+    observed_rank = np.empty(len(models), dtype=int)
+    observed_rank[observed] = arange + 1
+    first_counts = np.bincount(orders[:, 0], minlength=len(models))
+    first_perf = np.lexsort([ids, -goods_samples[..., perf_col]], axis=-1)[:, 0]
+    first_perf_counts = np.bincount(first_perf, minlength=len(models))
+    leader = observed[0]
+    gaps = score_samples - score_samples[:, [leader]]
+    gap_q = np.quantile(gaps, [tail, 1 - tail], axis=0)
+
     return BootstrapResult(
         perf={
             m: Interval(float(estimate[i]), float(perf_q[0, i]), float(perf_q[1, i]))
@@ -197,4 +281,48 @@ def bootstrap(
         n_resamples=n_resamples,
         level=level,
         seed=seed,
+        order=[models[i] for i in observed],
+        rank_interval=dict(
+            zip(models, rank_intervals(ranks, observed=observed_rank, level=level), strict=True)
+        ),
+        gap_to_leader={
+            m: Interval(float(point[i] - point[leader]), float(gap_q[0, i]), float(gap_q[1, i]))
+            for i, m in enumerate(models)
+        },
+        not_above_baseline={m: bool(flagged[i]) for i, m in enumerate(models)},
+        above_baseline={}
+        if base_estimate is None
+        else {
+            m: Interval(
+                float(estimate[i] - base_estimate),
+                float(above_low[i]),
+                float(above_high[i]),
+            )
+            for i, m in enumerate(models)
+        },
     )
+
+
+def _repeats(
+    repeats: Mapping[str, Mapping[str, ArrayLike]] | None,
+    models: tuple[str, ...],
+    metrics: tuple[str, ...],
+    perf: str,
+) -> dict[tuple[int, int], FloatArray]:
+    """(model index, metric index) -> the repeated measurements to resample (two or more)."""
+    found: dict[tuple[int, int], FloatArray] = {}
+    for model, measured in (repeats or {}).items():
+        if model not in models:
+            raise ScoringError(f"Repeats name model {model!r}, which has no examples")
+        for metric, values in measured.items():
+            if metric == perf or metric not in metrics:
+                raise ScoringError(
+                    f"Repeats of {metric!r} for {model!r}: only other metrics of the table "
+                    f"({', '.join(m for m in metrics if m != perf)}) are measured repeatedly"
+                )
+            array = np.asarray(values, dtype=np.float64).ravel()
+            if not np.all(np.isfinite(array)):
+                raise ScoringError(f"Repeats of {metric!r} for {model!r} are not all finite")
+            if len(array) >= 2:
+                found[models.index(model), metrics.index(metric)] = array
+    return found

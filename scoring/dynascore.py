@@ -53,6 +53,7 @@ __all__ = [
     "normalise",
     "order",
     "rank",
+    "weighted_mean",
 ]
 
 AMRS_CUTOFF = 1e-4
@@ -69,6 +70,25 @@ def default_weights(metrics: Iterable[str], *, perf: str = "perf") -> dict[str, 
     {'perf': 4.0, 'throughput': 1.0, 'memory': 1.0}
     """
     return {m: DEFAULT_PERF_WEIGHT if m == perf else 1.0 for m in metrics}
+
+
+def weighted_mean(
+    values: Iterable[tuple[float | None, float]],
+) -> float | None:
+    """The weighted mean of ``(value, weight)`` pairs, skipping missing values; None when
+    no weight is left. The one dataset average, for :func:`average_datasets`, the
+    evaluator's summary and the leaderboard's baseline alike.
+
+    >>> weighted_mean([(60.0, 2.0), (90.0, 1.0), (None, 5.0)])
+    70.0
+    """
+    total = weight = 0.0
+    for value, w in values:
+        if value is None:
+            continue
+        total += w * value
+        weight += w
+    return total / weight if weight > 0 else None
 
 
 def average_datasets(
@@ -106,10 +126,11 @@ def average_datasets(
         metrics = per_dataset[datasets[0]].keys()
         if any(per_dataset[d].keys() != metrics for d in datasets):
             raise ScoringError(f"Model {model!r} does not have the same metrics on every dataset")
-        averaged[model] = {
-            metric: sum(weights[d] * per_dataset[d][metric] for d in datasets) / total
-            for metric in metrics
-        }
+        averaged[model] = {}
+        for metric in metrics:
+            mean = weighted_mean((per_dataset[d][metric], weights[d]) for d in datasets)
+            assert mean is not None  # the weights sum above 0, checked above
+            averaged[model][metric] = mean
     return averaged
 
 

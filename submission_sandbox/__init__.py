@@ -15,6 +15,8 @@ from submission_sandbox.archive import ArchiveCaps, unpack_archive
 from submission_sandbox.build import BuiltImage, build_image
 from submission_sandbox.bundle import Bundle, bundle_digest, load_bundle, package_bundle
 from submission_sandbox.check import OutputProblem, check_outputs
+from submission_sandbox.dependencies import Dependencies
+from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.docker_sandbox import DockerSandbox, docker_client, reap_orphans
 from submission_sandbox.gvisor_sandbox import (
     GVISOR_VISIBLE_DIFFERENCES,
@@ -43,6 +45,7 @@ __all__ = [
     "ArchiveCaps",
     "BuiltImage",
     "Bundle",
+    "Dependencies",
     "DockerSandbox",
     "GvisorSandbox",
     "LocalSandbox",
@@ -65,6 +68,7 @@ __all__ = [
     "open_sandbox",
     "package_bundle",
     "reap_orphans",
+    "resolve_dependencies",
     "resolve_sandbox",
     "runsc_problem",
     "sandbox",

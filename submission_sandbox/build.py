@@ -6,6 +6,11 @@ by root and readable by all, run as an unprivileged user. An image is reused whe
 tag exists and was built from the same runner and the same base image id; anything else
 rebuilds it. ``image`` bundles are ``docker load``-ed and tagged the same way.
 
+A bundle with a ``requirements.txt`` (see ``submission_sandbox.dependencies``) is built
+on a dependency image, ``evalboard/deps:<resolved set sha256>``: the runtime base plus
+the resolved site folder first on ``PYTHONPATH``. It is shared by every bundle that
+resolves to the same set on the same base.
+
 The legacy builder runs here (the Engine API's /build without BuildKit); nothing is
 pulled and no build step has a network.
 """
@@ -25,6 +30,7 @@ from typing import Any
 from evalboard.core.errors import PlatformError
 from evalboard.core.states import FailureReason
 from submission_sandbox.bundle import Bundle, iter_bundle_files
+from submission_sandbox.dependencies import Dependencies
 from submission_sandbox.manifest import Runtime
 from submission_sandbox.sandbox import SandboxFailure
 
@@ -53,6 +59,14 @@ ENV EVALBOARD_BUNDLE={CONTAINER_BUNDLE} PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECO
 WORKDIR {CONTAINER_BUNDLE}
 USER {SANDBOX_USER}
 ENTRYPOINT ["python3", "/opt/evalboard/runner.py"]
+"""
+DEPS_SITE = "/opt/evalboard/bundle-site"
+# ${PYTHONPATH} is the runtime base's own site folder: the bundle's set comes first.
+_DEPS_DOCKERFILE = f"""\
+ARG BASE_IMAGE
+FROM ${{BASE_IMAGE}}
+COPY site/ {DEPS_SITE}/
+ENV PYTHONPATH={DEPS_SITE}:${{PYTHONPATH}}
 """
 
 
@@ -129,22 +143,100 @@ def _load_image(client: Any, bundle: Bundle, tag: str) -> BuiltImage:
     return BuiltImage(tag, str(image.id), False, time.monotonic() - started, custom=True)
 
 
+def _docker_build(
+    client: Any, context: Path, *, tag: str, base: str, labels: dict[str, str]
+) -> str:
+    """Build ``context`` (legacy builder, no pull, no network); the image id."""
+    import docker.errors
+
+    log = io.StringIO()
+    try:
+        for chunk in client.api.build(
+            path=str(context),
+            tag=tag,
+            buildargs={"BASE_IMAGE": base},
+            labels=labels,
+            rm=True,
+            forcerm=True,
+            pull=False,
+            network_mode="none",
+            decode=True,
+        ):
+            if "stream" in chunk:
+                log.write(str(chunk["stream"]))
+            if "error" in chunk:
+                raise SandboxFailure(
+                    FailureReason.BUILD_FAILED,
+                    f"building the image failed: {chunk['error'].strip()}",
+                    log_tail=log.getvalue()[-4000:],
+                )
+    except docker.errors.APIError as exc:
+        raise SandboxFailure(
+            FailureReason.BUILD_FAILED,
+            f"building the image failed: {exc.explanation or exc}",
+            log_tail=log.getvalue()[-4000:],
+        ) from None
+    image_id = _image_id(client, tag)
+    if image_id is None:
+        raise SandboxFailure(
+            FailureReason.BUILD_FAILED, "the build left no image", log_tail=log.getvalue()[-4000:]
+        )
+    return image_id
+
+
+def _labelled(client: Any, tag: str, labels: dict[str, str]) -> str | None:
+    """The id of ``tag`` when it exists with exactly these labels' values."""
+    import docker.errors
+
+    try:
+        image = client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+    return str(image.id) if all(image.labels.get(k) == v for k, v in labels.items()) else None
+
+
+def _deps_image(client: Any, dependencies: Dependencies, base: str, base_id: str) -> str:
+    """The runtime base plus the bundle's resolved set: built once per (set, base)."""
+    tag = f"evalboard/deps:{dependencies.digest[:40]}"
+    labels = {f"{LABEL}.deps": dependencies.digest, f"{LABEL}.base": base_id}
+    if _labelled(client, tag, labels) is None:
+        # Beside the cache, so that the hard links below work (same file system).
+        with tempfile.TemporaryDirectory(
+            prefix="evalboard-deps-build-", dir=dependencies.site.parent
+        ) as context:
+            (Path(context) / "Dockerfile").write_text(_DEPS_DOCKERFILE)
+            # A hard-linked copy: the build context is read by the engine, never written.
+            shutil.copytree(dependencies.site, Path(context) / "site", copy_function=_link_or_copy)
+            _docker_build(client, Path(context), tag=tag, base=base, labels=labels)
+    return tag
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copy2(source, destination)
+
+
 def build_image(
     bundle: Bundle,
     *,
     client: Any,
     base_image: str,
     torch_image: str | None = None,
+    dependencies: Dependencies | None = None,
     force: bool = False,
 ) -> BuiltImage:
     """The bundle's image: reused when already built from the same runner and base.
+
+    Args:
+        dependencies: the bundle's resolved requirements (``dependencies.resolve``), laid
+            under the bundle in a shared dependency image.
 
     Raises:
         SandboxFailure: ``build_failed``, with the build log's tail.
         PlatformError: the runtime base image is missing (run docker/bootstrap.sh).
     """
-    import docker.errors
-
     tag = f"evalboard/submission:{bundle.sha256[:40]}"
     if bundle.manifest.runtime is Runtime.IMAGE:
         return _load_image(client, bundle, tag)
@@ -164,47 +256,16 @@ def build_image(
         f"{LABEL}.bundle": bundle.sha256,
         f"{LABEL}.runner": runner_digest(),
         f"{LABEL}.base": base_id,
+        f"{LABEL}.deps": dependencies.digest if dependencies else "",
     }
     if not force:
-        try:
-            image = client.images.get(tag)
-            if all(image.labels.get(k) == v for k, v in labels.items()):
-                return BuiltImage(tag, str(image.id), True, 0.0)
-        except docker.errors.ImageNotFound:
-            pass
+        reused = _labelled(client, tag, labels)
+        if reused is not None:
+            return BuiltImage(tag, reused, True, 0.0)
     started = time.monotonic()
-    log = io.StringIO()
+    if dependencies is not None:
+        base = _deps_image(client, dependencies, base, base_id)
     with tempfile.TemporaryDirectory(prefix="evalboard-build-") as context:
         _stage(bundle, Path(context))
-        try:
-            for chunk in client.api.build(
-                path=context,
-                tag=tag,
-                buildargs={"BASE_IMAGE": base},
-                labels=labels,
-                rm=True,
-                forcerm=True,
-                pull=False,
-                network_mode="none",
-                decode=True,
-            ):
-                if "stream" in chunk:
-                    log.write(str(chunk["stream"]))
-                if "error" in chunk:
-                    raise SandboxFailure(
-                        FailureReason.BUILD_FAILED,
-                        f"building the image failed: {chunk['error'].strip()}",
-                        log_tail=log.getvalue()[-4000:],
-                    )
-        except docker.errors.APIError as exc:
-            raise SandboxFailure(
-                FailureReason.BUILD_FAILED,
-                f"building the image failed: {exc.explanation or exc}",
-                log_tail=log.getvalue()[-4000:],
-            ) from None
-    image_id = _image_id(client, tag)
-    if image_id is None:
-        raise SandboxFailure(
-            FailureReason.BUILD_FAILED, "the build left no image", log_tail=log.getvalue()[-4000:]
-        )
+        image_id = _docker_build(client, Path(context), tag=tag, base=base, labels=labels)
     return BuiltImage(tag, image_id, False, time.monotonic() - started)

@@ -40,6 +40,7 @@ from submission_sandbox.contract import (
     docker_stdio_reader,
     socket_reader,
 )
+from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.sandbox import ModelHello, ResourceUsage, SandboxFailure, sandbox
 
 __all__ = ["CHANNEL_DIR", "DockerSandbox", "docker_client", "reap_orphans"]
@@ -179,6 +180,7 @@ class DockerSandbox(ChannelSandbox):
             client=self._client,
             base_image=self.base_image,
             torch_image=self.torch_image,
+            dependencies=resolve_dependencies(self.bundle.path, bundle_sha256=self.bundle.sha256),
         )
         try:
             return self._launch()

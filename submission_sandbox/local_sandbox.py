@@ -2,7 +2,9 @@
 
 For trusted code only: a researcher's own machine, or tests. The model runs as the
 calling user with its network, files and environment (minus ``EVALBOARD_*`` secrets);
-there is no memory limit, no read-only root, no pids limit. What it does enforce: the
+there is no memory limit, no read-only root, no pids limit. A bundle's requirements.txt
+is resolved exactly as for ``docker`` (same flags, same cache) and its folder put first on
+the model's ``PYTHONPATH``. What it does enforce: the
 wall-clock limit (the process group is killed), the output cap, the contract, and the
 same failure reasons as ``docker`` where they can be told apart. Memory and CPU are read
 with psutil (peak resident memory sampled over the process tree, CPU seconds of the
@@ -38,6 +40,7 @@ from submission_sandbox.contract import (
     fd_reader,
     socket_reader,
 )
+from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.manifest import Runtime
 from submission_sandbox.sandbox import ModelHello, ResourceUsage, SandboxFailure, sandbox
 
@@ -76,6 +79,7 @@ class LocalSandbox(ChannelSandbox):
         self._cpu: float | None = None
         self._startup_s: float | None = None
         self._final_log: str | None = None
+        self._site: Path | None = None
 
     def _start(self) -> ModelHello:
         try:
@@ -87,6 +91,9 @@ class LocalSandbox(ChannelSandbox):
                 FailureReason.INVALID_BUNDLE,
                 "the local sandbox cannot run an `image` bundle; use --sandbox docker",
             )
+        # The same resolved set the docker sandbox lays in its image, first on PYTHONPATH.
+        dependencies = resolve_dependencies(bundle.path, bundle_sha256=bundle.sha256)
+        self._site = dependencies.site if dependencies else None
         try:
             return self._launch(bundle.path)
         except BaseException:
@@ -104,6 +111,10 @@ class LocalSandbox(ChannelSandbox):
             PYTHONUNBUFFERED="1",
             PYTHONDONTWRITEBYTECODE="1",
         )
+        if self._site is not None:
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(self._site), *filter(None, [env.get("PYTHONPATH")])]
+            )
         if self.channel == "unix":
             self._listener = UnixListener(self._run_dir)
             env["EVALBOARD_CHANNEL"] = f"unix:{self._listener.path}"

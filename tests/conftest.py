@@ -24,7 +24,7 @@ SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shared_datasets() -> Path:
     """The real public datasets beside the repository (../shared/datasets)."""
     if not SHARED_DATASETS.is_dir():
@@ -32,7 +32,8 @@ def shared_datasets() -> Path:
     return SHARED_DATASETS
 
 
-def _postgres_database() -> Iterator[str]:
+def postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database's URL (skips when no server runs); dropped after."""
     psycopg = pytest.importorskip("psycopg")
     name = f"evalboard_test_{uuid.uuid4().hex[:12]}"
     try:
@@ -51,7 +52,7 @@ def _postgres_database() -> Iterator[str]:
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A fresh, empty PostgreSQL database, dropped afterwards."""
-    yield from _postgres_database()
+    yield from postgres_database()
 
 
 def make_settings(tmp_path: Path, database_url: str = "") -> Settings:
@@ -79,7 +80,7 @@ def any_ctx(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Context]
         yield context
         context.db.dispose()
         return
-    for url in _postgres_database():
+    for url in postgres_database():
         context = Context.from_settings(make_settings(tmp_path, url))
         yield context
         context.db.dispose()

@@ -3,9 +3,13 @@
 No evalboard import, no shell: copy it into any image with Python 3 and make it the
 entrypoint. It answers every classification request with word-list sentiment.
 
-    FROM python:3.11-slim
+    ARG BASE_IMAGE=python:3.11-slim
+    FROM ${BASE_IMAGE}
     COPY contract_model.py /app/contract_model.py
     ENTRYPOINT ["python3", "/app/contract_model.py"]
+
+(offline: ``docker build --build-arg BASE_IMAGE=evalboard/base:bookworm ...``, the
+platform's own base image, as the project's Dockerfiles do).
 
 Then ``docker save IMAGE -o image.tar`` and a bundle with ``runtime: image`` and
 ``image: image.tar``. See docs/contract.md.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from evalboard import __version__
@@ -70,18 +69,39 @@ def _register() -> None:
 _register()
 
 
+def _show_click_error(exc: typer.TyperException) -> None:
+    """A usage mistake as one error line and one hint line, never a traceback."""
+    message = exc.format_message().strip()
+    if not message:
+        # A group called without its sub-command: typer has printed its help already.
+        return
+    ctx = getattr(exc, "ctx", None)
+    err_console.print(f"[bold red]error:[/bold red] {message}", highlight=False, soft_wrap=True)
+    if ctx is not None:
+        usage = ctx.get_usage().removeprefix("Usage: ")
+        err_console.print(
+            f"hint: {usage}; see '{ctx.command_path} --help'",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; exit 0 done, 1 the evaluated thing failed, 2 bad usage or input."""
     try:
-        result = app(args=argv, standalone_mode=False)
-    except click.exceptions.Exit as exc:
+        result = app(args=argv, standalone_mode=False, prog_name="evalboard")
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        return 2
-    except click.exceptions.Abort:
+    except typer.Abort:
         err_console.print("Aborted.")
         return 130
+    except typer.TyperException as exc:
+        # typer >= 0.29 vendors its own click: its usage errors (unknown option, missing
+        # argument, unknown command) derive from typer.TyperException, not from an
+        # installed click's ClickException. Every one of them is bad usage or input.
+        _show_click_error(exc)
+        return 2
     except EvalboardError as exc:
         err_console.print(f"[bold red]error:[/bold red] {exc.message}", highlight=False)
         return exc.exit_code

@@ -10,16 +10,43 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
 
-__all__ = ["console", "err_console", "print_json", "progress", "warn"]
+__all__ = ["console", "err_console", "print_json", "print_table", "progress", "warn"]
 
-console = Console()
+# soft_wrap: a long line (a path, a digest) stays one line in a pipe or a log; a terminal
+# wraps it itself. Rich would otherwise cut every line at 80 columns off a terminal.
+console = Console(soft_wrap=True)
 err_console = Console(stderr=True)
 
 
 def print_json(data: Any) -> None:
     """Machine-readable output on stdout, nothing else on it."""
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def _plain(cell: object) -> str:
+    text = Text.from_markup(cell) if isinstance(cell, str) else cell
+    value = text.plain if isinstance(text, Text) else str(text)
+    return " ".join(value.split("\t")).replace("\n", " ")
+
+
+def print_table(table: Table, *, to: Console | None = None) -> None:
+    """A table: drawn on a terminal, tab-separated full values anywhere else.
+
+    Off a terminal (``| grep``, ``| cut -f2``, a log) rich would squeeze the table into
+    80 columns and cut values with an ellipsis; the plain rendering keeps every value
+    whole, a header line first, one row per line, no title and no markup.
+    """
+    target = to or console
+    if target.is_terminal:
+        target.print(table)
+        return
+    columns = [list(column.cells) for column in table.columns]
+    lines = ["\t".join(_plain(column.header) for column in table.columns)]
+    lines += ["\t".join(_plain(cell) for cell in row) for row in zip(*columns, strict=True)]
+    target.file.write("\n".join(lines) + "\n")
 
 
 def warn(message: str) -> None:

@@ -18,10 +18,11 @@ from datasets_registry import (
     get_dataset,
     list_datasets,
     parse_mapping,
+    set_dataset_weight,
 )
 from datasets_registry.importers import Format
 from evalboard.cli._context import context
-from evalboard.cli._output import console, print_json
+from evalboard.cli._output import console, print_json, print_table
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset
 from evaluator import queue_missing_jobs
@@ -53,7 +54,9 @@ def add(
     name: str = typer.Option(..., "--name", help="Dataset name, unique within the task."),
     round_: int = typer.Option(0, "--round", help="Round number (0: not tied to a round)."),
     access: Access = typer.Option(Access.SCORING, "--access", help="scoring, standard or hidden."),
-    weight: float = typer.Option(1.0, "--weight", help="Weight in the leaderboard average."),
+    weight: float = typer.Option(
+        1.0, "--weight", help="Weight in the leaderboard averages (> 0; change it with `weight`)."
+    ),
     mapping: list[str] = typer.Option([], "--map", help="FIELD=COLUMN, e.g. statement=sentence."),
     label_map: list[str] = typer.Option([], "--label-map", help="VALUE=LABEL, e.g. 0=negative."),
     exclude: list[str] = typer.Option(
@@ -131,7 +134,7 @@ def list_(
         table.add_row(
             d.name, str(d.round), d.access, f"{d.weight:g}", str(d.rows), d.sha256[:12], parent
         )
-    console.print(table)
+    print_table(table)
 
 
 @app.command("show")
@@ -150,6 +153,19 @@ def show(
         return
     for key, value in info.items():
         console.print(f"{key}: {value}")
+
+
+@app.command("weight")
+def weight_(
+    name: str = typer.Argument(..., help="Dataset name (an original; its copies follow)."),
+    weight: float = typer.Argument(..., help="Its weight in every leaderboard average, > 0."),
+    task: str = typer.Option(..., "--task", help="Task id."),
+) -> None:
+    """Set a dataset's weight in the leaderboard's averages (the examples stay as they are)."""
+    dataset = set_dataset_weight(context(), task_id=task, name=name, weight=weight)
+    console.print(
+        f"{dataset.name} now weighs {dataset.weight:g} (its copies too).", highlight=False
+    )
 
 
 @app.command("export")

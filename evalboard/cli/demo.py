@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._context import context
-from evalboard.cli._output import console, err_console, progress, warn
+from evalboard.cli._output import console, err_console, print_table, progress, warn
 
 __all__ = ["demo"]
 
@@ -62,7 +62,7 @@ def _print_board(ctx: Any, task_id: str) -> None:
             _fmt(row.dynascore),
             *(_fmt(row.metrics.get(m.name)) for m in metrics),
         )
-    console.print(table)
+    print_table(table)
     for pending in board.pending:
         warn(f"not ranked: {pending.name} ({pending.status})")
 

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from datasets_registry.taskspec import TaskSpec, load_task_spec
 from evalboard.cli._context import context
-from evalboard.cli._output import console, err_console, print_json, progress, warn
+from evalboard.cli._output import console, err_console, print_json, print_table, progress, warn
 from evalboard.cli._sandbox import SANDBOX_HELP, chosen_sandbox
 from evalboard.core.errors import EvaluationFailed, UsageError
 from evaluator import EvaluationResult, TestSet
@@ -60,41 +60,49 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _table(result: EvaluationResult) -> Table:
-    table = Table(title=f"{result.model or 'model'} on {result.task}")
-    for column in (
-        "dataset",
-        "round",
-        "n",
-        "perf",
-        "fair.",
-        "robust.",
-        "ex/s",
-        "batch",
-        "start s",
-        "p50 s",
-        "p95 s",
-        "mem GiB",
-        "CPU s",
-        "ECE",
-        "kWh",
-    ):
-        table.add_column(column, justify="left" if column == "dataset" else "right")
+#: Every per-dataset figure, in the order of the full (piped) table.
+_COLUMNS = (
+    "dataset",
+    "round",
+    "n",
+    "perf",
+    "fair.",
+    "robust.",
+    "ECE",
+    "ex/s",
+    "batch",
+    "start s",
+    "p50 s",
+    "p95 s",
+    "mem GiB",
+    "CPU s",
+    "kWh",
+)
+#: On a terminal the figures come as two tables that each fit 80 columns: what the model
+#: got right, then what it cost. Energy is one line below them (it is per evaluation).
+_QUALITY = ("dataset", "round", "n", "perf", "fair.", "robust.", "ECE")
+_COST = ("dataset", "ex/s", "batch", "start s", "p50 s", "p95 s", "mem GiB", "CPU s")
+
+
+def _rows(result: EvaluationResult) -> list[dict[str, str]]:
+    rows = []
     for outcome in result.datasets:
         m = outcome.metrics
+        name = outcome.dataset + ("" if outcome.access != "standard" else " (not scored)")
         if m is None:
             reason = outcome.failure.reason if outcome.failure else "failed"
-            table.add_row(
-                outcome.dataset, str(outcome.round), "-", f"[red]{reason}[/red]", *["-"] * 11
-            )
+            row = dict.fromkeys(_COLUMNS, "-")
+            row.update(dataset=name, round=str(outcome.round), perf=f"[red]{reason}[/red]")
+            rows.append(row)
             continue
-        table.add_row(
-            outcome.dataset + ("" if outcome.access != "standard" else " (not scored)"),
+        figures = (
+            name,
             str(outcome.round),
             str(m.examples),
             _fmt(m.perf),
             _fmt(m.fairness),
             _fmt(m.robustness),
+            _fmt(m.ece),
             _fmt(m.throughput, 1),
             str(m.batch_size),
             _fmt(m.startup_s),
@@ -102,18 +110,18 @@ def _table(result: EvaluationResult) -> Table:
             _fmt(m.latency_p95_s, 4),
             _fmt(m.memory_gib, 3),
             _fmt(m.cpu_seconds),
-            _fmt(m.ece),
             _fmt(m.energy_kwh, 6),
         )
+        rows.append(dict(zip(_COLUMNS, figures, strict=True)))
     s = result.summary
-    table.add_section()
-    table.add_row(
+    figures = (
         "[bold]task (weighted)[/bold]",
         "",
         "",
         _fmt(s.perf),
         _fmt(s.fairness),
         _fmt(s.robustness),
+        _fmt(s.ece),
         _fmt(s.throughput, 1),
         "",
         _fmt(s.startup_s),
@@ -121,14 +129,35 @@ def _table(result: EvaluationResult) -> Table:
         _fmt(s.latency_p95_s, 4),
         _fmt(s.memory_gib, 3),
         _fmt(s.cpu_seconds),
-        _fmt(s.ece),
         _fmt(result.energy.kwh, 6),
     )
+    rows.append(dict(zip(_COLUMNS, figures, strict=True)))
+    return rows
+
+
+def _table(rows: list[dict[str, str]], columns: tuple[str, ...], title: str | None) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        if column == "dataset":
+            # Long dataset names fold onto a second line; figures are never cut.
+            table.add_column(column, overflow="fold", ratio=1)
+        else:
+            table.add_column(column, justify="right", no_wrap=True)
+    for index, row in enumerate(rows):
+        if index == len(rows) - 1:
+            table.add_section()
+        table.add_row(*(row[column] for column in columns))
     return table
 
 
 def _report(result: EvaluationResult) -> None:
-    console.print(_table(result))
+    rows = _rows(result)
+    name = f"{result.model or 'model'} on {result.task}"
+    if console.is_terminal:
+        console.print(_table(rows, _QUALITY, f"{name}: quality"))
+        console.print(_table(rows, _COST, f"{name}: cost (latency and start-up in seconds)"))
+    else:
+        print_table(_table(rows, _COLUMNS, None))
     energy = result.energy
     if energy.kwh is not None:
         note = " (an estimate: no RAPL counter here)" if energy.estimate else ""

@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._context import context
-from evalboard.cli._output import console, print_json
+from evalboard.cli._output import console, print_json, print_table
 
 __all__ = ["leaderboard"]
 
@@ -24,17 +24,31 @@ def leaderboard(
         "--weights",
         help="METRIC=WEIGHT,... e.g. perf=4,throughput=1 (default: the task owner's).",
     ),
+    dataset_weights: str | None = typer.Option(
+        None,
+        "--dataset-weights",
+        help="DATASET=WEIGHT,... over the original scoring datasets, e.g. r1-test=1,round-2=0 "
+        "(default: the task owner's; copies follow their original).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="The API's JSON, on stdout."),
     intervals: bool = typer.Option(
-        True, "--intervals/--no-intervals", help="Bootstrap 95% intervals (a second or so)."
+        True,
+        "--intervals/--no-intervals",
+        help="Bootstrap 95% intervals, rank intervals and P(first) (a second or so).",
     ),
 ) -> None:
     """Print a task's leaderboard: rank, Dynascore and every metric."""
-    from leaderboard import build_leaderboard, load_table, parse_weights
+    from leaderboard import build_leaderboard, load_table, parse_dataset_weights, parse_weights
 
     ctx = context()
+    metric_weights = parse_weights(weights)
+    table = load_table(ctx, task)
     board = build_leaderboard(
-        ctx, load_table(ctx, task), parse_weights(weights), intervals=intervals
+        ctx,
+        table,
+        metric_weights,
+        dataset_weights=parse_dataset_weights(table, dataset_weights),
+        intervals=intervals,
     )
     if as_json:
         print_json(board.model_dump(mode="json"))
@@ -43,28 +57,45 @@ def leaderboard(
         console.print(f"No model of {task} has results on every scoring dataset yet.")
     else:
         arrows = {"higher": "↑", "lower": "↓"}
-        table = Table(
+        table_out = Table(
             "#",
+            "rank 95%",
+            "P(first)",
             "model",
             "by",
             "Dynascore ↑",
+            "gap to leader 95%",
             *(f"{m.label} {arrows[m.direction]}" for m in board.metrics),
         )
         for row in board.rows:
-            interval = row.intervals.get("dynascore")
-            score = _fmt(row.dynascore) + (
-                f" [{_fmt(interval.low)}, {_fmt(interval.high)}]" if interval else ""
-            )
+            gap = row.intervals.get("gap_to_leader")
             name = row.name + (" (baseline)" if row.kind == "baseline" else "")
-            table.add_row(
+            if row.not_above_baseline:
+                name += " [not above baseline]"
+            table_out.add_row(
                 str(row.rank or ""),
+                f"{row.rank_interval[0]}-{row.rank_interval[1]}" if row.rank_interval else "",
+                f"{row.p_first:.2f}" if row.p_first is not None else "",
                 name,
                 row.user or "",
-                score,
+                _fmt(row.dynascore),
+                f"[{_fmt(gap.low)}, {_fmt(gap.high)}]" if gap else "",
                 *(_fmt(row.metrics.get(m.name)) for m in board.metrics),
             )
-        console.print(table)
+        print_table(table_out)
+    for row in board.rows:
+        if row.reason:
+            console.print(f"{row.name}: {row.reason}", highlight=False)
+        if row.load_note:
+            console.print(f"{row.name}: {row.load_note}", highlight=False)
+    for warning in board.warnings:
+        console.print(f"warning: {warning}", highlight=False)
     used = ", ".join(f"{k}={v:g}" for k, v in board.weights.items())
     console.print(f"weights: {used}", highlight=False)
+    datasets = ", ".join(f"{k}={v:g}" for k, v in board.dataset_weights.items())
+    console.print(f"dataset weights: {datasets}", highlight=False)
+    rates = ", ".join(f"{k}={v:.3g}" for k, v in board.amrs.items() if v is not None)
+    if rates:
+        console.print(f"AMRS (units per perf point): {rates}", highlight=False)
     for pending in board.pending:
         console.print(f"not ranked yet: {pending.name} ({pending.status})", highlight=False)

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._context import context
-from evalboard.cli._output import console, err_console, print_json, warn
+from evalboard.cli._output import console, err_console, print_json, print_table, warn
 from evalboard.cli._sandbox import SANDBOX_HELP
 from evalboard.core.tables import Round
 from leaderboard.loop import (
@@ -102,23 +102,32 @@ def list_(
             str(row["verified"]),
             f"{100 * vmer:.1f}%" if isinstance(vmer, float) else "-",
         )
-    console.print(table if rows else f"Task {task} has no rounds yet; open one with promote.")
+    if rows:
+        print_table(table)
+    else:
+        console.print(f"Task {task} has no rounds yet; open one with promote.")
 
 
 @round_app.command("close")
 def close(
     task: str = typer.Option(..., "--task", "-t", help="Task id."),
     number: int | None = typer.Option(None, "--round", "-r", help="Default: the open round."),
+    weight: float | None = typer.Option(
+        None,
+        "--weight",
+        help="The new dataset's weight in the averages (default: min(1, examples/500)).",
+    ),
 ) -> None:
     """Close a round: its verified examples become dataset round-N, every model is queued."""
-    closed = close_round(context(), task, number)
+    closed = close_round(context(), task, number, weight=weight)
     if closed.dataset is None:
         console.print(f"Round {closed.round.number} closed with no verified example: no dataset.")
         return
     copies = ", ".join(d.name for d in closed.derived) or "none"
     console.print(
         f"Round {closed.round.number} closed: dataset {closed.dataset.name} "
-        f"({closed.examples} examples; perturbed copies: {copies}); "
+        f"({closed.examples} examples, weight {closed.dataset.weight:g}; "
+        f"perturbed copies: {copies}); "
         f"{len(closed.jobs)} evaluation jobs queued",
         highlight=False,
     )
@@ -158,7 +167,7 @@ def _print_report(report: GateReport) -> None:
             str(d.regressions),
             str(d.improvements),
         )
-    err_console.print(table)
+    print_table(table, to=err_console)
     for r in report.regressions:
         console.print(
             f"REGRESSION {r.dataset} {r.uid}: gold {r.gold!r}, baseline {r.baseline!r}, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,14 @@ import typer
 from rich.table import Table
 
 from datasets_registry import TaskSpec, get_task, load_task_spec
-from evalboard.cli._output import console, err_console, warn
+from evalboard.cli._output import console, err_console, print_table, warn
 from evalboard.cli._sandbox import SANDBOX_HELP, chosen_sandbox
+from evalboard.cli._templates import (
+    TEMPLATES,
+    train_placeholder,
+    write_trained_template,
+    write_transformers_template,
+)
 from evalboard.core.errors import InvalidBundle, UsageError
 from submission_sandbox import (
     MANIFEST_NAME,
@@ -111,21 +118,55 @@ def init(
     task_id: str | None = typer.Option(None, "--task", help="The task's id on the server."),
     task_file: Path | None = typer.Option(None, "--task-file", help="Or the task's YAML."),
     name: str | None = typer.Option(None, help="Model name (default: the directory's name)."),
+    kind: str = typer.Option(
+        "python",
+        "--from",
+        help="python (a handler to fill in), sklearn (joblib pipeline + requirements.txt), "
+        "onnx (the same pipeline through skl2onnx): both trained on placeholder sentences, "
+        "with the train.py to run on your data; transformers (a tiny random BERT classifier "
+        "in model/, to replace with your save_pretrained model).",
+    ),
 ) -> None:
-    """Create a working skeleton python bundle for a task."""
+    """Create a bundle for a task that passes `evalboard model test` as made."""
+    if kind not in TEMPLATES:
+        raise UsageError(f"Unknown template {kind!r}; known: {', '.join(TEMPLATES)}")
     spec = _task(task_id, task_file)
     if directory.exists() and any(directory.iterdir()):
         raise UsageError(f"{directory} is not empty; choose a new directory")
     model_name = name or directory.resolve().name.lower().replace("_", "-")
+    head = f"name: {model_name}\ntask: {spec.id}\n"
+    tail = "batch_size: 32\ngpus: 0\n"
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / MANIFEST_NAME).write_text(
-        f"name: {model_name}\n"
-        f"task: {spec.id}\n"
-        "runtime: python\n"
-        "entry: handler:Model\n"
-        "batch_size: 32\n"
-        "gpus: 0\n"
-    )
+    if kind == "transformers":
+        try:
+            runtime = write_transformers_template(directory, spec, SAMPLE_SENTENCES)
+            (directory / MANIFEST_NAME).write_text(head + runtime + tail)
+        except BaseException:
+            shutil.rmtree(directory)  # nothing half-written
+            raise
+        console.print(
+            f"Created bundle [bold]{directory}[/bold] (transformers) for task "
+            f"[bold]{spec.id}[/bold] with a tiny random placeholder in model/.\n"
+            "Next: model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR) of your "
+            f"own into {directory}/model, then `evalboard model test {directory}`."
+        )
+        return
+    if kind != "python":
+        try:
+            runtime = write_trained_template(kind, directory, spec, name=model_name)
+            (directory / MANIFEST_NAME).write_text(head + runtime + tail)
+            train_placeholder(directory, spec, SAMPLE_SENTENCES)
+        except BaseException:
+            shutil.rmtree(directory)  # nothing half-written
+            raise
+        console.print(
+            f"Created bundle [bold]{directory}[/bold] ({kind}) for task [bold]{spec.id}[/bold], "
+            "trained on placeholder sentences.\n"
+            f"Next: `python {directory}/train.py YOUR.jsonl`, then "
+            f"`evalboard model test {directory}`."
+        )
+        return
+    (directory / MANIFEST_NAME).write_text(head + "runtime: python\nentry: handler:Model\n" + tail)
     if spec.output.type == "span":
         output_doc = '{"answer": a substring of the context, "conf": 0..1}.'
         init_code, predict_code = "", _SPAN_PREDICT
@@ -213,7 +254,7 @@ def test(
             str(shown)[:60],
             "[red]" + "; ".join(issues) + "[/red]" if issues else "[green]ok[/green]",
         )
-    console.print(table)
+    print_table(table)
     for issue in by_index.get(None, []):
         console.print(f"[red]{issue}[/red]")
     memory = f"{usage.peak_memory_bytes / 1024**2:.0f} MiB" if usage.peak_memory_bytes else "n/a"

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from datasets_registry import create_task, get_task, list_tasks, load_task_spec
 from evalboard.cli._context import context
-from evalboard.cli._output import console, print_json
+from evalboard.cli._output import console, print_json, print_table
 
 __all__ = ["app"]
 
@@ -49,7 +49,7 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable o
         kind = output["type"] + (f" ({', '.join(output['labels'])})" if output["labels"] else "")
         weights = ", ".join(f"{k}={v:g}" for k, v in task.default_weights.items())
         table.add_row(task.id, task.name, kind, task.spec["perf_metric"], weights)
-    console.print(table)
+    print_table(table)
 
 
 @app.command("show")

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._context import context
-from evalboard.cli._output import console
+from evalboard.cli._output import console, print_table
 from evalboard.core.states import Role
 
 __all__ = ["token_app", "user_app"]
@@ -74,6 +74,20 @@ def grant(
     console.print(f"{name} is now {role.value}{f' of {task}' if task else ''}.")
 
 
+@user_app.command("password")
+def password(
+    name: str = typer.Argument(..., help="User name."),
+    new: str | None = typer.Option(
+        None, "--password", help="The new password (asked for on a terminal; empty: tokens only)."
+    ),
+) -> None:
+    """Set a user's password; every browser session of the user ends."""
+    from leaderboard.accounts import set_password
+
+    set_password(context(), name, _password(new))
+    console.print(f"{name}'s password is changed; their sessions have ended.")
+
+
 @user_app.command("list")
 def list_() -> None:
     """List users and their roles."""
@@ -93,7 +107,7 @@ def list_() -> None:
             if g.user_id == user.id
         )
         table.add_row(user.name, "yes" if user.is_admin else "", roles)
-    console.print(table)
+    print_table(table)
 
 
 @token_app.command("create")

@@ -10,6 +10,7 @@ from evalboard.core.errors import (
     InvalidBundle,
     InvalidDataset,
     InvalidTaskSpec,
+    InvalidText,
     InvalidWeights,
     NotFound,
     PermissionDenied,
@@ -25,6 +26,7 @@ from evalboard.core.states import (
     JobStatus,
     Role,
     RoundStatus,
+    UploadState,
     Verdict,
 )
 
@@ -41,6 +43,7 @@ __all__ = [
     "InvalidBundle",
     "InvalidDataset",
     "InvalidTaskSpec",
+    "InvalidText",
     "InvalidWeights",
     "JobStatus",
     "NotFound",
@@ -50,6 +53,7 @@ __all__ = [
     "Role",
     "RoundStatus",
     "Settings",
+    "UploadState",
     "UsageError",
     "Verdict",
     "get_settings",

@@ -7,6 +7,7 @@ artifact behind.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import shutil
 import uuid
@@ -18,9 +19,25 @@ from typing import IO, Any
 import fsspec
 from fsspec.core import url_to_fs
 
+from evalboard.core.errors import PlatformError
+
 __all__ = ["ArtifactStore"]
 
 _CHUNK = 1024 * 1024
+# Faults of the store itself, not of what is written into it.
+_STORE_FAULTS = {
+    errno.ENOSPC: "its disk is full; free space or move EVALBOARD_ARTIFACTS",
+    errno.EDQUOT: "its disk quota is spent; free space or move EVALBOARD_ARTIFACTS",
+    errno.EROFS: "it is read-only; make it writable or set EVALBOARD_DATA_DIR",
+    errno.EACCES: "this user may not write there; fix its permissions or set EVALBOARD_DATA_DIR",
+    errno.EPERM: "this user may not write there; fix its permissions or set EVALBOARD_DATA_DIR",
+}
+
+
+def _store_fault(exc: OSError, where: str) -> PlatformError | None:
+    """The :class:`PlatformError` for a full, read-only or forbidden store, else None."""
+    why = _STORE_FAULTS.get(exc.errno or 0)
+    return PlatformError(f"Cannot write to the artifact store at {where}: {why}") if why else None
 
 
 class ArtifactStore:
@@ -30,7 +47,13 @@ class ArtifactStore:
         self.url = url.rstrip("/")
         self.fs: fsspec.AbstractFileSystem
         self.fs, self.root = url_to_fs(self.url)
-        self.fs.makedirs(self.root, exist_ok=True)
+        try:
+            self.fs.makedirs(self.root, exist_ok=True)
+        except OSError as exc:
+            fault = _store_fault(exc, self.url)
+            if fault is None:
+                raise
+            raise fault from None
 
     def _path(self, key: str) -> str:
         if key.startswith("/") or ".." in key.split("/"):
@@ -59,14 +82,22 @@ class ArtifactStore:
 
     @contextmanager
     def open_write(self, key: str) -> Iterator[IO[bytes]]:
-        """Write a whole artifact atomically: it appears under ``key`` only if the block ends."""
+        """Write a whole artifact atomically: it appears under ``key`` only if the block ends.
+
+        A full or read-only store raises :class:`PlatformError`, and nothing is left.
+        """
         final = self._path(key)
         tmp = f"{final}.partial-{uuid.uuid4().hex}"
-        self.fs.makedirs(final.rsplit("/", 1)[0], exist_ok=True)
         try:
+            self.fs.makedirs(final.rsplit("/", 1)[0], exist_ok=True)
             with self.fs.open(tmp, "wb") as handle:
                 yield handle
             self.fs.mv(tmp, final)
+        except OSError as exc:
+            fault = _store_fault(exc, self.url)
+            if fault is None:
+                raise
+            raise fault from None
         finally:
             if self.fs.exists(tmp):
                 self.fs.rm(tmp)
@@ -102,3 +133,8 @@ class ArtifactStore:
     def delete(self, key: str) -> None:
         if self.exists(key):
             self.fs.rm(self._path(key))
+
+    def delete_tree(self, key: str) -> None:
+        """Delete a folder of artifacts and everything in it."""
+        if self.exists(key):
+            self.fs.rm(self._path(key), recursive=True)

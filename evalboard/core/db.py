@@ -1,7 +1,13 @@
-"""The database engine, sessions, and migrations applied automatically on first use."""
+"""The database engine, sessions, and migrations applied automatically on first use.
+
+Database faults become :class:`PlatformError` (exit 2, HTTP 503) here, in one place, with
+messages that never carry the URL's host, port or user: a 503 may reach anonymous callers.
+The driver's own message is logged at INFO.
+"""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,13 +16,46 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DataError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from evalboard.core.errors import PlatformError
+from evalboard.core.errors import InvalidText, PlatformError
 
 __all__ = ["Database", "migrate"]
+
+logger = logging.getLogger(__name__)
+_last_logged = ""
+_SUPPORTED = "postgresql+psycopg://USER@HOST/NAME or sqlite:///PATH"
+# What the driver said -> what an operator should do; matched on the lowercased message.
+_CAUSES = (
+    ("does not exist", "the database named in EVALBOARD_DATABASE_URL does not exist; create it"),
+    ("authentication failed", "the database refused the user or password"),
+    ("readonly database", "the database file is read-only; make the data dir writable"),
+    ("read-only", "the database file is read-only; make the data dir writable"),
+    ("unable to open database file", "the database file cannot be opened or created"),
+    ("disk is full", "the disk holding the database is full"),
+    ("no space left", "the disk holding the database is full"),
+    ("database is locked", "the database is locked by another process; try again"),
+)
+
+
+def database_fault(exc: BaseException) -> PlatformError:
+    """A :class:`PlatformError` saying what is wrong with the database, without the URL's
+    host, port or user (logged instead)."""
+    said = str(exc).lower()
+    cause = next((why for needle, why in _CAUSES if needle in said), None)
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    global _last_logged
+    if detail != _last_logged:  # an outage is one line in the log, not one per request
+        _last_logged = detail
+        logger.info("database error: %s", detail)
+    return PlatformError(
+        f"The database is unavailable: {cause or 'its server does not answer'}. "
+        "Check EVALBOARD_DATABASE_URL and the database server; the server log has details"
+    )
+
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _migrate_lock = threading.Lock()
@@ -54,10 +93,35 @@ class Database:
     """
 
     def __init__(self, url: str, *, auto_migrate: bool = True) -> None:
-        self.url = make_url(url)
-        if self.url.get_backend_name() == "sqlite" and self.url.database:
-            Path(self.url.database).parent.mkdir(parents=True, exist_ok=True)
-        self.engine = create_engine(self.url, pool_pre_ping=True)
+        try:
+            self.url = make_url(url)
+        except ArgumentError:
+            raise PlatformError(
+                f"EVALBOARD_DATABASE_URL is not a database URL; use {_SUPPORTED}"
+            ) from None
+        backend = self.url.get_backend_name()
+        if backend not in ("sqlite", "postgresql"):
+            raise PlatformError(
+                f"EVALBOARD_DATABASE_URL names a {backend!r} database, which Evalboard does "
+                f"not support; use {_SUPPORTED}"
+            )
+        if backend == "sqlite" and self.url.database:
+            try:
+                Path(self.url.database).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise PlatformError(
+                    f"Cannot create the data dir {Path(self.url.database).parent} "
+                    f"({exc.strerror}); make it writable or set EVALBOARD_DATA_DIR"
+                ) from None
+        try:
+            # A server that does not answer is a fault in seconds, not a hung request.
+            connect_args = {"connect_timeout": 5} if backend == "postgresql" else {}
+            self.engine = create_engine(self.url, pool_pre_ping=True, connect_args=connect_args)
+        except (ImportError, NoSuchModuleError, ArgumentError):
+            raise PlatformError(
+                f"EVALBOARD_DATABASE_URL asks for driver {self.url.drivername!r}, which is not "
+                f"installed or not known; use {_SUPPORTED}"
+            ) from None
         if self.url.get_backend_name() == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
@@ -70,10 +134,7 @@ class Database:
         try:
             migrate(self.engine)
         except Exception as exc:  # a database we cannot reach is an operator's problem
-            raise PlatformError(
-                f"Cannot prepare the database at {self.url.render_as_string()}: {exc}. "
-                "Check EVALBOARD_DATABASE_URL and that the server is running."
-            ) from exc
+            raise database_fault(exc) from None
         self._migrated = True
 
     @contextmanager
@@ -84,11 +145,35 @@ class Database:
         try:
             yield session
             session.commit()
+        except OperationalError as exc:
+            _rollback_quietly(session)
+            raise database_fault(exc) from None
+        except DataError as exc:
+            # A value the database cannot hold (PostgreSQL: a NUL in text, a number out of
+            # range) that the edge let through: the caller's input, not our fault.
+            _rollback_quietly(session)
+            logger.info("refused value: %s", str(exc).splitlines()[0])
+            raise InvalidText(
+                "A value cannot be stored (a NUL character, or a number or text too large); "
+                "fix the input and try again"
+            ) from None
         except BaseException:
             session.rollback()
             raise
         finally:
             session.close()
 
+    def ping(self) -> None:
+        """Raise :class:`PlatformError` unless the database answers (and is migrated)."""
+        with self.session() as session:
+            session.execute(text("SELECT 1"))
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def _rollback_quietly(session: Session) -> None:
+    try:
+        session.rollback()
+    except Exception:  # the connection is gone already; nothing to undo
+        logger.debug("rollback after a database fault failed", exc_info=True)

@@ -5,7 +5,8 @@
     │   ├── InvalidTaskSpec           a task YAML that does not validate
     │   ├── InvalidDataset            a dataset file that does not fit its task
     │   ├── InvalidBundle             a model bundle or manifest that cannot be used
-    │   └── InvalidWeights            Dynascore weights that cannot be used
+    │   ├── InvalidWeights            Dynascore weights that cannot be used: HTTP 422
+    │   └── InvalidText               text no column can hold (NUL, lone surrogate): HTTP 422
     ├── NotFound                      the named thing does not exist: exit 2, 404
     ├── Conflict                      clashes with what is stored (immutability): exit 2, 409
     ├── PermissionDenied              the caller may not do this: exit 2, 403
@@ -26,6 +27,7 @@ __all__ = [
     "InvalidBundle",
     "InvalidDataset",
     "InvalidTaskSpec",
+    "InvalidText",
     "InvalidWeights",
     "NotFound",
     "PermissionDenied",
@@ -66,6 +68,14 @@ class InvalidBundle(UsageError):
 
 class InvalidWeights(UsageError):
     """Dynascore weights that name unknown metrics or are not usable numbers."""
+
+    http_status = 422
+
+
+class InvalidText(UsageError):
+    """Text holding a NUL character or a lone surrogate, which no database column stores."""
+
+    http_status = 422
 
 
 class NotFound(EvalboardError):

@@ -7,12 +7,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["DEVELOPMENT_SECRET", "Settings", "get_settings"]
+from evalboard.core.errors import UsageError
+from evalboard.core.validation import describe_validation_error
 
-DEVELOPMENT_SECRET = "evalboard-development-secret-change-me"
+__all__ = ["MIN_SECRET_LENGTH", "PUBLISHED_SECRETS", "Settings", "get_settings"]
+
+#: Secrets that were printed in this project's code or docs: anyone can sign with them.
+PUBLISHED_SECRETS = frozenset({"evalboard-development-secret-change-me"})
+MIN_SECRET_LENGTH = 32
+_MAKE_ONE = "(e.g. `python3 -c 'import secrets; print(secrets.token_hex(32))'`)"
 
 
 def _default_data_dir() -> Path:
@@ -43,7 +49,10 @@ class Settings(BaseSettings):
         "", description="fsspec URL of the artifact store; empty means data_dir/artifacts."
     )
     secret_key: str = Field(
-        DEVELOPMENT_SECRET, description="Signs browser sessions; must be set in production."
+        "",
+        description="Signs browser sessions. Required in production; elsewhere, empty means "
+        "a random key made on first start and kept in data_dir/secret_key (mode 0600).",
+        repr=False,
     )
     sandbox: Literal["auto", "gvisor", "docker", "local"] = Field(
         "auto",
@@ -72,6 +81,21 @@ class Settings(BaseSettings):
     )
     daily_upload_quota: int = Field(20, ge=0, description="Submissions per user and day.")
     max_upload_bytes: int = Field(8 * 1024**3, description="Largest accepted upload.")
+    session_idle_hours: float = Field(
+        12, gt=0, description="A browser session ends after this long without a request."
+    )
+    session_max_hours: float = Field(
+        7 * 24, gt=0, description="A browser session ends this long after sign-in, whatever."
+    )
+    max_open_uploads: int = Field(
+        3, ge=1, description="Uploads one user may have open (started, not completed) at once."
+    )
+    max_upload_bytes_in_flight: int = Field(
+        16 * 1024**3, description="Bytes one user's open uploads may announce together."
+    )
+    upload_expiry_hours: float = Field(
+        24, gt=0, description="An open upload with no chunk for this long is deleted."
+    )
     max_request_bytes: int = Field(
         1024**3,
         description="Largest single request body from a signed-in caller (a dataset form, "
@@ -79,20 +103,35 @@ class Settings(BaseSettings):
     )
 
     @model_validator(mode="after")
-    def _fill_defaults_and_refuse_dev_secret(self) -> Settings:
+    def _fill_defaults_and_refuse_weak_secrets(self) -> Settings:
         if not self.database_url:
             self.database_url = f"sqlite:///{self.data_dir / 'evalboard.db'}"
         if not self.artifacts:
             self.artifacts = str(self.data_dir / "artifacts")
-        if self.environment == "production" and self.secret_key == DEVELOPMENT_SECRET:
+        if self.secret_key in PUBLISHED_SECRETS:
             raise ValueError(
-                "EVALBOARD_SECRET_KEY is the development default; set a random secret "
-                "(e.g. `python -c 'import secrets; print(secrets.token_hex(32))'`) in production"
+                "EVALBOARD_SECRET_KEY is a published example, so anyone could sign sessions "
+                f"with it; set a random secret {_MAKE_ONE} or unset it"
+            )
+        if self.environment == "production" and len(self.secret_key) < MIN_SECRET_LENGTH:
+            raise ValueError(
+                f"EVALBOARD_SECRET_KEY must be set to at least {MIN_SECRET_LENGTH} random "
+                f"characters in production {_MAKE_ONE}; every server of one deployment needs "
+                "the same one"
             )
         return self
 
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process's settings, built on first use from the environment."""
-    return Settings()
+    """The process's settings, built on first use from the environment.
+
+    Raises:
+        UsageError: an ``EVALBOARD_*`` variable has a value that cannot be used.
+    """
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise UsageError(
+            "An EVALBOARD_* setting cannot be used:\n" + describe_validation_error(exc)
+        ) from None

@@ -11,6 +11,7 @@ __all__ = [
     "JobStatus",
     "Role",
     "RoundStatus",
+    "UploadState",
     "Verdict",
 ]
 
@@ -82,3 +83,14 @@ class Verdict(StrEnum):
     CORRECT = "correct"
     INCORRECT = "incorrect"
     FLAGGED = "flagged"
+
+
+class UploadState(StrEnum):
+    """Where a resumable upload is; only an ``open`` one takes bytes or completes."""
+
+    OPEN = "open"
+    CHECKING = "checking"  # one request is joining and validating it
+    COMPLETED = "completed"  # became a submission
+    REJECTED = "rejected"  # wrong sha256 or invalid bundle; its bytes are deleted
+    EXPIRED = "expired"  # left open too long; its bytes are deleted
+    CANCELLED = "cancelled"  # given up by its uploader; its bytes are deleted

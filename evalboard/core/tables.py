@@ -29,6 +29,7 @@ __all__ = [
     "Dataset",
     "Example",
     "Job",
+    "Rerun",
     "Result",
     "Round",
     "RoleGrant",
@@ -60,6 +61,9 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True)
     password_hash: Mapped[str] = mapped_column(String(256), default="")
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Part of every session cookie; bumping it (sign-out, new password, role change, token
+    # revoked) ends every session of the user at once.
+    session_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = _created()
 
 
@@ -249,8 +253,24 @@ class Validation(Base):
     created_at: Mapped[datetime] = _created()
 
 
+class Rerun(Base):
+    """One re-run of a submission's failed jobs, by whom: re-runs use the sandbox, so they
+    count against the caller's daily quota like submissions."""
+
+    __tablename__ = "reruns"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = _created()
+
+
 class Upload(Base):
-    """A resumable upload: bytes received so far, checked against a sha256 at the end."""
+    """A resumable upload: bytes received so far, checked against a sha256 at the end.
+
+    ``state`` moves open -> checking -> completed (or rejected) by conditional updates, so
+    one upload becomes at most one submission whatever the concurrency.
+    """
 
     __tablename__ = "uploads"
 
@@ -261,5 +281,9 @@ class Upload(Base):
     size: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
     received: Mapped[int] = mapped_column(BigInteger, default=0)
-    completed: Mapped[bool] = mapped_column(Boolean, default=False)
+    state: Mapped[str] = mapped_column(String(16), default="open", index=True)
+    submission_id: Mapped[int | None] = mapped_column(
+        ForeignKey("submissions.id", ondelete="SET NULL")
+    )
     created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

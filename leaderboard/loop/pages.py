@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from datasets_registry import get_task
 from evalboard.core.context import Context
-from evalboard.core.errors import UsageError
+from evalboard.core.errors import InvalidWeights, UsageError
 from evalboard.core.states import RoundStatus, Verdict
 from evalboard.core.tables import Example, Submission
 from leaderboard.accounts import Principal
@@ -244,12 +244,20 @@ async def close(
     principal: PrincipalDep,
     pool: PoolDep,
 ) -> RedirectResponse:
-    await form_csrf(request)
+    form = await form_csrf(request)
     principal.require_owner(task_id, doing="close a round")
-    closed = await run_in_threadpool(close_round, ctx, task_id, number)
+    text = str(form.get("weight", "") or "").strip()
+    try:
+        weight = float(text) if text else None
+    except ValueError:
+        raise InvalidWeights(
+            f"Weight {text!r} is not a number; leave it blank for the default"
+        ) from None
+    closed = await run_in_threadpool(close_round, ctx, task_id, number, weight=weight)
     pool.release(closed.round.id)
     what = (
-        f"dataset {closed.dataset.name} ({closed.examples} examples); "
+        f"dataset {closed.dataset.name} ({closed.examples} examples, weight "
+        f"{closed.dataset.weight:g}); "
         f"{len(closed.jobs)} evaluation jobs queued"
         if closed.dataset is not None
         else "no verified example, so no dataset"

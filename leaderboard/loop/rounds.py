@@ -24,6 +24,7 @@ from evalboard.core.errors import Conflict, NotFound, UsageError
 from evalboard.core.states import Access, ExampleStatus, RoundStatus
 from evalboard.core.tables import Dataset, Example, Round, Submission, utcnow
 from evaluator.queue import Dispatcher, queue_missing_jobs
+from scoring import check_dataset_weight, default_dataset_weight
 
 __all__ = [
     "ClosedRound",
@@ -214,9 +215,17 @@ def _rows(ctx: Context, task_id: str, closing: Round) -> list[dict[str, object]]
 
 
 def close_round(
-    ctx: Context, task_id: str, number: int | None = None, *, dispatcher: Dispatcher | None = None
+    ctx: Context,
+    task_id: str,
+    number: int | None = None,
+    *,
+    weight: float | None = None,
+    dispatcher: Dispatcher | None = None,
 ) -> ClosedRound:
     """Close a round (the open one by default) into dataset ``round-<n>``.
+
+    ``weight`` is the new dataset's weight in the leaderboard's averages; None applies the
+    default rule for rounds, :func:`scoring.default_dataset_weight` (``min(1, n/500)``).
 
     A round with no verified example closes without a dataset. The caller releases the
     round's warm targets (:meth:`TargetPool.release`).
@@ -224,6 +233,8 @@ def close_round(
     Raises:
         Conflict: the round is closed already, or ``round-<n>`` exists with other content.
     """
+    if weight is not None:
+        check_dataset_weight(weight, name=f"round {number or 'open'}")
     closing = get_round(ctx, task_id, number) if number is not None else current_round(ctx, task_id)
     if closing is None:
         raise Conflict(f"Task {task_id!r} has no open round to close")
@@ -249,6 +260,7 @@ def close_round(
                     path=path,
                     round=closing.number,
                     access=Access.SCORING,
+                    weight=weight if weight is not None else default_dataset_weight(len(rows)),
                 )
     except BaseException:
         with ctx.db.session() as session:  # nothing was stored: the round stays open

@@ -24,6 +24,7 @@ from datasets_registry import (
     get_task,
     list_datasets,
     parse_mapping,
+    set_dataset_weight,
 )
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound
@@ -34,7 +35,7 @@ from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.routes.tasks import TaskId
-from leaderboard.schemas import DatasetPublic
+from leaderboard.schemas import DatasetPublic, DatasetWeightUpdate
 
 __all__ = ["add_uploaded_dataset", "dataset_public", "router", "visible_datasets"]
 
@@ -148,6 +149,20 @@ def add(
     )
     names = {d.id: d.name for d in list_datasets(ctx, task_id)}
     return [dataset_public(d, names) for d in datasets]
+
+
+@router.patch("/{name}", summary="Set a dataset's weight (task owner)")
+def set_weight(
+    task_id: TaskId,
+    name: DatasetName,
+    body: DatasetWeightUpdate,
+    ctx: CtxDep,
+    principal: SignedInDep,
+) -> DatasetPublic:
+    principal.require_owner(task_id, doing="set its dataset weights")
+    dataset = set_dataset_weight(ctx, task_id=task_id, name=name, weight=body.weight)
+    names = {d.id: d.name for d in list_datasets(ctx, task_id)}
+    return dataset_public(dataset, names)
 
 
 @router.get("/{name}", summary="One dataset")

@@ -7,9 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
+from evalboard.core.context import Context
 from leaderboard.auth import CtxDep
 from leaderboard.errors import ERROR_RESPONSES
-from leaderboard.ranking import build_leaderboard, parse_weights, to_csv
+from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights, to_csv
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import LeaderboardPublic
 from leaderboard.table import load_table
@@ -26,11 +27,34 @@ Weights = Annotated[
         "Default: the task owner's weights.",
     ),
 ]
+DatasetWeights = Annotated[
+    str | None,
+    Query(
+        max_length=2000,
+        description="DATASET:WEIGHT,... over the task's original scoring datasets, e.g. "
+        "r1-test:1,round-2:0.25; perturbed copies follow their original. Datasets not named "
+        "keep the task owner's weight.",
+    ),
+]
+
+
+def _board(
+    ctx: Context, task_id: str, weights: str | None, dataset_weights: str | None
+) -> LeaderboardPublic:
+    table = load_table(ctx, task_id)
+    return build_leaderboard(
+        ctx,
+        table,
+        parse_weights(weights),
+        dataset_weights=parse_dataset_weights(table, dataset_weights),
+    )
 
 
 @router.get("/leaderboard", summary="The ranking for the given weights")
-def leaderboard(task_id: TaskId, ctx: CtxDep, weights: Weights = None) -> LeaderboardPublic:
-    return build_leaderboard(ctx, load_table(ctx, task_id), parse_weights(weights))
+def leaderboard(
+    task_id: TaskId, ctx: CtxDep, weights: Weights = None, dataset_weights: DatasetWeights = None
+) -> LeaderboardPublic:
+    return _board(ctx, task_id, weights, dataset_weights)
 
 
 @router.get(
@@ -44,8 +68,10 @@ def leaderboard(task_id: TaskId, ctx: CtxDep, weights: Weights = None) -> Leader
         }
     },
 )
-def leaderboard_csv(task_id: TaskId, ctx: CtxDep, weights: Weights = None) -> Response:
-    board = build_leaderboard(ctx, load_table(ctx, task_id), parse_weights(weights))
+def leaderboard_csv(
+    task_id: TaskId, ctx: CtxDep, weights: Weights = None, dataset_weights: DatasetWeights = None
+) -> Response:
+    board = _board(ctx, task_id, weights, dataset_weights)
     return Response(
         to_csv(board),
         media_type="text/csv",
@@ -58,8 +84,10 @@ def leaderboard_csv(task_id: TaskId, ctx: CtxDep, weights: Weights = None) -> Re
     summary="Download the whole table as JSON",
     response_model=LeaderboardPublic,
 )
-def leaderboard_json(task_id: TaskId, ctx: CtxDep, weights: Weights = None) -> Response:
-    board = build_leaderboard(ctx, load_table(ctx, task_id), parse_weights(weights))
+def leaderboard_json(
+    task_id: TaskId, ctx: CtxDep, weights: Weights = None, dataset_weights: DatasetWeights = None
+) -> Response:
+    board = _board(ctx, task_id, weights, dataset_weights)
     return Response(
         board.model_dump_json(indent=2),
         media_type="application/json",

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.datastructures import UploadFile
 
-from datasets_registry import get_task
+from datasets_registry import get_task, set_dataset_weight
 from datasets_registry.taskspec import WEIGHABLE_METRICS
 from evalboard.core.errors import InvalidDataset, InvalidWeights
 from evalboard.core.states import Access
@@ -91,6 +91,18 @@ async def datasets(
         await upload.close()
     names = ", ".join(f"{d.name} ({d.rows} rows)" for d in added)
     flash(request, f"Added {names}. Every submission will be evaluated on it.")
+    return redirect(f"/ui/tasks/{task_id}/manage")
+
+
+@router.post("/datasets/{name}/weight")
+async def dataset_weight(
+    task_id: str, name: str, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    form = await form_csrf(request)
+    principal.require_owner(task_id, doing="set its dataset weights")
+    weight = _number(form.get("weight", ""), "weight")
+    dataset = set_dataset_weight(ctx, task_id=task_id, name=name, weight=weight)
+    flash(request, f"Dataset {dataset.name} now weighs {dataset.weight:g} (its copies too).")
     return redirect(f"/ui/tasks/{task_id}/manage")
 
 

@@ -10,15 +10,17 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from datasets_registry import list_tasks
+from evalboard.core.context import Context
 from evalboard.core.errors import NotFound
 from evalboard.core.states import Access
 from leaderboard.accounts import authenticate
 from leaderboard.auth import CtxDep, PrincipalDep, sign_in, sign_out
 from leaderboard.charts import contributions_figure, datasets_figure, pareto_figure, rounds_figure
 from leaderboard.drilldown import drilldown
-from leaderboard.ranking import build_leaderboard, parse_weights
+from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights
 from leaderboard.routes._page import flash, form_csrf, redirect, render
 from leaderboard.routes.tasks import task_public
+from leaderboard.schemas import LeaderboardPublic
 from leaderboard.submissions import cancel, get_submission, rerun, submission_status
 from leaderboard.table import TaskTable, load_table
 from leaderboard.throttle import LoginThrottle
@@ -28,6 +30,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
 WeightsQuery = Annotated[str | None, Query(max_length=500)]
+DatasetWeightsQuery = Annotated[str | None, Query(max_length=2000)]
 
 
 @router.get("", response_class=HTMLResponse)
@@ -63,15 +66,15 @@ async def login(request: Request, ctx: CtxDep, principal: PrincipalDep) -> Any:
             error="Wrong name or password.",
         )
     throttle.succeeded(name, client)
-    sign_in(request, user.id)
+    sign_in(request, user)
     flash(request, f"Signed in as {user.name}.")
     return redirect(target)
 
 
 @router.post("/logout")
-async def logout(request: Request) -> RedirectResponse:
+async def logout(request: Request, ctx: CtxDep) -> RedirectResponse:
     await form_csrf(request)
-    sign_out(request)
+    await run_in_threadpool(sign_out, request, ctx)
     return redirect("/ui")
 
 
@@ -94,6 +97,17 @@ def _local(path: str) -> str:
     return path
 
 
+def _board(
+    ctx: Context, table: TaskTable, weights: str | None, dataset_weights: str | None
+) -> LeaderboardPublic:
+    return build_leaderboard(
+        ctx,
+        table,
+        parse_weights(weights),
+        dataset_weights=parse_dataset_weights(table, dataset_weights),
+    )
+
+
 def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
     weighable = [m.name for m in board.metrics if m.weighable]
     return {
@@ -107,6 +121,12 @@ def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
         "directions": {"memory": -1},
         "offsets": {"memory": table.task.memory_cap_gib},
         "weights": {m: board.weights.get(m, 0.0) for m in weighable},
+        # Flagged rows stay after the others whatever the metric weights (scoring.floor).
+        "flagged": [r.key for r in board.rows if r.not_above_baseline],
+        "dataset_weights": board.dataset_weights,
+        "owner_dataset_weights": {
+            d.name: d.weight for d in table.originals if d.name in board.dataset_weights
+        },
         "task": table.task.id,
     }
 
@@ -118,9 +138,10 @@ def task_page(
     ctx: CtxDep,
     principal: PrincipalDep,
     weights: WeightsQuery = None,
+    dataset_weights: DatasetWeightsQuery = None,
 ) -> HTMLResponse:
     table = load_table(ctx, task_id)
-    board = build_leaderboard(ctx, table, parse_weights(weights))
+    board = _board(ctx, table, weights, dataset_weights)
     return render(
         request,
         "task.html",
@@ -128,6 +149,7 @@ def task_page(
         task=task_public(ctx, task_id),
         board=board,
         data=_client_data(table, board),
+        dataset_max=max([1.0, *(2 * w for w in board.dataset_weights.values())]),
         owner=principal.owns(task_id),
         datasets=[
             d for d in table.datasets if d.access != Access.HIDDEN or principal.owns(task_id)
@@ -172,6 +194,7 @@ def model_page(
     ctx: CtxDep,
     principal: PrincipalDep,
     weights: WeightsQuery = None,
+    dataset_weights: DatasetWeightsQuery = None,
     dataset: Annotated[str | None, Query(max_length=128)] = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     wrong_only: bool = False,
@@ -180,7 +203,7 @@ def model_page(
     entry = table.entry(submission_id)
     if entry is None:
         raise NotFound(f"Task {task_id!r} has no submission {submission_id}")
-    board = build_leaderboard(ctx, table, parse_weights(weights))
+    board = _board(ctx, table, weights, dataset_weights)
     row = next((r for r in board.rows if r.submission_id == submission_id), None)
     labels = {m.name: m.label for m in board.metrics}
     see_hidden = principal.owns(task_id)

@@ -10,13 +10,13 @@ from sqlalchemy import select
 from datasets_registry import create_task, get_task, list_tasks, parse_task_spec
 from datasets_registry.taskspec import WEIGHABLE_METRICS
 from evalboard.core.context import Context
-from evalboard.core.errors import InvalidWeights
 from evalboard.core.states import Role
 from evalboard.core.tables import Task, User
 from leaderboard.accounts import get_user, grant_role
 from leaderboard.auth import CtxDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.schemas import TaskCreate, TaskPublic, WeightsPublic, WeightsUpdate
+from scoring import check_weights
 
 __all__ = ["TaskId", "router", "task_public"]
 
@@ -74,19 +74,8 @@ def weights(task_id: TaskId, ctx: CtxDep) -> WeightsPublic:
     return WeightsPublic(task=task_id, weights=task_public(ctx, task_id).default_weights)
 
 
-def check_weights(weights: dict[str, float]) -> dict[str, float]:
-    unknown = sorted(set(weights) - set(WEIGHABLE_METRICS))
-    if unknown:
-        raise InvalidWeights(
-            f"Unknown metric(s) {', '.join(unknown)}; known: {', '.join(WEIGHABLE_METRICS)}"
-        )
-    if not any(w > 0 for w in weights.values()):
-        raise InvalidWeights("At least one weight must be above 0, e.g. perf 4")
-    return {k: float(v) for k, v in weights.items()}
-
-
 def set_default_weights(ctx: Context, task_id: str, weights: dict[str, float]) -> None:
-    checked = check_weights(weights)
+    checked = check_weights(weights, known=WEIGHABLE_METRICS)
     with ctx.db.session() as session:
         task = session.get(Task, task_id)
         assert task is not None

@@ -1,5 +1,5 @@
 """Resumable uploads: POST to start, PATCH chunks at ``?offset=``, GET to resume, POST
-``/complete`` to check the sha256 and submit."""
+``/complete`` to check the sha256 and submit, DELETE to give up."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.schemas import SubmissionStatusPublic, UploadCreate, UploadPublic
 from leaderboard.submissions import submission_status
 from leaderboard.uploads import (
+    cancel_upload,
     complete_upload,
     create_upload,
     get_upload,
@@ -59,3 +60,12 @@ async def chunk(
 def complete(upload_id: UploadId, ctx: CtxDep, principal: SignedInDep) -> SubmissionStatusPublic:
     submission = complete_upload(ctx, principal, upload_id)
     return submission_status(ctx, principal, submission.id)
+
+
+@router.delete(
+    "/{upload_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    summary="Cancel an open upload (its bytes are deleted)",
+)
+def cancel(upload_id: UploadId, ctx: CtxDep, principal: SignedInDep) -> None:
+    cancel_upload(ctx, principal, upload_id)

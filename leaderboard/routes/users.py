@@ -5,15 +5,26 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, status
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
 
 from evalboard.core.context import Context
+from evalboard.core.errors import PermissionDenied
 from evalboard.core.states import Role
 from evalboard.core.tables import ApiToken, RoleGrant, User
-from leaderboard.accounts import create_token, create_user, get_user, grant_role, revoke_token
+from leaderboard.accounts import (
+    authenticate,
+    create_token,
+    create_user,
+    get_user,
+    grant_role,
+    revoke_token,
+    set_password,
+)
 from leaderboard.auth import CtxDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.schemas import (
+    PasswordChange,
     RoleGrantCreate,
     TokenCreate,
     TokenCreated,
@@ -74,6 +85,17 @@ def add_role(
     principal.require_admin(doing="grant roles")
     grant_role(ctx, name, Role(body.role), task_id=body.task)
     return user_public(ctx, get_user(ctx, name))
+
+
+@router.put(
+    "/users/me/password",
+    status_code=status.HTTP_204_NO_CONTENT,
+    summary="Change your password (every session of yours ends)",
+)
+async def change_password(body: PasswordChange, ctx: CtxDep, principal: SignedInDep) -> None:
+    if await run_in_threadpool(authenticate, ctx, principal.name, body.current) is None:
+        raise PermissionDenied("The current password is wrong; nothing changed")
+    await run_in_threadpool(set_password, ctx, principal.name, body.new)
 
 
 @router.get("/users/me/tokens", summary="Your API tokens (never the secrets)")

@@ -20,6 +20,8 @@
  *     returns     {model: dynascore}
  *   Dynascore.rank(...same arguments...) -> [model, ...], best first; ties go to the
  *     better perf, then the better goods in metric-name order, then the name.
+ *   Dynascore.floorOrder(order, flagged) -> order with the flagged models (perf interval
+ *     not above the majority-class baseline) moved after all others (scoring/floor.py).
  */
 (function (root) {
   "use strict";
@@ -120,7 +122,14 @@
     return order.map(function (i) { return prepared.models[i]; });
   }
 
-  var api = { compute: compute, rank: rank, CUTOFF: CUTOFF };
+  function floorOrder(order, flagged) {
+    var isFlagged = {};
+    (flagged || []).forEach(function (m) { isFlagged[m] = true; });
+    return order.filter(function (m) { return !isFlagged[m]; }).concat(
+      order.filter(function (m) { return isFlagged[m]; }));
+  }
+
+  var api = { compute: compute, rank: rank, floorOrder: floorOrder, CUTOFF: CUTOFF };
   if (typeof module === "object" && module.exports) module.exports = api;
   root.Dynascore = api;
 })(typeof globalThis !== "undefined" ? globalThis : this);

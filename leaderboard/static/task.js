@@ -1,12 +1,17 @@
-/* The task page: re-rank the table in the browser as the weight sliders move.
- * The formula is static/dynascore.js (the same as the server's); the table data, the
- * directions and the offsets come from the page (#board-data). */
+/* The task page: re-rank the table in the browser as the metric weight sliders move.
+ * The formula is static/dynascore.js (the same as the server's), and so is the baseline
+ * floor; the table data, the directions and the offsets come from the page (#board-data).
+ * Dataset weights change every average, the intervals and the baseline: releasing a
+ * dataset slider loads the page again for them. The URL carries both kinds of weights. */
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("board-data").textContent);
   var tbody = document.querySelector("#board tbody");
   var sliders = Array.prototype.slice.call(document.querySelectorAll("input[type=range][data-metric]"));
+  var datasetSliders = Array.prototype.slice.call(
+    document.querySelectorAll("input[type=range][data-dataset]"));
   var note = document.getElementById("weights-note");
+  var staleNote = document.getElementById("stale-note");
   var initial = {};
   sliders.forEach(function (s) { initial[s.dataset.metric] = s.value; });
 
@@ -21,8 +26,27 @@
     return weights;
   }
 
+  function currentDatasetWeights() {
+    var weights = {};
+    datasetSliders.forEach(function (s) { weights[s.dataset.dataset] = parseFloat(s.value); });
+    return weights;
+  }
+
   function weightsQuery(weights) {
     return Object.keys(weights).map(function (m) { return m + ":" + weights[m]; }).join(",");
+  }
+
+  function sameWeights(a, b) {
+    return Object.keys(a).every(function (k) { return Math.abs(a[k] - b[k]) < 1e-12; });
+  }
+
+  function query() {
+    var q = "?weights=" + encodeURIComponent(weightsQuery(currentWeights()));
+    var datasets = currentDatasetWeights();
+    if (!sameWeights(datasets, data.owner_dataset_weights)) {
+      q += "&dataset_weights=" + encodeURIComponent(weightsQuery(datasets));
+    }
+    return q;
   }
 
   function rerank(changed) {
@@ -38,7 +62,8 @@
     note.textContent = "";
     var keys = Object.keys(data.table);
     if (!tbody || keys.length === 0) return;
-    var order = Dynascore.rank(data.table, weights, data.directions, data.offsets, data.perf);
+    var order = Dynascore.floorOrder(
+      Dynascore.rank(data.table, weights, data.directions, data.offsets, data.perf), data.flagged);
     var scores = Dynascore.compute(data.table, weights, data.directions, data.offsets, data.perf);
     var rows = {};
     Array.prototype.forEach.call(tbody.querySelectorAll("tr[data-key]"), function (tr) {
@@ -48,28 +73,47 @@
       var tr = rows[key];
       tr.querySelector(".rank").textContent = String(i + 1);
       tr.querySelector(".ds-value").textContent = format(scores[key]);
-      // Intervals were computed for the owner's weights; hide them once weights change.
-      tr.querySelector(".ds-iv").hidden = changed;
+      // Intervals, P(first) and contributions were computed for the weights the page
+      // was loaded with; hide them once the weights change.
+      Array.prototype.forEach.call(tr.querySelectorAll(".stale-able"), function (el) {
+        el.hidden = changed;
+      });
       tbody.appendChild(tr);
     });
+    if (staleNote) staleNote.hidden = !changed;
     Array.prototype.forEach.call(tbody.querySelectorAll("tr[data-kind=majority]"), function (tr) {
       tbody.appendChild(tr);
     });
-    var query = "?weights=" + encodeURIComponent(weightsQuery(weights));
-    document.getElementById("dl-csv").href = "/tasks/" + data.task + "/leaderboard.csv" + query;
-    document.getElementById("dl-json").href = "/tasks/" + data.task + "/leaderboard.json" + query;
+    var q = query();
+    document.getElementById("dl-csv").href = "/tasks/" + data.task + "/leaderboard.csv" + q;
+    document.getElementById("dl-json").href = "/tasks/" + data.task + "/leaderboard.json" + q;
     Array.prototype.forEach.call(tbody.querySelectorAll("td.name a"), function (a) {
-      a.href = a.pathname + query;
+      a.href = a.pathname + q;
     });
     if (changed && window.history && history.replaceState) {
-      history.replaceState(null, "", window.location.pathname + query);
+      history.replaceState(null, "", window.location.pathname + q);
     }
   }
 
   sliders.forEach(function (s) {
     s.addEventListener("input", function () { rerank(true); });
   });
+  datasetSliders.forEach(function (s, i) {
+    var out = document.getElementById("dwo-" + (i + 1));
+    s.addEventListener("input", function () { out.textContent = parseFloat(s.value).toPrecision(3); });
+    s.addEventListener("change", function () {
+      if (!(Object.values(currentDatasetWeights()).some(function (w) { return w > 0; }))) {
+        note.textContent = "Give at least one dataset a weight above 0.";
+        return;
+      }
+      window.location.assign(window.location.pathname + query());
+    });
+  });
   document.getElementById("reset-weights").addEventListener("click", function () {
+    if (!sameWeights(currentDatasetWeights(), data.owner_dataset_weights)) {
+      window.location.assign(window.location.pathname);
+      return;
+    }
     sliders.forEach(function (s) { s.value = initial[s.dataset.metric]; });
     rerank(false);
   });

@@ -235,3 +235,21 @@ def test_wrong_input_exits_2_with_a_fix_and_no_traceback(
     assert result.code == 2, result
     assert message in result.err
     assert "Traceback" not in result.err + result.out
+
+
+def test_a_piped_table_keeps_every_value_whole(sentiment_task: Cli, tmp_path: Path) -> None:
+    """`evalboard dataset list | grep ...`: tab-separated, nothing cut at 80 columns."""
+    from tests.helpers.tasks import sentiment_rows, write_jsonl
+
+    name = "a-dataset-name-long-enough-to-be-cut-in-a-table"
+    data = write_jsonl(tmp_path / "rows.jsonl", sentiment_rows())
+    added = sentiment_task("dataset", "add", "--task", "sentiment", "--name", name, data)
+    assert added.code == 0, added.err
+    listed = sentiment_task("dataset", "list", "--task", "sentiment")
+    assert listed.code == 0 and "…" not in listed.out
+    rows = [line.split("\t") for line in listed.out.splitlines()]
+    assert rows[0][:2] == ["name", "round"] and all(len(row) == len(rows[0]) for row in rows)
+    names = {row[0] for row in rows[1:]}
+    assert {name, f"fairness-{name}", f"robustness-{name}"} <= names
+    parents = {row[0]: row[rows[0].index("derived from")] for row in rows[1:]}
+    assert parents[f"fairness-{name}"] == parents[f"robustness-{name}"] == name

@@ -36,7 +36,7 @@ def test_qa_shorthand_model_wrong() -> None:
         ({"id": "Bad Id"}, "id: String should match pattern"),
         (
             {"default_weights": {"perf": 1, "speed": 2}},
-            "unknown metric(s) speed; allowed: perf, throughput",
+            "Unknown metric 'speed' in the weights; known: perf, throughput",
         ),
         ({"output": {"type": "multiclass", "labels": ["only"]}}, "at least two labels"),
         ({"limits": {"memory": "lots"}}, "Size 'lots' is not understood"),

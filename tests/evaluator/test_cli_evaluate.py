@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -190,3 +194,64 @@ def test_an_unknown_sandbox_exits_2_listing_the_known_ones(
     code, _, stderr = cli("evaluate", keyword_bundle(), "--sandbox", "vm")
     assert code == 2
     assert "Unknown sandbox 'vm'; known: auto, docker, gvisor, local" in " ".join(stderr.split())
+
+
+def _evaluate_in_a_process(
+    tmp_path: Path, bundle: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """The installed console script, as a user runs it (the console decides at start-up)."""
+    # A dataset name longer than a terminal column: it must come out whole.
+    data = write_jsonl(
+        tmp_path / "a-rather-long-dataset-name-from-round-one.jsonl", sentiment_rows()
+    )
+    return subprocess.run(
+        [
+            str(Path(sys.executable).parent / "evalboard"),
+            "evaluate",
+            str(bundle),
+            "--task-file",
+            str(_task_file(tmp_path)),
+            "--dataset",
+            str(data),
+            "--sandbox",
+            "local",
+            "--no-energy",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "EVALBOARD_DATA_DIR": str(tmp_path / "data"), **env},
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_summary_fits_80_columns_on_a_terminal(
+    tmp_path: Path, keyword_bundle: BundleFactory
+) -> None:
+    # TTY_COMPATIBLE is rich's switch for "treat the output as a terminal".
+    result = _evaluate_in_a_process(
+        tmp_path, keyword_bundle(), {"TTY_COMPATIBLE": "1", "COLUMNS": "80", "NO_COLOR": "1"}
+    )
+    assert result.returncode == 0, result.stderr
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout).splitlines()
+    table_lines = [line for line in lines if "│" in line or "┃" in line]
+    assert len(table_lines) >= 6
+    assert max(len(line) for line in table_lines) <= 80
+    assert "…" not in result.stdout
+    for column in ("perf", "fair.", "robust.", "ECE", "ex/s", "p95 s", "mem GiB", "CPU s"):
+        assert column in result.stdout
+
+
+def test_the_summary_in_a_pipe_is_tab_separated_and_whole(
+    tmp_path: Path, keyword_bundle: BundleFactory
+) -> None:
+    result = _evaluate_in_a_process(tmp_path, keyword_bundle(), {"COLUMNS": "80"})
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("\t") for line in result.stdout.splitlines() if "\t" in line]
+    header = rows[0]
+    assert header[:4] == ["dataset", "round", "n", "perf"] and "kWh" in header
+    assert all(len(row) == len(header) for row in rows)
+    names = [row[0] for row in rows[1:]]
+    assert "a-rather-long-dataset-name-from-round-one" in names
+    assert "task (weighted)" in names
+    assert "…" not in result.stdout

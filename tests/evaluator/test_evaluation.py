@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from evalboard.core.errors import UsageError
 from evaluator import TestSet, evaluate, evaluate_dataset
+from evaluator.result import LOG_TAIL_BYTES, LOG_TAIL_LINES
 from scoring.registry import compute
 from submission_sandbox.bundle import bundle_digest
 from tests.evaluator.conftest import BundleFactory
@@ -77,6 +79,12 @@ def test_every_dataset_is_scored_measured_and_traced(
     assert mini.memory_gib is not None and mini.memory_gib > 0
     assert mini.cpu_seconds is not None
     assert mini.ece == pytest.approx(5.0)
+    # Two batches are too few to time in segments: the set was sent three times, and the
+    # throughput is the median of those runs; the worker's load was recorded meanwhile.
+    assert len(mini.throughput_runs) == 3 and len(mini.latency_p50_runs) == 3
+    assert mini.throughput == sorted(mini.throughput_runs)[1]
+    assert mini.load is not None and 0 <= mini.load.others_cpu_share <= 1
+    assert mini.load.contended == (mini.load.others_cpu_share > 0.25)
     copy = result.outcome("robustness-mini").metrics
     assert copy is not None and copy.robustness == 50.0 and copy.perf is None
     assert result.summary.robustness == 50.0
@@ -190,3 +198,60 @@ def test_limits_may_tighten_the_tasks_never_loosen_them(keyword_bundle: BundleFa
             sandbox="local",
             limits=SandboxLimits(cpus=8),
         )
+
+
+def test_a_large_set_is_timed_in_three_segments_of_its_one_pass(
+    keyword_bundle: BundleFactory,
+) -> None:
+    rows = [{**r, "uid": f"{r['uid']}-{i}"} for i in range(6) for r in sentiment_rows()]
+    test_set = TestSet(name="big", examples=rows, sha256="c" * 64)
+    run = evaluate_dataset(
+        keyword_bundle(), test_set, task=sentiment_spec(), sandbox="local", measure_energy=False
+    )
+    metrics = run.outcome.metrics
+    assert metrics is not None and metrics.examples == 24  # one pass: 12 batches of 2
+    assert len(metrics.throughput_runs) == 3 and all(t > 0 for t in metrics.throughput_runs)
+    assert metrics.throughput == sorted(metrics.throughput_runs)[1]
+
+
+def test_a_finished_run_keeps_the_models_last_log_lines(keyword_bundle: BundleFactory) -> None:
+    result = evaluate(
+        keyword_bundle(log_lines=120),
+        task=sentiment_spec(),
+        datasets=_sets()[1:],
+        sandbox="local",
+        measure_energy=False,
+    )
+    outcome = result.outcome("mini")
+    assert outcome.status == "finished" and outcome.log_tail is not None
+    lines = outcome.log_tail.splitlines()
+    assert lines[-1].startswith("model log line 119")
+    assert len(lines) <= LOG_TAIL_LINES and "model log line 69 " not in outcome.log_tail
+
+
+def test_the_kept_log_is_capped_in_bytes_at_a_line_boundary(keyword_bundle: BundleFactory) -> None:
+    result = evaluate(
+        keyword_bundle(log_lines=40, log_width=1000),
+        task=sentiment_spec(),
+        datasets=_sets()[1:],
+        sandbox="local",
+        measure_energy=False,
+    )
+    tail = result.outcome("mini").log_tail
+    assert tail is not None and len(tail.encode()) <= LOG_TAIL_BYTES
+    assert tail.startswith("model log line ") and tail.splitlines()[-1].startswith(
+        "model log line 39 "
+    )
+
+
+def test_no_log_is_kept_for_a_hidden_set(keyword_bundle: BundleFactory) -> None:
+    hidden = dataclasses.replace(_sets()[1], access="hidden")
+    result = evaluate(
+        keyword_bundle(log_lines=5),
+        task=sentiment_spec(),
+        datasets=[hidden],
+        sandbox="local",
+        measure_energy=False,
+    )
+    outcome = result.outcome("mini")
+    assert outcome.status == "finished" and outcome.log_tail is None

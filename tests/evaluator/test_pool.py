@@ -40,7 +40,7 @@ def _finished_jobs(ctx: Context) -> list[tuple[Job, Dataset, Result | None]]:
 def test_jobs_give_the_same_numbers_as_a_direct_evaluation(
     ctx: Context, sentiment_task: str, keyword_bundle: BundleFactory
 ) -> None:
-    bundle = keyword_bundle()
+    bundle = keyword_bundle(log_lines=3)
     submission = submit(ctx, bundle)
     with WorkerPool(ctx, concurrency=2, poll_s=0.05) as pool:
         created = enqueue_submission(ctx, submission)
@@ -63,6 +63,8 @@ def test_jobs_give_the_same_numbers_as_a_direct_evaluation(
     outcomes = []
     for job, dataset, result in rows:
         assert job.status == "finished" and job.attempts == 1 and job.lease_owner is None
+        # The model's last lines, kept for the submitter's page.
+        assert job.log_tail is not None and "model log line 2" in job.log_tail
         assert result is not None and result.predictions_key is not None
         assert ctx.artifacts.exists(result.predictions_key)
         assert result.provenance["dataset_sha256"][dataset.name] == dataset.sha256

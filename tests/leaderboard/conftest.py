@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from fastapi import FastAPI
 
 from evalboard.core.context import Context
 from leaderboard import create_app
-from tests.conftest import make_settings
+from tests.conftest import make_settings, postgres_database
 from tests.leaderboard.seeding import Seeded, seed
 
 
@@ -71,12 +72,66 @@ class LiveServer:
     url: str
     seeded: Seeded
     process: subprocess.Popen[str]
+    log: Path | None = None
 
 
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serve(
+    data_dir: Path, log: Path, *, env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``evalboard serve`` in its own process on a free port until the block ends; yields
+    its URL once ``/health`` answers, and the process."""
+    port = _free_port()
+    environment = {
+        **os.environ,
+        "EVALBOARD_DATA_DIR": str(data_dir),
+        "EVALBOARD_SANDBOX": "local",
+        "COLUMNS": "200",
+        **(env or {}),
+    }
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "evalboard"),
+                "serve",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                *args,
+            ],
+            env=environment,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(log.read_text())
+            time.sleep(0.2)
+        try:
+            yield url, process
+        finally:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -87,48 +142,36 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
     settings = make_settings(tmp)
     ctx = Context.from_settings(settings)
     seeded = seed(ctx, tmp)
-    port = _free_port()
-    env = {
-        **os.environ,
-        "EVALBOARD_DATA_DIR": str(settings.data_dir),
-        "EVALBOARD_SANDBOX": "local",
-        "COLUMNS": "200",
-    }
-    log = (tmp / "server.log").open("w")
-    process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "evalboard"),
-            "serve",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError((tmp / "server.log").read_text())
-        time.sleep(0.2)
+    log = tmp / "server.log"
     try:
-        yield LiveServer(url=url, seeded=seeded, process=process)
+        with serve(settings.data_dir, log) as (url, process):
+            yield LiveServer(url=url, seeded=seeded, process=process, log=log)
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
         ctx.db.dispose()
+
+
+#: The PostgreSQL server's limits, small enough for a test to reach.
+PG_QUOTA = 3
+PG_MAX_OPEN_UPLOADS = 8
+
+
+@pytest.fixture(scope="module")
+def pg_live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """``evalboard serve`` on a fresh PostgreSQL database (seeded), with no worker: the
+    attacks of issue 11 are tried against it. Daily quota 3, 8 open uploads per user."""
+    tmp = tmp_path_factory.mktemp("live-pg")
+    for database_url in postgres_database():
+        settings = make_settings(tmp, database_url)
+        ctx = Context.from_settings(settings)
+        seeded = seed(ctx, tmp)
+        log = tmp / "server.log"
+        env = {
+            "EVALBOARD_DATABASE_URL": database_url,
+            "EVALBOARD_DAILY_UPLOAD_QUOTA": str(PG_QUOTA),
+            "EVALBOARD_MAX_OPEN_UPLOADS": str(PG_MAX_OPEN_UPLOADS),
+        }
+        try:
+            with serve(settings.data_dir, log, env=env, args=("--no-worker",)) as (url, process):
+                yield LiveServer(url=url, seeded=seeded, process=process, log=log)
+        finally:
+            ctx.db.dispose()

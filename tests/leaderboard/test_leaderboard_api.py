@@ -62,14 +62,27 @@ async def test_weights_change_the_order(client: httpx.AsyncClient) -> None:
 
 
 @pytest.mark.parametrize(
-    "weights", ["perf:x", "speed:1", "perf:-1", "perf", "perf:0", "perf:inf", "perf:nan"]
+    ("weights", "says"),
+    [
+        ("perf:x", "'x' is not a number"),
+        ("speed:1", "Unknown metric 'speed'"),
+        ("perf:-1", "perf:-1 is negative"),
+        ("perf", "not METRIC:NUMBER"),
+        ("perf:0", "Every metric weight is 0"),
+        ("perf:0,memory:0", "Every metric weight is 0"),
+        ("perf:inf", "perf:inf is not a finite number"),
+        ("perf:nan", "perf:nan is not a finite number"),
+        ("perf:1e308,throughput:1e308", "sum to infinity"),
+    ],
 )
 async def test_bad_weights_are_refused_with_the_fix(
-    client: httpx.AsyncClient, weights: str
+    client: httpx.AsyncClient, weights: str, says: str
 ) -> None:
-    response = await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": weights})
-    assert response.status_code == 400
-    assert "perf" in response.json()["detail"]
+    for path in ("leaderboard", "leaderboard.csv", "leaderboard.json"):
+        response = await client.get(f"/tasks/{TASK}/{path}", params={"weights": weights})
+        assert response.status_code == 422
+        assert says in response.json()["detail"]
+        assert "perf" in response.json()["detail"]
 
 
 async def test_intervals_bracket_the_estimates(client: httpx.AsyncClient) -> None:
@@ -77,7 +90,11 @@ async def test_intervals_bracket_the_estimates(client: httpx.AsyncClient) -> Non
     for row in (r for r in board["rows"] if r["rank"]):
         perf = row["intervals"]["perf"]
         assert perf["low"] < row["metrics"]["perf"] < perf["high"]
-        assert row["intervals"]["dynascore"]["low"] <= row["intervals"]["dynascore"]["high"]
+        gap = row["intervals"]["gap_to_leader"]
+        assert gap["low"] <= row["dynascore"] - ranked_first(board)["dynascore"] <= gap["high"]
+        best, worst = row["rank_interval"]
+        assert best <= row["rank"] <= worst
+        assert 0 <= row["p_first"] <= 1
         assert 0.0 <= row["p_first"] <= 1.0
 
 
@@ -136,6 +153,14 @@ async def test_owner_sets_default_weights_and_the_board_follows(
     from tests.leaderboard.conftest import make_client
 
     async with make_client(app, seeded.tokens["owner"]) as owner:  # type: ignore[arg-type]
+        for bad, says in [
+            ({"perf": 1e308, "throughput": 1e308}, "less than or equal to 1000000"),  # schema
+            ({"perf": 0, "memory": 0}, "Every metric weight is 0"),
+            ({"perf": -1}, "greater than or equal to 0"),  # schema
+            ({"acc": 1}, "Unknown metric 'acc'"),
+        ]:
+            refused = await owner.put(f"/tasks/{TASK}/weights", json={"weights": bad})
+            assert refused.status_code == 422 and says in str(refused.json()["detail"]), bad
         response = await owner.put(
             f"/tasks/{TASK}/weights", json={"weights": {"perf": 1, "throughput": 10}}
         )
@@ -143,3 +168,103 @@ async def test_owner_sets_default_weights_and_the_board_follows(
         board = (await owner.get(f"/tasks/{TASK}/leaderboard")).json()
     assert board["weights"] == {"perf": 1.0, "throughput": 10.0}
     assert board["rows"][0]["name"] == "bow-logreg"
+
+
+def ranked_first(board: dict) -> dict:
+    return next(r for r in board["rows"] if r["rank"] == 1)
+
+
+async def test_viewers_reweigh_datasets_and_hidden_sets_stay_unnamed(
+    client: httpx.AsyncClient,
+) -> None:
+    board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
+    assert board["dataset_weights"] == {"test": 1.0}  # hidden-test is scored, never named
+    half = await client.get(f"/tasks/{TASK}/leaderboard", params={"dataset_weights": "test:0.5"})
+    assert half.status_code == 200 and half.json()["dataset_weights"] == {"test": 0.5}
+    # Hidden sets keep the owner's weight: a smaller weight on the visible one moves perf.
+    before = {r["key"]: r["metrics"]["perf"] for r in board["rows"]}
+    after = {r["key"]: r["metrics"]["perf"] for r in half.json()["rows"]}
+    assert before.keys() == after.keys() and before != after
+    for params, says in [
+        ({"dataset_weights": "hidden-test:2"}, "Unknown dataset 'hidden-test' in the weights"),
+        ({"dataset_weights": "test:-1"}, "test:-1 is negative"),
+        ({"dataset_weights": "test:1e400"}, "not a finite number"),
+    ]:
+        response = await client.get(f"/tasks/{TASK}/leaderboard", params=params)
+        assert response.status_code == 422
+        assert says in response.json()["detail"] and "hidden-test" not in response.json()[
+            "detail"
+        ].replace("'hidden-test' in", "")
+
+
+async def test_every_ranked_row_has_its_rank_interval_p_first_and_contributions(
+    client: httpx.AsyncClient,
+) -> None:
+    board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
+    ranked = [r for r in board["rows"] if r["rank"]]
+    assert sum(r["p_first"] for r in ranked) == pytest.approx(1.0)
+    for row in ranked:
+        assert row["rank_interval"][0] <= row["rank"] <= row["rank_interval"][1]
+        assert row["not_above_baseline"] is False and row["reason"] is None
+    assert (
+        board["baseline_perf"]
+        == next(r for r in board["rows"] if r["kind"] == "majority")["metrics"]["perf"]
+    )
+    assert board["amrs"]["perf"] == 1.0
+
+
+async def test_the_owner_sets_a_dataset_weight_and_copies_follow(
+    app: object, seeded: Seeded
+) -> None:
+    from tests.leaderboard.conftest import make_client
+
+    async with make_client(app, seeded.tokens["alice"]) as alice:  # type: ignore[arg-type]
+        refused = await alice.patch(f"/tasks/{TASK}/datasets/test", json={"weight": 2})
+        assert refused.status_code == 403
+    async with make_client(app, seeded.tokens["owner"]) as owner:  # type: ignore[arg-type]
+        response = await owner.patch(f"/tasks/{TASK}/datasets/test", json={"weight": 0.25})
+        assert response.status_code == 200, response.text
+        assert response.json()["weight"] == 0.25
+        copy = (await owner.get(f"/tasks/{TASK}/datasets/robustness-test")).json()
+        assert copy["weight"] == 0.25
+        for body in ({"weight": 0}, {"weight": "x"}, {"weight": 1e9}, {}):
+            bad = await owner.patch(f"/tasks/{TASK}/datasets/test", json=body)
+            assert bad.status_code == 422, body
+        bad = await owner.patch(f"/tasks/{TASK}/datasets/robustness-test", json={"weight": 2})
+        assert bad.status_code == 400 and "follows its original" in bad.json()["detail"]
+        board = (await owner.get(f"/tasks/{TASK}/leaderboard")).json()
+    assert board["dataset_weights"] == {"test": 0.25}
+
+
+async def test_timed_runs_give_a_spread_and_a_busy_worker_is_marked(
+    app: object, seeded: Seeded
+) -> None:
+    from sqlalchemy import select
+
+    from evalboard.core.tables import Dataset, Result
+    from tests.leaderboard.conftest import make_client
+
+    bow = seeded.submissions["bow-logreg"]
+    with seeded.ctx.db.session() as session:
+        results = session.scalars(
+            select(Result)
+            .join(Dataset, Result.dataset_id == Dataset.id)
+            .where(Result.submission_id == bow, Dataset.perturbation.is_(None))
+        ).all()
+        for result in results:
+            runs = [0.5 * result.metrics["throughput"], result.metrics["throughput"], 2000.0]
+            result.metrics = {
+                **result.metrics,
+                "throughput_runs": runs,
+                "latency_p50_runs": [0.01, 0.01, 0.02],
+                "load": {"others_cpu_share": 0.6, "loadavg_1m": 3.1, "cpus": 2, "contended": True},
+            }
+    async with make_client(app) as client:  # type: ignore[arg-type]
+        board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
+        page = (await client.get(f"/ui/tasks/{TASK}")).text
+    row = next(r for r in board["rows"] if r["name"] == "bow-logreg")
+    assert row["contended"] is True and "60% of the worker's CPU" in row["load_note"]
+    assert row["spread"]["throughput"]["low"] < row["spread"]["throughput"]["high"]
+    others = [r for r in board["rows"] if r["rank"] and r["name"] != "bow-logreg"]
+    assert all(not r["contended"] and r["spread"] == {} for r in others)
+    assert "busy worker" in page and "60% of the worker" in page

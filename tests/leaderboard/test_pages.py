@@ -141,6 +141,17 @@ async def test_the_owner_page_adds_datasets_sets_weights_and_baselines(
             "perf": 2.0,
             "throughput": 1.0,
         }
+        reweighed = await client.post(
+            f"/ui/tasks/{TASK}/manage/datasets/test/weight",
+            data={"csrf_token": token, "weight": "0.5"},
+        )
+        assert reweighed.status_code == 303
+        assert (await client.get(f"/tasks/{TASK}/datasets/robustness-test")).json()["weight"] == 0.5
+        refused = await client.post(
+            f"/ui/tasks/{TASK}/manage/datasets/test/weight",
+            data={"csrf_token": token, "weight": "nan"},
+        )
+        assert refused.status_code == 400 and "finite number above 0" in refused.text
         rows = '{"uid": "n1", "statement": "It rained on Tuesday.", "label": "neutral"}\n'
         added = await client.post(
             f"/ui/tasks/{TASK}/manage/datasets",

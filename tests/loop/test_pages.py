@@ -116,12 +116,17 @@ async def test_owner_opens_and_closes_rounds_annotators_write_and_validate(
     assert round_vmer(ctx, "sentiment", 1).verified == 1
 
     async with _signed_in(app, "owner") as (owner, owner_csrf):
+        refused = await owner.post(
+            "/ui/tasks/sentiment/rounds/1/close", data={"csrf_token": owner_csrf, "weight": "x"}
+        )
+        assert refused.status_code == 422 and "is not a number" in refused.text
         closed = await owner.post(
-            "/ui/tasks/sentiment/rounds/1/close", data={"csrf_token": owner_csrf}
+            "/ui/tasks/sentiment/rounds/1/close", data={"csrf_token": owner_csrf, "weight": ""}
         )
         assert closed.status_code == 303
         page = await owner.get("/ui/tasks/sentiment/rounds")
-        assert "Round 1 closed: dataset round-1 (1 examples)" in page.text
+        # One example: min(1, 1/500) by default.
+        assert "Round 1 closed: dataset round-1 (1 examples, weight 0.002)" in page.text
         assert "100.0%" in page.text  # vMER: 1 verified of 1 collected
 
 

@@ -19,6 +19,7 @@ from leaderboard.loop import (
     list_rounds,
     open_round,
 )
+from scoring import InvalidWeightsError
 from tests.helpers.tasks import sentiment_rows, write_jsonl
 from tests.loop.conftest import People
 
@@ -128,6 +129,9 @@ def test_close_turns_verified_examples_into_a_dataset(
     assert closed.round.status == RoundStatus.CLOSED and closed.round.closed_at is not None
     assert closed.dataset is not None and closed.dataset.name == "round-1"
     assert closed.dataset.round == 1 and closed.examples == 2
+    # Two examples weigh 2/500 by default (scoring.default_dataset_weight); copies follow.
+    assert closed.dataset.weight == pytest.approx(0.004)
+    assert closed.derived and all(d.weight == closed.dataset.weight for d in closed.derived)
     rows = read_examples(ctx, closed.dataset)
     assert [row["uid"] for row in rows] == [f"r1-{i}" for i in kept]
     assert rows[0] == {
@@ -151,6 +155,18 @@ def test_close_without_verified_examples_makes_no_dataset(ctx: Context, targets:
     closed = close_round(ctx, "sentiment")
     assert closed.dataset is None and closed.jobs == []
     assert list_rounds(ctx, "sentiment")[0].status == RoundStatus.CLOSED
+
+
+def test_the_owner_may_give_the_closed_round_a_weight(
+    ctx: Context, targets: list[int], people: People
+) -> None:
+    opened = open_round(ctx, "sentiment", submission_ids=targets[:1])
+    _example(ctx, opened.id, people.alice, "Not bad at all.", "positive", ExampleStatus.VERIFIED)
+    with pytest.raises(InvalidWeightsError, match="finite number above 0"):
+        close_round(ctx, "sentiment", 1, weight=float("nan"))
+    assert current_round(ctx, "sentiment") is not None  # refused before anything changed
+    closed = close_round(ctx, "sentiment", 1, weight=2.0)
+    assert closed.dataset is not None and closed.dataset.weight == 2.0
 
 
 def test_closing_twice_is_refused(ctx: Context, targets: list[int]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scoring import dynascore, rank
+from scoring import dynascore, floor_order, rank
 
 SCRIPT = Path(__file__).resolve().parents[2] / "leaderboard" / "static" / "dynascore.js"
 NODE = shutil.which("node")
@@ -22,6 +22,8 @@ const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
 const out = cases.map(c => ({
   scores: Dynascore.compute(c.table, c.weights, c.directions, c.offsets, c.perf),
   rank: Dynascore.rank(c.table, c.weights, c.directions, c.offsets, c.perf),
+  floored: Dynascore.floorOrder(
+    Dynascore.rank(c.table, c.weights, c.directions, c.offsets, c.perf), c.flagged || []),
 }));
 process.stdout.write(JSON.stringify(out));
 """
@@ -51,7 +53,9 @@ def random_case(rng: np.random.Generator) -> dict[str, Any]:
     offsets = {m: float(rng.uniform(0, 200)) for m in metrics if rng.random() < 0.4}
     weights = {m: float(rng.choice([0.0, rng.uniform(0, 5)])) for m in metrics}
     weights["perf"] = float(rng.uniform(0.1, 5))
+    flagged = [m for m in table if rng.random() < 0.3]
     return {
+        "flagged": flagged,
         "table": table,
         "weights": weights,
         "directions": directions,
@@ -88,6 +92,7 @@ def test_javascript_matches_python_on_random_tables() -> None:
         # Equal scores rank by the tie-break in both; near-equal ones could round apart.
         if all(gap == 0 or gap > 1e-9 for gap in gaps):
             assert got["rank"] == rank(case["table"], **kwargs)
+            assert got["floored"] == floor_order(got["rank"], set(case["flagged"]))
 
 
 def test_javascript_matches_the_hand_computed_case() -> None:

@@ -133,3 +133,43 @@ def test_test_runs_in_the_docker_sandbox_like_the_server(
     )
     assert result.exit_code == 0, result.output
     assert "PASS" in result.output and "peak memory" in result.output
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("kind", ["python", "sklearn", "onnx", "transformers"])
+def test_each_template_passes_model_test_in_docker_as_made(
+    tmp_path: Path, task_files: dict[str, Path], kind: str, docker_client: Any
+) -> None:
+    pytest.importorskip("sklearn")
+    if kind == "onnx":
+        pytest.importorskip("skl2onnx")
+    if kind == "transformers":
+        import docker.errors
+
+        from evalboard.core.settings import get_settings
+
+        try:
+            docker_client.images.get(get_settings().torch_image)
+        except docker.errors.ImageNotFound:
+            pytest.skip("the torch runtime image is missing: bash docker/bootstrap.sh --torch")
+    bundle = tmp_path / f"my-{kind}-model"
+    made = _invoke("init", "--from", kind, "--task-file", str(task_files["sentiment"]), str(bundle))
+    assert made.exit_code == 0, made.output
+    if kind == "sklearn":
+        assert (bundle / "requirements.txt").read_text().startswith("scikit-learn==")
+    tested = _invoke(
+        "test", str(bundle), "--sandbox", "docker", "--task-file", str(task_files["sentiment"])
+    )
+    assert tested.exit_code == 0, tested.output
+    assert "PASS" in tested.output
+
+
+@pytest.mark.parametrize("kind", ["sklearn", "onnx", "transformers"])
+def test_a_trained_template_refuses_a_span_task_and_leaves_nothing(
+    tmp_path: Path, task_files: dict[str, Path], kind: str
+) -> None:
+    bundle = tmp_path / "qa-model"
+    made = _invoke("init", "--from", kind, "--task-file", str(task_files["qa"]), str(bundle))
+    assert made.exit_code != 0
+    assert "wants spans" in str(made.exception)
+    assert not bundle.exists()

@@ -1,7 +1,7 @@
 """jobs: platform faults are waits (fault_since, faults, not_before)
 
-Revision ID: 0002_issue21_faults
-Revises: 0001
+Revision ID: 0003_issue21_faults
+Revises: 0002_issue11_trust
 Create Date: 2026-12-01 07:00:00
 """
 
@@ -9,8 +9,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0002_issue21_faults'
-down_revision = '0001'
+revision = '0003_issue21_faults'
+down_revision = '0002_issue11_trust'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,72 @@
+"""Evalboard's rules on top of the Dynascore: the baseline floor and rank intervals.
+
+The Dynascore alone lets a model that always answers the same label rank high: its
+predictions never change under perturbation (fairness and robustness 100) and it is fast.
+So a model whose perf interval does not clear the majority-class baseline's perf is
+flagged ``not_above_baseline`` and ranked after every model that does clear it; inside
+each group the Dynascore decides, as before. The Dynascore itself is untouched.
+
+>>> not_above_baseline(high=33.4, baseline=33.4)
+True
+>>> floor_order(["const", "bow", "vader"], flagged={"const"})
+['bow', 'vader', 'const']
+>>> import numpy as np
+>>> rank_interval(np.array([1, 1, 2, 1, 3]), observed=1, level=0.95)
+(1, 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "BASELINE_TOLERANCE",
+    "floor_order",
+    "not_above_baseline",
+    "rank_interval",
+    "rank_intervals",
+]
+
+BASELINE_TOLERANCE = 1e-9
+"""Perf (x100) within this of the baseline's does not clear it: rounding is not skill."""
+
+
+def not_above_baseline(*, high: float, baseline: float | None) -> bool:
+    """Whether a perf interval's upper bound ``high`` fails to clear ``baseline``.
+
+    With no baseline (a QA task, say) nothing is flagged. Without an interval, pass the
+    point estimate as ``high``.
+    """
+    if baseline is None:
+        return False
+    return bool(high <= baseline + BASELINE_TOLERANCE)
+
+
+def floor_order(order: Sequence[str], flagged: Collection[str]) -> list[str]:
+    """``order`` (best first) with every flagged model moved after every other one,
+    each group keeping its own order."""
+    return [m for m in order if m not in flagged] + [m for m in order if m in flagged]
+
+
+def rank_interval(samples: NDArray[np.integer], *, observed: int, level: float) -> tuple[int, int]:
+    """[best, worst] rank over the resamples' ranks (1 is best), at ``level`` coverage.
+
+    The percentile interval of the resampled ranks (lower and upper ranks taken as whole
+    ranks), widened where needed to include the ``observed`` rank: the rank shown in the
+    table must lie in the interval shown beside it.
+    """
+    (found,) = rank_intervals(samples[:, None], observed=np.array([observed]), level=level)
+    return found
+
+
+def rank_intervals(
+    samples: NDArray[np.integer], *, observed: NDArray[np.integer], level: float
+) -> list[tuple[int, int]]:
+    """:func:`rank_interval` of every column of ``(resamples, models)`` ranks at once."""
+    tail = (1 - level) / 2
+    best = np.minimum(np.quantile(samples, tail, axis=0, method="lower"), observed)
+    worst = np.maximum(np.quantile(samples, 1 - tail, axis=0, method="higher"), observed)
+    return [(int(b), int(w)) for b, w in zip(best, worst, strict=True)]
