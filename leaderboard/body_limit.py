@@ -13,6 +13,7 @@ own limits there.
 from __future__ import annotations
 
 from anyio import to_thread
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evalboard.core.context import Context
@@ -76,7 +77,7 @@ class BodyLimitMiddleware:
 
         declared = _declared_length(scope)
         if declared is not None and declared > cap and declared > await widen():
-            await _refuse(send, cap)
+            await _too_large(cap)(scope, receive, send)
             return
         received = 0
         started = False
@@ -99,24 +100,14 @@ class BodyLimitMiddleware:
             await self.app(scope, counting_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await _refuse(send, cap)
+                await _too_large(cap)(scope, receive, send)
 
 
-async def _refuse(send: Send, cap: int) -> None:
-    body = (
-        b'{"detail":"The request body is larger than the '
-        + str(cap).encode()
-        + b" bytes allowed; sign in (a valid token or session) for larger forms, and send"
-        + b' models in chunks to /uploads"}'
-    )
-    await send(
+def _too_large(cap: int) -> JSONResponse:
+    return JSONResponse(
         {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
+            "detail": f"The request body is larger than the {cap} bytes allowed; sign in (a valid "
+            "token or session) for larger forms, and send models in chunks to /uploads"
+        },
+        status_code=413,
     )
-    await send({"type": "http.response.body", "body": body})

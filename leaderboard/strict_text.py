@@ -14,6 +14,7 @@ import re
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["StrictTextMiddleware", "bad_text"]
@@ -91,7 +92,7 @@ class StrictTextMiddleware:
         if _bad_url_part(raw_path) or _bad_url_part(
             scope.get("query_string", b""), plus_is_space=True
         ):
-            await _refuse(send, "path" if _bad_url_part(raw_path) else "query")
+            await _refused("path" if _bad_url_part(raw_path) else "query")(scope, receive, send)
             return
         content_type = _content_type(scope)
         if not _checks_body(content_type):
@@ -108,7 +109,7 @@ class StrictTextMiddleware:
                 break
         body = b"".join(chunks)
         if _bad_body(content_type, body):
-            await _refuse(send, "body")
+            await _refused("body")(scope, receive, send)
             return
         replayed: Message = {"type": "http.request", "body": body, "more_body": False}
         await self.app(scope, _replay([replayed], receive), send)
@@ -121,7 +122,7 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
     return replay
 
 
-async def _refuse(send: Send, where: str) -> None:
+def _refused(where: str) -> JSONResponse:
     # Shaped as FastAPI's own 422 (HTTPValidationError), which every route documents.
     problem = {
         "loc": [where],
@@ -129,15 +130,4 @@ async def _refuse(send: Send, where: str) -> None:
         "does not store; remove it and send the text as plain UTF-8",
         "type": "invalid_text",
     }
-    body = json.dumps({"detail": [problem]}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 422,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    return JSONResponse({"detail": [problem]}, status_code=422)
