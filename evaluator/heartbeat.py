@@ -7,7 +7,7 @@ worker stops claiming, and resumes, without a job having to fail first), and ups
 ``worker_beats`` row. A row lives ``LIVE_BEATS`` beats: a worker that dies, or that lost
 the database, drops out of :func:`live_workers` by itself. A clean stop removes its row.
 
-The first beat is the worker's readiness, logged once at start.
+The first beat is the worker's readiness, which ``evalboard worker`` says at start.
 """
 
 from __future__ import annotations
@@ -127,18 +127,9 @@ class WorkerHeartbeat:
         return found
 
     def start(self) -> Readiness:
-        """The first beat, logged as this worker's readiness; then one every ``every_s``."""
+        """The first beat (this worker's readiness, for the caller to say); then one beat
+        every ``every_s`` in a thread."""
         found = self.beat()
-        parts = found.summary(self.sandbox)
-        if found.ready:
-            logger.info("worker %s ready: %s", self.name, parts)
-        else:
-            logger.warning(
-                "worker %s not ready (%s): %s; it waits for them before claiming jobs",
-                self.name,
-                parts,
-                "; ".join(found.faults),
-            )
         self._thread = threading.Thread(target=self._run, name="evalboard-heartbeat", daemon=True)
         self._thread.start()
         return found
