@@ -89,11 +89,16 @@ def make_celery(settings: Settings) -> Any:
 
 def _run_job_task(job_id: int) -> str:
     ctx: Context = _worker.get("ctx") or Context.from_settings()
-    if faults.ENGINE.down and not faults.ENGINE.wait_until_up(
-        ctx.settings, stop=threading.Event(), limit_s=ctx.settings.platform_backoff_max_s
+    waiting = threading.Event()
+    limit = ctx.settings.platform_backoff_max_s
+    if not (
+        faults.ENGINE.wait_until_up(ctx.settings, stop=waiting, limit_s=limit)
+        and faults.STORE.wait_until_up(
+            ctx.settings, stop=waiting, limit_s=limit, probe=lambda: faults.store_fault(ctx)
+        )
     ):
-        # This worker's engine is down: hand the message back for later (or another worker)
-        # rather than claim a job it cannot run; the job stays queued in the database.
+        # This worker's engine or store is down: hand the message back for later (or
+        # another worker) rather than claim a job it cannot run; it stays queued.
         _send_again(ctx, int(job_id), ctx.settings.platform_backoff_s)
         return "deferred"
     status = run_job(

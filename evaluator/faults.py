@@ -8,9 +8,10 @@ away mid-run surfaces as a dozen different errors (a refused socket, a broken at
 
 A job whose part is unreachable goes back to the queue with a capped, jittered,
 exponential :func:`backoff_s`, and fails as ``platform_error`` only once the run of faults
-has lasted ``EVALBOARD_PLATFORM_FAULT_BUDGET_S``. Meanwhile :data:`ENGINE` tells the
-worker (pool thread or Celery task) to stop claiming until the engine answers again,
-saying so once when it goes and once when it comes back.
+has lasted ``EVALBOARD_PLATFORM_FAULT_BUDGET_S``. Meanwhile :data:`ENGINE` and
+:data:`STORE` tell the worker (pool thread or Celery task) to stop claiming until the part
+answers again, saying so once when it goes and once when it comes back. The worker's
+heartbeat (:mod:`evaluator.heartbeat`) probes both, so an idle worker notices too.
 """
 
 from __future__ import annotations
@@ -26,12 +27,23 @@ from evalboard.core.context import Context
 from evalboard.core.settings import Settings
 from submission_sandbox import docker_client, reap_orphans
 
-__all__ = ["ENGINE", "EngineWatch", "backoff_s", "unreachable_part"]
+__all__ = [
+    "ENGINE",
+    "ENGINE_KINDS",
+    "STORE",
+    "EngineWatch",
+    "PartWatch",
+    "backoff_s",
+    "claimable",
+    "engine_fault",
+    "store_fault",
+    "unreachable_part",
+]
 
 logger = logging.getLogger(__name__)
 
 #: Sandboxes that run in the local Docker engine (``local`` needs none).
-_ENGINE_KINDS = frozenset({"auto", "docker", "gvisor"})
+ENGINE_KINDS = frozenset({"auto", "docker", "gvisor"})
 #: A key no one writes: asking whether it exists is the cheapest round trip to the store.
 _STORE_PROBE_KEY = ".evalboard-probe"
 
@@ -48,7 +60,8 @@ def backoff_s(
     return ceiling * (0.5 + 0.5 * rng())
 
 
-def _engine_fault() -> str | None:
+def engine_fault() -> str | None:
+    """None when the Docker engine answers a ping, else what does not answer."""
     host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
         client = docker_client(timeout=5)
@@ -59,7 +72,9 @@ def _engine_fault() -> str | None:
     return None
 
 
-def _store_fault(ctx: Context) -> str | None:
+def store_fault(ctx: Context) -> str | None:
+    """None when the artifact store answers, else what does not answer (with its URL:
+    for logs and job messages, never for anonymous callers)."""
     try:
         ctx.artifacts.exists(_STORE_PROBE_KEY)
     except Exception as exc:  # fsspec backends raise OSError, botocore errors, timeouts
@@ -69,24 +84,38 @@ def _store_fault(ctx: Context) -> str | None:
 
 def unreachable_part(ctx: Context, sandbox: str) -> str | None:
     """What this job needs that does not answer now (None: every part answers, so the
-    error was something else). Marks :data:`ENGINE` down when it is the engine."""
-    if sandbox in _ENGINE_KINDS:
-        fault = _engine_fault()
+    error was something else). Marks :data:`ENGINE` or :data:`STORE` down."""
+    if sandbox in ENGINE_KINDS:
+        fault = engine_fault()
         if fault is not None:
             ENGINE.went_down(fault)
             return fault
-    return _store_fault(ctx)
+    fault = store_fault(ctx)
+    if fault is not None:
+        STORE.went_down(fault)
+    return fault
 
 
-class EngineWatch:
-    """One process's view of its sandbox engine: claiming pauses while it is down.
+class PartWatch:
+    """One process's view of one part (its engine, its store): claiming pauses while it
+    is down.
 
-    Thread-safe; the pool's threads and Celery's task threads share :data:`ENGINE`.
-    ``probe`` returns None when the engine answers, else what is wrong (injectable).
+    Thread-safe; the pool's threads and Celery's task threads share one watch. ``probe``
+    returns None when the part answers, else what is wrong (injectable; a call may pass
+    its own, for parts that need a context to be asked). ``back`` is said once when the
+    part answers again, after which ``on_back`` runs (cleaning up what the outage left).
     """
 
-    def __init__(self, probe: Callable[[], str | None] = _engine_fault) -> None:
+    def __init__(
+        self,
+        probe: Callable[[], str | None] | None = None,
+        *,
+        back: str = "the part answers again",
+        on_back: Callable[[], None] | None = None,
+    ) -> None:
         self._probe = probe
+        self._back = back
+        self._on_back = on_back
         self._lock = threading.Lock()
         self._down: str | None = None
 
@@ -100,31 +129,63 @@ class EngineWatch:
                 logger.warning("%s does not answer: this worker stops claiming jobs", why)
             self._down = why
 
-    def check(self) -> bool:
-        """Probe the engine if it was down; True when it answers (logged once on return)."""
+    def came_back(self) -> None:
+        """The part answered (a probe made elsewhere, such as the heartbeat's)."""
+        with self._lock:
+            was_down, self._down = self._down is not None, None
+        if was_down:
+            logger.warning("%s: this worker claims jobs", self._back)
+            if self._on_back is not None:
+                self._on_back()
+
+    def check(self, probe: Callable[[], str | None] | None = None) -> bool:
+        """Probe the part if it was down; True when it answers (logged once on return)."""
         if self._down is None:
             return True
-        why = self._probe()
+        ask = probe or self._probe
+        why = ask() if ask is not None else None
+        if why is None:
+            self.came_back()
+            return True
         with self._lock:
-            if why is None:
-                if self._down is not None:
-                    logger.warning("the Docker engine answers again: this worker claims jobs")
-                    _remove_leftovers()
-                self._down = None
-                return True
             self._down = why
-            return False
+        return False
 
-    def wait_until_up(self, settings: Settings, *, stop: Any, limit_s: float) -> bool:
-        """Probe with back-off until the engine answers, ``stop`` is set, or ``limit_s``
+    def wait_until_up(
+        self,
+        settings: Settings,
+        *,
+        stop: Any,
+        limit_s: float,
+        probe: Callable[[], str | None] | None = None,
+    ) -> bool:
+        """Probe with back-off until the part answers, ``stop`` is set, or ``limit_s``
         passes; True when it answers."""
         waited, tries = 0.0, 0
-        while not self.check():
+        while not self.check(probe):
             pause = min(backoff_s(settings, tries), max(limit_s - waited, 0.0))
             if pause <= 0 or stop.wait(pause):
                 return False
             waited, tries = waited + pause, tries + 1
         return True
+
+
+class EngineWatch(PartWatch):
+    """The watch of a Docker engine: on its return, the containers the outage kept from
+    removal are removed."""
+
+    def __init__(self, probe: Callable[[], str | None] | None = None) -> None:
+        super().__init__(
+            probe or engine_fault,
+            back="the Docker engine answers again",
+            on_back=_remove_leftovers,
+        )
+
+
+def claimable(ctx: Context) -> bool:
+    """Whether this worker may claim now: its engine and its store answer (each probed
+    only while it is down)."""
+    return ENGINE.check() and STORE.check(lambda: store_fault(ctx))
 
 
 def _remove_leftovers() -> None:
@@ -140,3 +201,5 @@ def _remove_leftovers() -> None:
 
 #: The engine this process's sandboxes run in.
 ENGINE = EngineWatch()
+#: The artifact store this process reads bundles from and writes predictions to.
+STORE = PartWatch(back="the artifact store answers again")

@@ -22,7 +22,7 @@ from sqlalchemy import select
 from datasets_registry.taskspec import parse_task_spec
 from evalboard.core.context import Context
 from evalboard.core.errors import InvalidBundle
-from evalboard.core.scratch import scratch_prefix
+from evalboard.core.scratch import scratch_full, scratch_prefix
 from evalboard.core.states import FailureReason, JobStatus
 from evalboard.core.tables import Dataset, Job, Result, Submission, Task
 from evaluator import faults, provenance, queue
@@ -239,6 +239,13 @@ def execute_claimed(
             )
             return JobStatus.FAILED
         except Exception as exc:
+            full = scratch_full(exc)
+            if full is not None:  # retrying here would fill the same disk: fail, say where
+                logger.error("job %s: %s", job_id, full)
+                queue.fail(
+                    ctx, job_id, owner=owner, reason=FailureReason.PLATFORM_ERROR, message=full
+                )
+                return JobStatus.FAILED
             part = faults.unreachable_part(ctx, kind)
             if part is not None:
                 return _wait_out(ctx, job_id, owner=owner, part=part, error=exc)

@@ -181,7 +181,7 @@ class WorkerPool:
         engine_waits = 0
         while not self._stopping.is_set():
             self._maybe_reap()
-            if not faults.ENGINE.check():  # its sandboxes' engine is down: claim nothing
+            if not faults.claimable(self.ctx):  # its engine or store is down: claim nothing
                 self._stopping.wait(faults.backoff_s(self.ctx.settings, engine_waits))
                 engine_waits += 1
                 continue

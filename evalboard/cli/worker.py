@@ -11,8 +11,10 @@ import typer
 from evalboard.cli._context import context
 from evalboard.cli._output import err_console, warn
 from evalboard.cli._sandbox import SANDBOX_HELP
+from evalboard.core.context import Context
 from evalboard.core.errors import UsageError
 from evaluator import WorkerPool
+from evaluator.heartbeat import WorkerHeartbeat
 from evaluator.queue import DEFAULT_LEASE_S
 
 __all__ = ["worker"]
@@ -60,6 +62,30 @@ def worker(
             )
     ctx = context()
     workers = concurrency or ctx.settings.worker_concurrency
+    heartbeat = WorkerHeartbeat(ctx, sandbox=sandbox)
+    found = heartbeat.start()
+    # Its readiness, once: what answers and what it waits for before claiming.
+    if found.ready:
+        err_console.print(f"Worker ready: {found.summary(heartbeat.sandbox)}", highlight=False)
+    else:
+        warn(
+            f"Worker not ready ({found.summary(heartbeat.sandbox)}): "
+            f"{'; '.join(found.faults)} not answering; it claims jobs once they answer"
+        )
+    try:
+        _run(ctx, names, workers, lease_s, sandbox, loglevel)
+    finally:
+        heartbeat.stop()
+
+
+def _run(
+    ctx: Context,
+    names: tuple[str, ...],
+    workers: int,
+    lease_s: float,
+    sandbox: str | None,
+    loglevel: str,
+) -> None:
     if ctx.settings.broker_url:
         from evaluator.broker import run_celery_worker
 

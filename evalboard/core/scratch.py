@@ -5,17 +5,27 @@ A worker killed with SIGKILL never runs its ``finally`` blocks: its temporary fo
 good. Every scratch folder is named ``<prefix>-<pid>-<random>``; :func:`sweep_orphan_scratch`
 removes those whose process is gone. Only folders of processes on this machine are seen,
 which is where they live.
+
+A scratch disk that fills (:func:`scratch_full`) is a fault of the worker's machine, not of
+the model: the job fails as ``platform_error`` naming the scratch root and its free space.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["SCRATCH_PREFIXES", "scratch_dir", "scratch_prefix", "sweep_orphan_scratch"]
+__all__ = [
+    "SCRATCH_PREFIXES",
+    "scratch_dir",
+    "scratch_full",
+    "scratch_prefix",
+    "sweep_orphan_scratch",
+]
 
 #: The kinds of scratch folder Evalboard makes.
 SCRATCH_PREFIXES = ("evalboard-job", "evalboard-local")
@@ -34,6 +44,53 @@ def scratch_dir(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=scratch_prefix(kind)))
 
 
+#: Errors that mean the disk (or the user's quota on it) has no room left.
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def _root(root: Path | None) -> Path:
+    return root or Path(tempfile.gettempdir())
+
+
+def _full_error(exc: BaseException) -> OSError | None:
+    # The OSError may be wrapped (tarfile, shutil): follow the chain, as a traceback would.
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _FULL:
+            return current
+        current = current.__cause__ or (
+            None if current.__suppress_context__ else current.__context__
+        )
+    return None
+
+
+def _mib(size: int) -> str:
+    return f"{size / 1024**2:.1f} MiB"
+
+
+def scratch_full(exc: BaseException, root: Path | None = None) -> str | None:
+    """What to tell the operator when ``exc`` says the scratch disk is full, else None.
+
+    Names the scratch root (``TMPDIR``, not the job's own folder, which is gone by now)
+    and the space free on it now, and says how to fix it.
+    """
+    if _full_error(exc) is None:
+        return None
+    base = _root(root)
+    try:
+        usage = shutil.disk_usage(base)
+        space = f"{_mib(usage.free)} free of {_mib(usage.total)}"
+    except OSError:
+        space = "free space unknown"
+    return (
+        f"the worker's scratch space at {base} is full ({space}); free space there or point "
+        "the worker's TMPDIR at a bigger disk. A platform fault: it does not count against "
+        "the submitter's quota"
+    )
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -46,7 +103,7 @@ def _alive(pid: int) -> bool:
 
 def sweep_orphan_scratch(root: Path | None = None) -> list[Path]:
     """Remove the scratch folders whose owner process has died; the folders removed."""
-    base = root or Path(tempfile.gettempdir())
+    base = _root(root)
     removed = []
     for entry in base.iterdir():
         match = _NAME.match(entry.name)

@@ -38,6 +38,7 @@ __all__ = [
     "Upload",
     "User",
     "Validation",
+    "WorkerBeat",
     "utcnow",
 ]
 
@@ -182,6 +183,24 @@ class Job(Base):
     submission: Mapped[Submission] = relationship(back_populates="jobs")
     dataset: Mapped[Dataset] = relationship()
     result: Mapped[Result | None] = relationship(back_populates="job")
+
+
+class WorkerBeat(Base):
+    """A live worker process, as its heartbeat reports it (the readiness of its parts).
+
+    One row per process (``host:pid``), rewritten every beat and removed at a clean stop;
+    a row whose ``expires_at`` has passed is a worker that died or lost the database.
+    """
+
+    __tablename__ = "worker_beats"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    #: The sandbox engine as this worker sees it: ``ok``, ``down`` or ``unused``.
+    engine: Mapped[str] = mapped_column(String(16))
+    #: The artifact store as this worker sees it: ``ok`` or ``down``.
+    store: Mapped[str] = mapped_column(String(16))
+    seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
 class Result(Base):

@@ -370,7 +370,7 @@ def test_a_422_never_echoes_a_large_body(pg_live_server: LiveServer) -> None:
 def test_ready_checks_the_database(pg_live_server: LiveServer) -> None:
     ready = httpx.get(f"{pg_live_server.url}/ready")
     assert ready.status_code == 200
-    assert ready.json()["checks"] == {"database": "ok", "broker": "ok"}
+    assert ready.json()["checks"] == {"database": "ok", "broker": "ok", "artifact_store": "ok"}
 
 
 def test_stale_uploads_expire_while_the_server_runs(tmp_path: Path) -> None:

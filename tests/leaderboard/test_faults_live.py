@@ -13,8 +13,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -26,6 +24,7 @@ from evalboard.core.settings import Settings
 from leaderboard.accounts import create_token, create_user
 from tests.conftest import make_settings, postgres_database
 from tests.helpers.tasks import sentiment_spec, write_jsonl
+from tests.helpers.tmpfs import tmpfs
 from tests.leaderboard.conftest import _free_port, serve
 from tests.leaderboard.seeding import PASSWORD, TASK, _rows
 from tests.leaderboard.test_uploads import make_bundle
@@ -101,26 +100,9 @@ def test_a_published_secret_is_refused(tmp_path: Path) -> None:
     assert "published" in done.stderr
 
 
-@contextmanager
-def _tmpfs(path: Path, options: str) -> Iterator[Path]:
-    """A small tmpfs mounted at ``path`` (root only), unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    path.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", str(path)], check=True)
-
-
 def test_dataset_add_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with _tmpfs(tmp_path / "tiny", "size=96k") as tiny:
+    with tmpfs(tmp_path / "tiny", "size=96k") as tiny:
         ctx = Context.from_settings(Settings(data_dir=data, artifacts=str(tiny), sandbox="local"))
         create_task(ctx, sentiment_spec())
         rows = write_jsonl(tmp_path / "rows.jsonl", _rows(1500, seed=3))
@@ -143,7 +125,7 @@ def test_dataset_add_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Pat
 
 
 def test_a_read_only_data_dir_is_one_line(tmp_path: Path) -> None:
-    with _tmpfs(tmp_path / "ro", "ro,size=64k") as read_only:
+    with tmpfs(tmp_path / "ro", "ro,size=64k") as read_only:
         _one_clear_line(_cli(read_only, "task", "list"), "read-only")
 
 

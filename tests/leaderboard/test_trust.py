@@ -138,7 +138,11 @@ def test_the_server_sweeps_stale_uploads_on_start(ctx: Context) -> None:
         while ctx.artifacts.exists(f"uploads/{stale}") and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not ctx.artifacts.exists(f"uploads/{stale}")
-        assert client.get("/ready").json()["checks"] == {"database": "ok", "broker": "ok"}
+        assert client.get("/ready").json()["checks"] == {
+            "database": "ok",
+            "broker": "ok",
+            "artifact_store": "ok",
+        }
 
 
 class _FlakyDatabase(Database):
