@@ -17,6 +17,7 @@ from typing import Any
 from datasets_registry.importers import RawRow
 from datasets_registry.taskspec import TaskSpec
 from evalboard.core.errors import InvalidDataset
+from evalboard.core.validation import bad_text
 
 __all__ = [
     "ColumnMapping",
@@ -157,6 +158,12 @@ def to_examples(rows: Iterable[RawRow], task: TaskSpec, mapping: ColumnMapping) 
             )
         seen[uid] = number
         example["uid"] = uid
+        for key, value in example.items():
+            if isinstance(value, str) and bad_text(value):
+                raise InvalidDataset(
+                    f"{where}: field {key!r} holds a NUL character or an unpaired surrogate, "
+                    "which Evalboard does not store; remove it and save the file as UTF-8"
+                )
         examples.append(example)
     if not examples:
         raise InvalidDataset(

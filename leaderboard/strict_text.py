@@ -4,7 +4,8 @@ A NUL character (PostgreSQL's text cannot store one) or a lone UTF-16 surrogate 
 encodable as UTF-8) in the path, the query string, a JSON body or a url-encoded form is
 answered 422 here, once for every route, instead of failing deep in a query as a 500.
 Multipart bodies (dataset files) and raw upload chunks are bytes, checked where they are
-parsed.
+parsed (dataset rows by the importer; other multipart text fields fall back on the
+database's DataError, answered 422 as InvalidText).
 """
 
 from __future__ import annotations
@@ -17,19 +18,11 @@ from urllib.parse import unquote_to_bytes
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from evalboard.core.validation import bad_text
+
 __all__ = ["StrictTextMiddleware", "bad_text"]
 
-_BAD = re.compile("[\x00\ud800-\udfff]")
 _SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
-
-
-def bad_text(value: str) -> bool:
-    """Whether ``value`` holds a NUL or a lone surrogate.
-
-    >>> bad_text("caf\\u00e9"), bad_text("x\\x00"), bad_text("\\ud800")
-    (False, True, True)
-    """
-    return _BAD.search(value) is not None
 
 
 def _bad_url_part(raw: bytes, *, plus_is_space: bool = False) -> bool:

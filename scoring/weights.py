@@ -118,6 +118,10 @@ def parse_weights(
                 f"Weight {item.strip()!r} is not {what.upper()}:NUMBER; "
                 f"{_example(what, names)} (known: {', '.join(names) or '-'})"
             )
+        if name.strip() in raw:
+            raise InvalidWeightsError(
+                f"Weight {name.strip()!r} is given twice; give each {what} once"
+            )
         raw[name.strip()] = value.strip()
     parsed: dict[str, float] = {}
     for name, value in raw.items():

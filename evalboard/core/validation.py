@@ -1,10 +1,27 @@
-"""Pydantic validation errors, told as a user fixes them: field, problem, value given."""
+"""Validation told as a user fixes it: pydantic errors (field, problem, value given), and
+the one rule for text that Evalboard refuses to store."""
 
 from __future__ import annotations
 
+import re
+
 from pydantic import ValidationError
 
-__all__ = ["describe_validation_error"]
+__all__ = ["bad_text", "describe_validation_error"]
+
+# A NUL (PostgreSQL's text cannot store one) or a lone UTF-16 surrogate (not encodable as
+# UTF-8): refused at the HTTP edge and in dataset files alike.
+_BAD_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
+def bad_text(value: str) -> bool:
+    """Whether ``value`` holds a NUL or a lone surrogate.
+
+    >>> bad_text("caf\\u00e9"), bad_text("x\\x00"), bad_text("\\ud800")
+    (False, True, True)
+    """
+    return _BAD_TEXT.search(value) is not None
+
 
 _SHOWN = 80
 

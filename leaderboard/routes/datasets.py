@@ -7,6 +7,7 @@ of listings and answers 404, so not even its name leaks.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path as FilePath
@@ -79,6 +80,9 @@ def list_(task_id: TaskId, ctx: CtxDep, principal: PrincipalDep) -> list[Dataset
     return [dataset_public(d, names) for d in datasets]
 
 
+_PLAIN_SUFFIX = re.compile(r"\.[a-z0-9]{1,10}")
+
+
 def add_uploaded_dataset(
     ctx: Context,
     principal: Principal,
@@ -95,9 +99,13 @@ def add_uploaded_dataset(
     """Store an uploaded dataset file (and its perturbed copies); queue its evaluations."""
     get_task(ctx, task_id)
     principal.require_owner(task_id, doing="add datasets")
-    suffix = FilePath(upload.filename or "data.jsonl").suffix or ".jsonl"
+    # Only the suffix of the sender's file name is used (it names the format), and only a
+    # plain one: the file is written under a fixed name, never under a name the caller chose.
+    suffix = FilePath(upload.filename or "").suffix.lower()
+    if not _PLAIN_SUFFIX.fullmatch(suffix):
+        suffix = ".jsonl"
     with tempfile.TemporaryDirectory(prefix="evalboard-dataset-") as tmp:
-        path = FilePath(tmp) / f"{name}{suffix}"
+        path = FilePath(tmp) / f"upload{suffix}"
         with path.open("wb") as out:
             shutil.copyfileobj(upload.file, out)
         added = add_dataset(

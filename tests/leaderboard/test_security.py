@@ -243,3 +243,44 @@ async def test_a_signed_in_caller_may_send_a_larger_form(app: FastAPI, seeded: S
             f"/tasks/{TASK}/datasets", files={"file": ("big.jsonl", rows)}, data={"name": "big"}
         )
     assert response.status_code != 413, response.text
+
+
+@pytest.mark.parametrize(
+    ("name", "filename"),
+    [("../../../../{target}", "evil.sh"), ("ok-name", "../../../{target}.jsonl")],
+)
+async def test_a_dataset_upload_writes_nothing_outside_its_scratch_folder(
+    app: FastAPI, seeded: Seeded, tmp_path: Path, name: str, filename: str
+) -> None:
+    # Review finding: the file was written as TMP/<name><suffix> before the name was checked.
+    target = tmp_path / "planted"
+    rows = json.dumps({"uid": "1", "statement": "fine", "label": "positive"}).encode() + b"\n"
+    async with make_client(app, seeded.tokens["owner"]) as owner:
+        response = await owner.post(
+            f"/tasks/{TASK}/datasets",
+            files={"file": (filename.format(target=target), rows)},
+            data={"name": name.format(target=target)},
+        )
+    assert response.status_code < 500, response.text
+    assert not list(tmp_path.glob("planted*"))
+
+
+@pytest.mark.parametrize("bad", ["go\\u0000od", "bad\\ud800"])
+async def test_a_dataset_row_with_a_nul_or_lone_surrogate_is_refused_plainly(
+    app: FastAPI, seeded: Seeded, bad: str
+) -> None:
+    row = '{"uid": "1", "statement": "' + bad + '", "label": "positive"}\n'
+    async with make_client(app, seeded.tokens["owner"]) as owner:
+        response = await owner.post(
+            f"/tasks/{TASK}/datasets",
+            files={"file": ("d.jsonl", row.encode())},
+            data={"name": "nul-rows"},
+        )
+    assert response.status_code == 400, response.text
+    assert "line 1" in response.text and "NUL character or an unpaired surrogate" in response.text
+
+
+async def test_a_weight_given_twice_is_refused(client: httpx.AsyncClient) -> None:
+    response = await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": "perf:1,perf:0"})
+    assert response.status_code == 422
+    assert "given twice" in response.text
