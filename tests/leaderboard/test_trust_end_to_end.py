@@ -19,7 +19,6 @@ import importlib.util
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -39,7 +38,7 @@ from leaderboard.accounts import create_token, create_user
 from tests.conftest import make_settings
 from tests.helpers.browser import ARTIFACTS
 from tests.helpers.tasks import sentiment_spec
-from tests.leaderboard.conftest import _free_port
+from tests.leaderboard.conftest import serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -229,59 +228,25 @@ def platform(shared_datasets: Path, tmp_path_factory: pytest.TempPathFactory) ->
     cli("dataset", "add", "--task", TASK, "--name", "round-3", "--round", "3", "--weight", "1",
         str(tmp / "round-1.jsonl"))  # fmt: skip
 
-    port = _free_port()
-    log = (tmp / "server.log").open("w")
-    process = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "evalboard"),
-            "serve",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],  # fmt: skip
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+        with serve(tmp / "data", tmp / "server.log", env=env) as (url, _process):
+            platform = Platform(url=url, env=env, bundles=bundles, round_rows=len(fooled))
+            for bundle in bundles.values():
+                done = platform.cli(
+                    "model", "upload", str(bundle), "--server", url, "--token", token, "--json"
+                )
+                assert done.returncode == 0, done.stderr
+            deadline = time.monotonic() + 600
+            while True:
+                board = platform.board(weights="perf:1")
+                if len([r for r in board["rows"] if r["rank"]]) == 3 and not board["pending"]:
                     break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None and time.monotonic() < deadline, (
-                tmp / "server.log"
-            ).read_text()
-            time.sleep(0.2)
-        platform = Platform(url=url, env=env, bundles=bundles, round_rows=len(fooled))
-        for bundle in bundles.values():
-            done = platform.cli(
-                "model", "upload", str(bundle), "--server", url, "--token", token, "--json"
-            )
-            assert done.returncode == 0, done.stderr
-        deadline = time.monotonic() + 600
-        while True:
-            board = platform.board(weights="perf:1")
-            if len([r for r in board["rows"] if r["rank"]]) == 3 and not board["pending"]:
-                break
-            failed = [p for p in board["pending"] if p["status"] == "failed"]
-            assert not failed, (tmp / "server.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, board["pending"]
-            time.sleep(1)
-        yield platform
+                failed = [p for p in board["pending"] if p["status"] == "failed"]
+                assert not failed, (tmp / "server.log").read_text()[-3000:]
+                assert time.monotonic() < deadline, board["pending"]
+                time.sleep(1)
+            yield platform
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
         shutil.rmtree(tmp / "data" / "scratch", ignore_errors=True)
 
 
