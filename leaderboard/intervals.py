@@ -34,19 +34,14 @@ def load_records(ctx: Context, key: str) -> list[dict[str, Any]]:
     return read_records(ctx.artifacts.read_bytes(key))
 
 
-def _prediction(output: Mapping[str, Any], span: bool) -> Any:
-    return output.get("answer", "") if span else output.get("label")
-
-
 def _statistics(ctx: Context, table: TaskTable, key: str) -> tuple[tuple[str, ...], Any]:
     # Prediction files never change once written, but keys repeat across stores (job ids).
     cache_key = (ctx.artifacts.url, table.task.perf_metric, key)
     cached = _stats_cache.get(cache_key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
-    span = table.task.output.type == "span"
     records = sorted(load_records(ctx, key), key=lambda r: str(r["uid"]))
-    predictions = [_prediction(r.get("output", {}), span) for r in records]
+    predictions = [table.task.prediction(r["output"]) for r in records]
     golds = [r["gold"] for r in records]
     stats = statistics(
         table.task.perf_metric, predictions, golds, labels=table.task.output.labels or None

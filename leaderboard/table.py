@@ -31,7 +31,7 @@ from datasets_registry import TaskSpec, get_task, list_datasets, read_examples, 
 from evalboard.core.context import Context
 from evalboard.core.states import Access, JobStatus
 from evalboard.core.tables import Dataset, Job, Submission, Task, User
-from evaluator import DatasetOutcome, stored_outcome, summarize
+from evaluator import DatasetOutcome, shown_metrics, stored_outcome, summarize
 from scoring import InvalidWeightsError, check_weights, compute, weighted_mean
 
 __all__ = ["ModelEntry", "TaskTable", "load_table", "summary_status"]
@@ -223,9 +223,7 @@ def _entry(
         except ValidationError as exc:
             logger.warning("result of job %s does not fit DatasetMetrics: %s", job.id, exc)
             continue
-        entry.per_dataset[job.dataset.name] = {
-            k: v for k, v in job.result.metrics.items() if k != "schema_version"
-        }
+        entry.per_dataset[job.dataset.name] = shown_metrics(job.result.metrics)
         if job.result.predictions_key:
             entry.predictions[job.dataset.name] = job.result.predictions_key
         if job.dataset_id in scoring_ids:
