@@ -237,18 +237,15 @@ def _entry(
     return entry
 
 
-_majority_cache: dict[tuple[Any, ...], tuple[str, dict[str, float]] | None] = {}
-
-
 def _majority_by_dataset(
     ctx: Context, task: TaskSpec, originals: list[Dataset]
 ) -> tuple[str, dict[str, float]] | None:
     if task.output.type != "multiclass" or not originals:
         return None
-    cache_key = (task.perf_metric, tuple((d.name, d.sha256) for d in originals))
-    if cache_key in _majority_cache:
-        return _majority_cache[cache_key]
-    golds = {d.name: [str(e["label"]) for e in read_examples(ctx, d)] for d in originals}
+    cache_key = ("majority", task.perf_metric, tuple((d.name, d.sha256) for d in originals))
+    if ctx.cache.has(cache_key):
+        return ctx.cache.get(cache_key)  # type: ignore[no-any-return]
+    golds = {d.name: [str(task.gold(e)) for e in read_examples(ctx, d)] for d in originals}
     counts = Counter(label for labels in golds.values() for label in labels)
     # Ties go to the label listed first in the task spec.
     majority = max(task.output.labels, key=lambda label: counts[label])
@@ -256,7 +253,7 @@ def _majority_by_dataset(
         name: compute(task.perf_metric, [majority] * len(labels), labels, labels=task.output.labels)
         for name, labels in golds.items()
     }
-    _majority_cache[cache_key] = (majority, perf)
+    ctx.cache.put(cache_key, (majority, perf))
     return majority, perf
 
 
