@@ -57,7 +57,9 @@ GVISOR_VISIBLE_DIFFERENCES: dict[str, str] = {
     "peak_memory": "the cgroup holds the Sentry (gVisor's kernel) and the memory file that "
     "backs the model's memory: an allocation shows in full, on a base about 15 MiB higher "
     "(measured, a model touching 96 MiB: runc 10.1 -> 106.1 MiB, gVisor 25.2 -> 121.7 "
-    "MiB); the memory limit applies to that sum",
+    "MiB); the memory limit applies to that sum. Each process costs far more: 60 idle "
+    "forked Python children took +430 MB under runsc (a ptrace stub process per address "
+    "space and the Sentry's own state), about nothing under runc",
     "oom": "the host kills the whole Sentry and the engine's OOMKilled mark is set only "
     "sometimes; SIGKILL with the cgroup's peak at the limit is read as oom as well",
     "cpu_seconds": "host CPU of the Sentry and the model together: equal to runc's for "
