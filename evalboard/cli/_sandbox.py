@@ -26,19 +26,28 @@ def chosen_sandbox(
     *,
     bundle_dir: Path | None = None,
     limits: SandboxLimits | None = None,
+    choose: bool = True,
 ) -> str:
     """The sandbox kind to run in; one warning line when ``auto`` cannot have gVisor.
 
     Give the bundle and the run's limits where known: ``auto`` gives a bundle that would
-    get a GPU to ``docker`` (gVisor has none).
+    get a GPU to ``docker`` (gVisor has none). ``choose=False`` only checks the name (a
+    typo is refused before any work) and returns it, ``auto`` not yet chosen.
 
     Raises:
         UsageError: an unknown kind (the message lists the known ones).
     """
     from evalboard.core.limits import SandboxLimits
-    from submission_sandbox import choose_default_sandbox, resolve_sandbox, run_gets_gpu
+    from submission_sandbox import (
+        choose_default_sandbox,
+        known_sandboxes,
+        resolve_sandbox,
+        run_gets_gpu,
+    )
 
     kind = requested or context().settings.sandbox
+    if not choose:
+        return kind if kind in known_sandboxes() else resolve_sandbox(kind)
     if kind == "auto":
         gpu = bundle_dir is not None and run_gets_gpu(bundle_dir, limits or SandboxLimits())
         kind, note = choose_default_sandbox(gpu=gpu)
