@@ -20,6 +20,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -109,22 +110,27 @@ def synthetic_table(n: int, *, seed: int = 0) -> TaskTable:
     )
 
 
-def rank_seconds(table: TaskTable, weights: dict[str, float] | None = None) -> float:
-    """Seconds to build the ranked board of ``table`` once (no intervals: without a
-    context nothing is read from storage)."""
-    start = time.perf_counter()
-    build_leaderboard(cast(Context, None), table, weights, intervals=False)
-    return time.perf_counter() - start
+Clock = Callable[[], float]
 
 
-def interleaved_medians(tables: dict[int, TaskTable], repeats: int) -> dict[int, list[float]]:
+def rank_seconds(table: TaskTable, *, clock: Clock = time.perf_counter) -> float:
+    """Seconds to build the ranked board of ``table`` once with the owner's weights (no
+    intervals: without a context nothing is read from storage)."""
+    start = clock()
+    build_leaderboard(cast(Context, None), table, intervals=False)
+    return clock() - start
+
+
+def interleaved_runs(
+    tables: dict[int, TaskTable], repeats: int, *, clock: Clock = time.perf_counter
+) -> dict[int, list[float]]:
     """Seconds per run for each size, the sizes taking turns; one warm-up run each."""
     for table in tables.values():
-        rank_seconds(table)
+        rank_seconds(table, clock=clock)
     runs: dict[int, list[float]] = {n: [] for n in tables}
     for _ in range(repeats):
         for n, table in tables.items():
-            runs[n].append(rank_seconds(table))
+            runs[n].append(rank_seconds(table, clock=clock))
     return runs
 
 
@@ -133,7 +139,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=9)
     args = parser.parse_args()
     tables = {n: synthetic_table(n) for n in SIZES}
-    runs = interleaved_medians(tables, args.repeats)
+    runs = interleaved_runs(tables, args.repeats)
     medians = {n: statistics.median(r) for n, r in runs.items()}
     small, large = SIZES
     report: dict[str, Any] = {
