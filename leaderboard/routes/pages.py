@@ -24,7 +24,7 @@ from leaderboard.schemas import LeaderboardPublic
 from leaderboard.submissions import cancel, get_submission, rerun, submission_status
 from leaderboard.table import TaskTable, load_table
 from leaderboard.throttle import LoginThrottle
-from scoring import goods_transform
+from scoring import METRICS, WEIGHABLE_METRICS, goods_transform
 
 __all__ = ["router"]
 
@@ -253,7 +253,11 @@ def submission_page(
 ) -> HTMLResponse:
     status = submission_status(ctx, principal, submission_id)
     active = any(not job.status.is_final for job in status.jobs)
-    return render(request, "submission.html", principal, status=status, active=active)
+    # A job's figures are the evaluator's, named as on the board (scoring.METRICS).
+    metrics = [METRICS[name] for name in WEIGHABLE_METRICS]
+    return render(
+        request, "submission.html", principal, status=status, active=active, metrics=metrics
+    )
 
 
 @router.post("/submissions/{submission_id}/{action}")

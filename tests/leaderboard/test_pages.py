@@ -108,6 +108,8 @@ async def test_pages_render_for_viewers(client: httpx.AsyncClient, shared: Seede
     # Each finished job says which sandbox ran it (from its result's provenance).
     done = await client.get(f"/ui/submissions/{roberta}")
     assert done.status_code == 200 and "sandbox gvisor" in done.text
+    # Its figures are named as on the board: memory, not the evaluator's memory_gib.
+    assert 'title="Memory (GiB peak), lower is better">memory ' in done.text
     api = await client.get(f"/submissions/{roberta}")
     assert {job["sandbox"] for job in api.json()["jobs"]} == {"gvisor"}
 
