@@ -13,7 +13,7 @@ from datasets_registry.outputs import OutputSpec
 from evalboard.core.errors import InvalidTaskSpec
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.validation import describe_validation_error
-from scoring import check_weights
+from scoring import WEIGHABLE_METRICS, check_weights, default_weights
 
 __all__ = [
     "InputField",
@@ -23,11 +23,6 @@ __all__ = [
     "load_task_spec",
     "parse_task_spec",
 ]
-
-PERF_METRICS = ("accuracy", "macro_f1", "squad_f1")
-DELTA_METRICS = ("fairness", "robustness")
-#: Metrics a Dynascore can weigh besides perf; memory enters as cap - used.
-WEIGHABLE_METRICS = ("perf", "throughput", "memory", "fairness", "robustness")
 
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$", max_length=64)]
 
@@ -71,13 +66,7 @@ class TaskSpec(BaseModel):
         default_factory=lambda: ["fairness", "robustness"]  # type: ignore[arg-type]
     )
     default_weights: dict[str, float] = Field(
-        default_factory=lambda: {
-            "perf": 4.0,
-            "throughput": 1,
-            "memory": 1,
-            "fairness": 1,
-            "robustness": 1,
-        }
+        default_factory=lambda: default_weights(WEIGHABLE_METRICS)  # Dynaboard's: perf 4, 1
     )
     memory_cap_gib: float = Field(16, gt=0)
     limits: SandboxLimits = Field(default_factory=SandboxLimits)

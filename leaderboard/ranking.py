@@ -2,7 +2,8 @@
 
 The API, the pages, the CSV download and ``evalboard leaderboard`` all print what
 :func:`build_leaderboard` returns, so they cannot disagree. The browser re-ranks with
-``static/dynascore.js`` from the same table, directions and offsets.
+``static/dynascore.js`` from the same table, directions and offsets. Every metric's
+label, unit, direction and offset come from :data:`scoring.METRICS`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ import io
 import math
 from collections.abc import Mapping
 
-from datasets_registry.taskspec import WEIGHABLE_METRICS
 from evalboard.core.context import Context
-from evalboard.core.errors import InvalidWeights
 from evaluator import CONTENDED_SHARE
 from leaderboard.intervals import leaderboard_intervals
 from leaderboard.schemas import (
@@ -26,33 +25,25 @@ from leaderboard.schemas import (
 )
 from leaderboard.table import ModelEntry, TaskTable
 from scoring import (
+    METRICS,
+    WEIGHABLE_METRICS,
+    check_weights,
     contributions,
     dominant_term,
     floor_order,
+    goods_transform,
     normalise,
     not_above_baseline,
 )
 from scoring import parse_weights as scoring_parse_weights
 
 __all__ = [
-    "METRICS",
     "build_leaderboard",
     "parse_dataset_weights",
     "parse_weights",
     "to_csv",
     "weighable_metrics",
 ]
-
-#: Every column the leaderboard shows, in order; the first five can be weighted.
-METRICS: dict[str, tuple[str, str, str]] = {
-    "perf": ("Perf", "x100", "higher"),
-    "throughput": ("Throughput", "examples/s", "higher"),
-    "memory": ("Memory", "GiB peak", "lower"),
-    "fairness": ("Fairness", "x100", "higher"),
-    "robustness": ("Robustness", "x100", "higher"),
-    "latency_p50": ("Latency p50", "s/batch", "lower"),
-    "ece": ("Calibration error", "x100", "lower"),
-}
 
 
 def parse_weights(text: str | None) -> dict[str, float] | None:
@@ -85,25 +76,13 @@ def weighable_metrics(table: TaskTable) -> list[str]:
     return present
 
 
-def _directions(table: TaskTable) -> tuple[dict[str, float], dict[str, float]]:
-    return {"memory": -1.0}, {"memory": float(table.task.memory_cap_gib)}
-
-
 def _usable_weights(
     table: TaskTable, requested: Mapping[str, float] | None, metrics: list[str]
 ) -> dict[str, float]:
-    weights = dict(requested) if requested is not None else dict(table.default_weights)
-    unknown = sorted(set(weights) - set(WEIGHABLE_METRICS))
-    if unknown:
-        raise InvalidWeights(
-            f"Unknown metric(s) {', '.join(unknown)}; known: {', '.join(WEIGHABLE_METRICS)}"
-        )
-    used = {name: float(w) for name, w in weights.items() if name in metrics}
-    if table.ranked and not any(w > 0 for w in used.values()):
-        raise InvalidWeights(
-            f"At least one of {', '.join(metrics)} needs a weight above 0; got {weights}"
-        )
-    return weights
+    """The requested weights (None: the owner's), through the one weight check, with at
+    least one of the board's ``metrics`` weighing above 0 when a model is ranked."""
+    weights = requested if requested is not None else table.default_weights
+    return check_weights(weights, known=WEIGHABLE_METRICS, usable=metrics if table.ranked else None)
 
 
 def build_leaderboard(
@@ -126,7 +105,7 @@ def build_leaderboard(
     metrics = weighable_metrics(table)
     requested = _usable_weights(table, weights, metrics)
     used = {k: v for k, v in requested.items() if k in metrics}
-    directions, offsets = _directions(table)
+    directions, offsets = goods_transform(metrics, memory_cap_gib=table.task.memory_cap_gib)
     ranked = table.ranked
     baseline = table.majority_perf
     rows: list[RowPublic] = []
@@ -221,13 +200,14 @@ def build_leaderboard(
         metrics=[
             MetricPublic(
                 name=name,
-                label=label,
-                unit=unit,
-                direction=direction,
+                label=metric.label,
+                unit=metric.unit,
+                direction=metric.direction,
                 weighable=name in metrics,
-                offset=offsets.get(name, 0.0),
+                offset=metric.offset(memory_cap_gib=table.task.memory_cap_gib),
+                measured=metric.measured,
             )
-            for name, (label, unit, direction) in METRICS.items()
+            for name, metric in METRICS.items()
             if name in metrics or any(m.metrics.get(name) is not None for m in ranked)
         ],
         rows=rows,
@@ -258,7 +238,7 @@ def _warnings(terms: Mapping[str, Mapping[str, float]], table: TaskTable) -> lis
     if found is None:
         return []
     metric, share = found
-    label = METRICS.get(metric, (metric,))[0]
+    label = METRICS[metric].label if metric in METRICS else metric
     return [
         f"{label} gives {share:.0%} or more of every model's Dynascore: its AMRS rate makes "
         "small differences between models count a lot, so the scores sit near a common "

@@ -184,12 +184,15 @@ class BaselineUpdate(_In):
 
 
 class MetricPublic(BaseModel):
+    """One column of the board, as ``scoring.METRICS`` describes it."""
+
     name: str
     label: str
     unit: str
     direction: Literal["higher", "lower"] = Field(description="Which way is better.")
     weighable: bool = Field(description="Whether it enters the Dynascore.")
     offset: float = Field(0.0, description="The good is offset + sign * value (memory: cap).")
+    measured: str = Field("", description="How it is measured, in one sentence.")
 
 
 class IntervalPublic(BaseModel):

@@ -31,23 +31,17 @@ from datasets_registry import TaskSpec, get_task, list_datasets, read_examples, 
 from evalboard.core.context import Context
 from evalboard.core.states import Access, JobStatus
 from evalboard.core.tables import Dataset, Job, Submission, Task, User
-from evaluator import DatasetOutcome, shown_metrics, stored_outcome, summarize
-from scoring import InvalidWeightsError, check_weights, compute, weighted_mean
+from evaluator import DatasetOutcome, TaskMetrics, shown_metrics, stored_outcome, summarize
+from scoring import METRICS, InvalidWeightsError, check_weights, compute, weighted_mean
 
 __all__ = ["ModelEntry", "TaskTable", "load_table", "summary_status"]
 
 logger = logging.getLogger(__name__)
 
-#: Leaderboard metric name -> the evaluator's summary field.
-SUMMARY_FIELDS = {
-    "perf": "perf",
-    "throughput": "throughput",
-    "memory": "memory_gib",
-    "fairness": "fairness",
-    "robustness": "robustness",
-    "latency_p50": "latency_p50_s",
-    "ece": "ece",
-}
+
+def _board_metrics(summary: TaskMetrics) -> dict[str, float | None]:
+    """The evaluator's summary under the board's metric names (``scoring.METRICS``)."""
+    return {name: getattr(summary, metric.result_field) for name, metric in METRICS.items()}
 
 
 @dataclass
@@ -178,9 +172,7 @@ def _reaveraged(entry: ModelEntry, weights: Mapping[str, float]) -> ModelEntry:
         o.model_copy(update={"weight": weights.get(o.derived_from or o.dataset, o.weight)})
         for o in entry.outcomes
     ]
-    summary = summarize(outcomes)
-    metrics = {name: getattr(summary, attr) for name, attr in SUMMARY_FIELDS.items()}
-    return replace(entry, metrics=metrics, outcomes=outcomes)
+    return replace(entry, metrics=_board_metrics(summarize(outcomes)), outcomes=outcomes)
 
 
 def summary_status(statuses: list[str]) -> JobStatus:
@@ -232,8 +224,7 @@ def _entry(
     entry.complete = bool(scoring_ids) and finished == scoring_ids
     entry.outcomes = outcomes
     if entry.complete:
-        summary = summarize(outcomes)
-        entry.metrics = {name: getattr(summary, attr) for name, attr in SUMMARY_FIELDS.items()}
+        entry.metrics = _board_metrics(summarize(outcomes))
     return entry
 
 

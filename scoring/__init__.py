@@ -1,6 +1,7 @@
 """Scoring: task metrics, delta metrics, the Dynascore, its uncertainty, and rankings.
 
 Pure numpy: no database, no sandbox, no files, no web. Every metric value is x100.
+The board's metric vocabulary (:data:`METRICS`) lives here, so every layer reads it.
 """
 
 from scoring import classification as _classification  # noqa: F401  (registers metrics)
@@ -36,6 +37,13 @@ from scoring.registry import (
 )
 from scoring.sensitivity import LeaderStability, WeightRange, weight_ranges
 from scoring.squad import normalize_answer
+from scoring.vocabulary import (
+    DIRECTION_ARROWS,
+    METRICS,
+    WEIGHABLE_METRICS,
+    BoardMetric,
+    goods_transform,
+)
 from scoring.weights import (
     REFERENCE_ROWS,
     InvalidWeightsError,
@@ -49,8 +57,12 @@ __all__ = [
     "AMRS_CUTOFF",
     "BASELINE_TOLERANCE",
     "DEFAULT_PERF_WEIGHT",
+    "DIRECTION_ARROWS",
     "DOMINANCE_SHARE",
+    "METRICS",
     "REFERENCE_ROWS",
+    "WEIGHABLE_METRICS",
+    "BoardMetric",
     "BootstrapResult",
     "Interval",
     "InvalidWeightsError",
@@ -77,6 +89,7 @@ __all__ = [
     "dynascore",
     "floor_order",
     "get_metric",
+    "goods_transform",
     "mean_win_rate",
     "mean_z_score",
     "metric",

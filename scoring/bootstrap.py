@@ -311,11 +311,14 @@ def _repeats(
 ) -> dict[tuple[int, int], FloatArray]:
     """(model index, metric index) -> the repeated measurements to resample (two or more)."""
     found: dict[tuple[int, int], FloatArray] = {}
+    # Positions by name: models.index() per model made this quadratic in the board's size.
+    position = {model: i for i, model in enumerate(models)}
+    column = {metric: k for k, metric in enumerate(metrics)}
     for model, measured in (repeats or {}).items():
-        if model not in models:
+        if model not in position:
             raise ScoringError(f"Repeats name model {model!r}, which has no examples")
         for metric, values in measured.items():
-            if metric == perf or metric not in metrics:
+            if metric == perf or metric not in column:
                 raise ScoringError(
                     f"Repeats of {metric!r} for {model!r}: only other metrics of the table "
                     f"({', '.join(m for m in metrics if m != perf)}) are measured repeatedly"
@@ -324,5 +327,5 @@ def _repeats(
             if not np.all(np.isfinite(array)):
                 raise ScoringError(f"Repeats of {metric!r} for {model!r} are not all finite")
             if len(array) >= 2:
-                found[models.index(model), metrics.index(metric)] = array
+                found[position[model], column[metric]] = array
     return found

@@ -49,20 +49,29 @@ def _example(what: str, known: list[str]) -> str:
 
 
 def check_weights(
-    weights: Mapping[str, float],
+    weights: Mapping[str, float | str],
     *,
     known: Iterable[str],
     what: str = "metric",
     partial: bool = False,
+    usable: Iterable[str] | None = None,
 ) -> dict[str, float]:
     """``weights`` as floats, or :class:`InvalidWeightsError` naming the first bad one.
 
     Args:
-        weights: name -> weight.
+        weights: name -> weight (a number, or its text from a form).
         known: the names that may be weighted (metrics, or the task's datasets).
         what: ``"metric"`` or ``"dataset"``, for the messages.
         partial: the weights override some of a complete set (dataset weights over the
             owner's), so all of them may be 0; the caller checks the merged set.
+        usable: the known names that can weigh here (on a board, the metrics every ranked
+            model has): at least one of them needs a weight above 0. None: all known.
+
+    >>> check_weights({"perf": 0, "memory": 1}, known=["perf", "memory"], usable=["perf"])
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    scoring.weights.InvalidWeightsError: At least one of perf needs a weight above 0; ...
     """
     names = list(known)
     example = _example(what, names)
@@ -94,6 +103,13 @@ def check_weights(
             f"The {what} weights {_text(checked)} sum to infinity; use smaller numbers "
             "(only their ratios matter), " + example
         )
+    if usable is not None:
+        present = list(usable)
+        if not any(checked.get(name, 0.0) > 0 for name in present):
+            raise InvalidWeightsError(
+                f"At least one of {', '.join(present) or '-'} needs a weight above 0; "
+                f"got {_text(checked)}"
+            )
     return checked
 
 

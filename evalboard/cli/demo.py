@@ -43,16 +43,16 @@ def _fmt(value: float | None) -> str:
 
 def _print_board(ctx: Any, task_id: str) -> None:
     from leaderboard import build_leaderboard, load_table
+    from scoring import DIRECTION_ARROWS
 
     board = build_leaderboard(ctx, load_table(ctx, task_id), intervals=False)
-    arrows = {"higher": "↑", "lower": "↓"}
     metrics = [m for m in board.metrics if m.weighable]
     table = Table(title=f"Leaderboard of {task_id} (default weights)")
     table.add_column("#")
     table.add_column("model", no_wrap=True)
     table.add_column("Dynascore ↑", justify="right")
     for metric in metrics:
-        table.add_column(f"{metric.label} {arrows[metric.direction]}", justify="right")
+        table.add_column(f"{metric.label} {DIRECTION_ARROWS[metric.direction]}", justify="right")
     for row in board.rows:
         if row.kind == "majority":
             continue

@@ -39,6 +39,7 @@ def leaderboard(
 ) -> None:
     """Print a task's leaderboard: rank, Dynascore and every metric."""
     from leaderboard import build_leaderboard, load_table, parse_dataset_weights, parse_weights
+    from scoring import DIRECTION_ARROWS
 
     ctx = context()
     metric_weights = parse_weights(weights)
@@ -56,7 +57,6 @@ def leaderboard(
     if not board.rows:
         console.print(f"No model of {task} has results on every scoring dataset yet.")
     else:
-        arrows = {"higher": "↑", "lower": "↓"}
         table_out = Table(
             "#",
             "rank 95%",
@@ -65,7 +65,7 @@ def leaderboard(
             "by",
             "Dynascore ↑",
             "gap to leader 95%",
-            *(f"{m.label} {arrows[m.direction]}" for m in board.metrics),
+            *(f"{m.label} {DIRECTION_ARROWS[m.direction]}" for m in board.metrics),
         )
         for row in board.rows:
             gap = row.intervals.get("gap_to_leader")

@@ -7,7 +7,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.datastructures import UploadFile
 
 from datasets_registry import get_task, set_dataset_weight
-from datasets_registry.taskspec import WEIGHABLE_METRICS
 from evalboard.core.errors import InvalidDataset, InvalidWeights
 from evalboard.core.states import Access
 from leaderboard.auth import CtxDep, PrincipalDep
@@ -15,6 +14,7 @@ from leaderboard.routes._page import flash, form_csrf, login_path, redirect, ren
 from leaderboard.routes.datasets import add_uploaded_dataset, visible_datasets
 from leaderboard.routes.tasks import set_default_weights, task_public
 from leaderboard.submissions import list_submissions, set_baseline
+from scoring import METRICS, WEIGHABLE_METRICS, check_weights
 
 __all__ = ["router"]
 
@@ -36,7 +36,7 @@ def manage_page(
         task=task_public(ctx, task_id),
         datasets=visible_datasets(ctx, principal, task_id),
         submissions=list_submissions(ctx, task_id),
-        metrics=WEIGHABLE_METRICS,
+        metrics=[METRICS[name] for name in WEIGHABLE_METRICS],
         accesses=[a.value for a in Access],
     )
 
@@ -54,7 +54,10 @@ async def weights(
 ) -> RedirectResponse:
     form = await form_csrf(request)
     principal.require_owner(task_id, doing="set its default weights")
-    values = {m: _number(form.get(f"w_{m}", 0), m) for m in WEIGHABLE_METRICS}
+    # The one weight check reads the form's text too (scoring.check_weights).
+    values = check_weights(
+        {m: str(form.get(f"w_{m}", 0)) for m in WEIGHABLE_METRICS}, known=WEIGHABLE_METRICS
+    )
     set_default_weights(ctx, task_id, {m: w for m, w in values.items() if w > 0})
     flash(request, "Default weights saved.")
     return redirect(f"/ui/tasks/{task_id}/manage")

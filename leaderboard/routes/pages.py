@@ -24,6 +24,7 @@ from leaderboard.schemas import LeaderboardPublic
 from leaderboard.submissions import cancel, get_submission, rerun, submission_status
 from leaderboard.table import TaskTable, load_table
 from leaderboard.throttle import LoginThrottle
+from scoring import METRICS, WEIGHABLE_METRICS, goods_transform
 
 __all__ = ["router"]
 
@@ -110,6 +111,8 @@ def _board(
 
 def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
     weighable = [m.name for m in board.metrics if m.weighable]
+    # The same goods as the server's ranking (scoring.METRICS): dynascore.js has no copy.
+    directions, offsets = goods_transform(weighable, memory_cap_gib=table.task.memory_cap_gib)
     return {
         "perf": "perf",
         "metrics": weighable,
@@ -118,8 +121,8 @@ def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
             for r in board.rows
             if r.rank is not None
         },
-        "directions": {"memory": -1},
-        "offsets": {"memory": table.task.memory_cap_gib},
+        "directions": directions,
+        "offsets": offsets,
         "weights": {m: board.weights.get(m, 0.0) for m in weighable},
         # Flagged rows stay after the others whatever the metric weights (scoring.floor).
         "flagged": [r.key for r in board.rows if r.not_above_baseline],
@@ -250,7 +253,11 @@ def submission_page(
 ) -> HTMLResponse:
     status = submission_status(ctx, principal, submission_id)
     active = any(not job.status.is_final for job in status.jobs)
-    return render(request, "submission.html", principal, status=status, active=active)
+    # A job's figures are the evaluator's, named as on the board (scoring.METRICS).
+    metrics = [METRICS[name] for name in WEIGHABLE_METRICS]
+    return render(
+        request, "submission.html", principal, status=status, active=active, metrics=metrics
+    )
 
 
 @router.post("/submissions/{submission_id}/{action}")

@@ -8,7 +8,6 @@ from fastapi import APIRouter, Path, status
 from sqlalchemy import select
 
 from datasets_registry import create_task, get_task, list_tasks, parse_task_spec
-from datasets_registry.taskspec import WEIGHABLE_METRICS
 from evalboard.core.context import Context
 from evalboard.core.states import Role
 from evalboard.core.tables import Task, User
@@ -16,7 +15,7 @@ from leaderboard.accounts import get_user, grant_role
 from leaderboard.auth import CtxDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.schemas import TaskCreate, TaskPublic, WeightsPublic, WeightsUpdate
-from scoring import check_weights
+from scoring import WEIGHABLE_METRICS, check_weights
 
 __all__ = ["TaskId", "router", "task_public"]
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from leaderboard import build_leaderboard, load_table
-from scoring import rank
+from scoring import METRICS, rank
 from tests.leaderboard.seeding import MODELS, TASK, Seeded
 
 pytestmark = pytest.mark.anyio
@@ -32,6 +32,20 @@ async def test_leaderboard_ranks_every_complete_model(client: httpx.AsyncClient)
     }
     directions = {m["name"]: m["direction"] for m in board["metrics"]}
     assert directions["perf"] == "higher" and directions["memory"] == "lower"
+
+
+async def test_the_metrics_are_described_by_the_vocabulary(client: httpx.AsyncClient) -> None:
+    board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
+    assert board["metrics"]
+    for shown in board["metrics"]:
+        metric = METRICS[shown["name"]]
+        assert (shown["label"], shown["unit"], shown["direction"], shown["measured"]) == (
+            metric.label,
+            metric.unit,
+            metric.direction,
+            metric.measured,
+        )
+        assert shown["offset"] == (16.0 if shown["name"] == "memory" else 0.0)
 
 
 async def test_the_ranking_is_the_scoring_packages(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import json
 import re
 
 import httpx
@@ -9,6 +11,7 @@ import pytest
 from fastapi import FastAPI
 
 from leaderboard.app import PLOTLY_JS
+from scoring import METRICS
 from tests.leaderboard.conftest import make_client
 from tests.leaderboard.seeding import PASSWORD, TASK, Seeded
 
@@ -105,8 +108,23 @@ async def test_pages_render_for_viewers(client: httpx.AsyncClient, shared: Seede
     # Each finished job says which sandbox ran it (from its result's provenance).
     done = await client.get(f"/ui/submissions/{roberta}")
     assert done.status_code == 200 and "sandbox gvisor" in done.text
+    # Its figures are named as on the board: memory, not the evaluator's memory_gib.
+    assert 'title="Memory (GiB peak), lower is better">memory ' in done.text
     api = await client.get(f"/submissions/{roberta}")
     assert {job["sandbox"] for job in api.json()["jobs"]} == {"gvisor"}
+
+
+async def test_the_task_page_reads_the_metric_vocabulary(client: httpx.AsyncClient) -> None:
+    page = html.unescape((await client.get(f"/ui/tasks/{TASK}")).text)
+    found = re.search(r'<script id="board-data" type="application/json">(.*?)</script>', page)
+    assert found is not None
+    data = json.loads(found.group(1))
+    # The browser's Dynascore gets its goods from scoring.METRICS through the page.
+    assert data["directions"] == {"memory": -1.0} and data["offsets"] == {"memory": 16.0}
+    for name in data["metrics"]:
+        metric = METRICS[name]
+        tooltip = f"{metric.label} ({metric.unit}), {metric.direction} is better. {metric.measured}"
+        assert f'title="{tooltip}"' in page, name
 
 
 async def test_nothing_is_loaded_from_elsewhere(client: httpx.AsyncClient, shared: Seeded) -> None:

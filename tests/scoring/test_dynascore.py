@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from scoring import (
@@ -274,6 +274,10 @@ def test_weights_scaled_by_a_power_of_two_give_the_same_scores(
     table = data.draw(tables())
     weights = data.draw(weights_for(table))
     scaled = {m: w * 2.0**exponent for m, w in weights.items()}
+    # Scaling by a power of two is exact only while no weight is or becomes subnormal:
+    # 2.2250738585e-313 * 2**-8 rounds, and such weights are then not a power of two
+    # apart at all (the draws that made this test flaky). Keep the exact cases only.
+    assume(all(scaled[m] / 2.0**exponent == w for m, w in weights.items()))
     assert dynascore(table, weights=scaled) == dynascore(table, weights=weights)
     assert rank(table, weights=scaled) == rank(table, weights=weights)
 
