@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +224,10 @@ def execute_claimed(
             if run.quality is not None:
                 key = f"predictions/{work.submission.id}/job-{job_id}.jsonl"
                 ctx.artifacts.put_bytes(key, run.quality.jsonl())
-            metrics = {"schema_version": SCHEMA_VERSION, **run.outcome.metrics.model_dump(mode="json")}
+            metrics = {
+                "schema_version": SCHEMA_VERSION,
+                **run.outcome.metrics.model_dump(mode="json"),
+            }
             record = _provenance(run, work, kind, spec.limits.model_dump(mode="json"))
             _when_the_database_answers(
                 ctx,
