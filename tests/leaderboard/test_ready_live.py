@@ -14,9 +14,6 @@ from typing import Any
 
 import httpx
 
-from evalboard.core.context import Context
-from evalboard.core.settings import Settings
-from evaluator.heartbeat import live_workers
 from tests.leaderboard.conftest import serve
 
 EVALBOARD = Path(sys.executable).parent / "evalboard"
@@ -69,26 +66,3 @@ def test_ready_reports_each_part_and_each_live_worker_without_naming_hosts(
         ), said
         body = httpx.get(f"{url}/ready", timeout=30).json()
         assert body["workers"]["live"] == 0
-
-
-def test_the_inline_pool_of_serve_is_a_live_worker_until_the_server_stops(
-    tmp_path: Path,
-) -> None:
-    data = tmp_path / "data"
-    log = tmp_path / "serve.log"
-    with serve(data, log) as (url, process):  # no broker: the inline pool runs the jobs
-        body = _ready_until(url, lambda b: b["workers"]["live"] == 1, "the inline worker")
-        assert body["workers"] == {
-            "live": 1,
-            "sandbox_engine": {"unused": 1},
-            "artifact_store": {"ok": 1},
-        }
-        process.send_signal(signal.SIGINT)  # Ctrl-C: the heartbeat's row goes with it
-        process.wait(60)
-    said = log.read_text()
-    assert "Worker ready: database ok, artifact store ok, sandbox engine unused (local)" in said
-    ctx = Context.from_settings(Settings(data_dir=data))
-    try:
-        assert live_workers(ctx) == []  # a clean stop removes the row at once
-    finally:
-        ctx.db.dispose()
