@@ -117,11 +117,12 @@ def test_two_uploaded_models_are_ranked_with_their_own_perf_after_the_engine_was
         jobs = _jobs(ctx)
         assert [job.status for job in jobs] == ["finished", "finished"]
         assert sum(job.faults for job in jobs) >= 1  # the outage was met, and waited out
-        for bundle in bundles:  # the figures of a fault-free run, in process
-            row = next(row for row in ranked if row["name"] == bundle.name)
-            assert row["metrics"]["perf"] == pytest.approx(
-                _direct_perf(ctx, bundle, "sentiment")["mini"], abs=1e-12
-            )
+        # The figures of a fault-free run, in process: the two differ only in speed and
+        # in giving probabilities, so one run gives both their perf.
+        expected = _direct_perf(ctx, bundles[0], "sentiment")["mini"]
+        assert {row["name"]: row["metrics"]["perf"] for row in ranked} == {
+            bundle.name: pytest.approx(expected, abs=1e-12) for bundle in bundles
+        }
         said = log.read_text()
         assert said.count("stops claiming") == 1, said[-3000:]
         assert said.count("answers again") == 1, said[-3000:]
