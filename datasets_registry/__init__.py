@@ -2,6 +2,15 @@
 
 from datasets_registry.examples import ColumnMapping, canonical_jsonl, parse_mapping
 from datasets_registry.importers import detect_format, read_rows
+from datasets_registry.outputs import (
+    BadOutput,
+    LabelOutput,
+    ModelOutput,
+    OutputProblem,
+    OutputSpec,
+    SpanOutput,
+    output_problems,
+)
 from datasets_registry.registry import (
     AddedDataset,
     add_dataset,
@@ -20,7 +29,13 @@ from datasets_registry.taskspec import TaskSpec, load_task_spec, parse_task_spec
 
 __all__ = [
     "AddedDataset",
+    "BadOutput",
     "ColumnMapping",
+    "LabelOutput",
+    "ModelOutput",
+    "OutputProblem",
+    "OutputSpec",
+    "SpanOutput",
     "TaskSpec",
     "add_dataset",
     "canonical_jsonl",
@@ -33,6 +48,7 @@ __all__ = [
     "list_datasets",
     "list_tasks",
     "load_task_spec",
+    "output_problems",
     "parse_mapping",
     "parse_task_spec",
     "read_examples",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from datasets_registry.outputs import OutputSpec
 from evalboard.core.errors import InvalidTaskSpec
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.validation import describe_validation_error
@@ -37,25 +39,6 @@ class InputField(BaseModel):
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
     type: Literal["string"] = "string"
-
-
-class OutputSpec(BaseModel):
-    """What a model predicts: one of ``labels`` (multiclass) or a span of the context (QA)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["multiclass", "span"]
-    labels: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _labels_match_type(self) -> OutputSpec:
-        if self.type == "multiclass" and len(self.labels) < 2:
-            raise ValueError("a multiclass output needs at least two labels")
-        if self.type == "multiclass" and len(set(self.labels)) != len(self.labels):
-            raise ValueError(f"labels repeat: {self.labels}")
-        if self.type == "span" and self.labels:
-            raise ValueError("a span output has no labels; remove `labels`")
-        return self
 
 
 class ModelWrongRule(BaseModel):
@@ -147,6 +130,14 @@ class TaskSpec(BaseModel):
     def gold_field(self) -> str:
         """``label`` for classification, ``answers`` for QA."""
         return "answers" if self.output.type == "span" else "label"
+
+    def prediction(self, output: Mapping[str, Any]) -> Any:
+        """The part of a checked output the metric scores (:meth:`OutputSpec.prediction`)."""
+        return self.output.prediction(output)
+
+    def gold(self, example: Mapping[str, Any]) -> Any:
+        """What the metric compares predictions with (:meth:`OutputSpec.gold`)."""
+        return self.output.gold(example)
 
     @property
     def text_fields(self) -> list[str]:

@@ -7,7 +7,7 @@ from evaluator.evaluation import DatasetRun, ProgressSink, evaluate, evaluate_da
 from evaluator.job import execute_claimed, run_job, stored_outcome
 from evaluator.lease import Lease, reap_orphan_sandboxes, worker_identity
 from evaluator.load import CONTENDED_SHARE, LoadMeter, WorkerLoad
-from evaluator.measurement import Aborted, check_outputs
+from evaluator.measurement import Aborted, check_outputs, measure
 from evaluator.pool import WorkerPool
 from evaluator.queue import (
     cancel_submission,
@@ -26,6 +26,8 @@ from evaluator.result import (
     Failure,
     Provenance,
     TaskMetrics,
+    shown_metrics,
+    stored_metrics,
 )
 from evaluator.scorecard import outputs_by_uid, read_records, summarize
 from evaluator.testset import TestSet, model_inputs
@@ -57,6 +59,7 @@ __all__ = [
     "evaluate",
     "evaluate_dataset",
     "execute_claimed",
+    "measure",
     "model_inputs",
     "outputs_by_uid",
     "ping_broker",
@@ -65,6 +68,8 @@ __all__ = [
     "reap_expired",
     "reap_orphan_sandboxes",
     "run_job",
+    "shown_metrics",
+    "stored_metrics",
     "stored_outcome",
     "summarize",
     "worker_identity",

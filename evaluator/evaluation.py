@@ -36,7 +36,6 @@ from evaluator.result import (
     Energy,
     EvaluationResult,
     Failure,
-    Provenance,
 )
 from evaluator.scorecard import Quality, score, summarize
 from evaluator.testset import TestSet, in_evaluation_order
@@ -86,19 +85,6 @@ def _kept_log(box: Any, test_set: TestSet) -> str | None:
         return tail
     # Whole lines from the end, within the byte cap.
     return data[-LOG_TAIL_BYTES:].decode(errors="ignore").partition("\n")[2]
-
-
-def _outcome(test_set: TestSet, **fields: Any) -> DatasetOutcome:
-    return DatasetOutcome(
-        dataset=test_set.name,
-        sha256=test_set.sha256,
-        round=test_set.round,
-        access=test_set.access,
-        weight=test_set.weight,
-        perturbation=test_set.perturbation,
-        derived_from=test_set.derived_from,
-        **fields,
-    )
 
 
 def evaluate_dataset(
@@ -181,8 +167,9 @@ def evaluate_dataset(
         if progress is not None:
             progress.end(test_set.name, f"failed: {failure.reason.value}")
         return DatasetRun(
-            outcome=_outcome(
+            outcome=DatasetOutcome.of(
                 test_set,
+                derived_from=test_set.derived_from,
                 status="failed",
                 failure=Failure(
                     reason=failure.reason.value, message=failure.detail, log_tail=failure.log_tail
@@ -225,7 +212,12 @@ def evaluate_dataset(
     if progress is not None:
         progress.end(test_set.name, _note(metrics))
     return DatasetRun(
-        outcome=_outcome(test_set, metrics=metrics, log_tail=_kept_log(box, test_set)),
+        outcome=DatasetOutcome.of(
+            test_set,
+            derived_from=test_set.derived_from,
+            metrics=metrics,
+            log_tail=_kept_log(box, test_set),
+        ),
         energy=energy,
         outputs=dict(zip(map(str, quality.uids), measured.outputs, strict=True)),
         quality=quality,
@@ -315,7 +307,12 @@ def evaluate(
         if fatal is not None:
             runs.append(
                 DatasetRun(
-                    outcome=_outcome(test_set, status="failed", failure=fatal.failure),
+                    outcome=DatasetOutcome.of(
+                        test_set,
+                        derived_from=test_set.derived_from,
+                        status="failed",
+                        failure=fatal.failure,
+                    ),
                     energy=Energy(method="not run"),
                 )
             )
@@ -352,21 +349,15 @@ def evaluate(
         datasets=[run.outcome for run in runs],
         summary=summarize([run.outcome for run in runs]),
         energy=_total_energy(finished, country_iso_code),
-        provenance=Provenance(
+        provenance=provenance.collect(
             bundle_sha256=bundle_digest(bundle_dir),
             image_digest=next((r.image_digest for r in finished if r.image_digest), None),
             dataset_sha256={test_set.name: test_set.sha256 for test_set in datasets},
-            evaluator_version=provenance.evaluator_version(),
             sandbox=sandbox,
             sandbox_isolating=all(run.isolating for run in runs),
             limits=limits.model_dump(mode="json"),
-            cpu_model=provenance.cpu_model(),
-            cpu_count=provenance.cpu_count(),
-            gpu=next((r.gpu for r in finished if r.gpu), None) or provenance.gpu_name(),
+            gpu=next((r.gpu for r in finished if r.gpu), None),
             seed=seed,
-            python=provenance.python_version(),
-            platform=provenance.platform_name(),
             started_at=started_at,
-            finished_at=datetime.now(UTC),
         ),
     )

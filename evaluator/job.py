@@ -30,7 +30,13 @@ from evaluator import faults, provenance, queue
 from evaluator.evaluation import DatasetRun, evaluate_dataset
 from evaluator.lease import Lease, worker_identity
 from evaluator.measurement import Aborted
-from evaluator.result import SCHEMA_VERSION, DatasetMetrics, DatasetOutcome, Provenance
+from evaluator.result import (
+    SCHEMA_VERSION,
+    DatasetMetrics,
+    DatasetOutcome,
+    shown_metrics,
+    stored_metrics,
+)
 from evaluator.scorecard import outputs_by_uid, read_records
 from evaluator.testset import TestSet
 from submission_sandbox.bundle import load_bundle
@@ -140,24 +146,18 @@ def _aware(moment: datetime | None) -> datetime | None:
 def _provenance(
     run: DatasetRun, work: _Work, sandbox: str, limits: dict[str, Any]
 ) -> dict[str, Any]:
-    record = Provenance(
+    record = provenance.collect(
         bundle_sha256=work.submission.bundle_sha256,
         image_digest=run.image_digest,
         dataset_sha256={
             work.dataset.name: work.dataset.sha256,
             **({work.original.name: work.original.sha256} if work.original else {}),
         },
-        evaluator_version=provenance.evaluator_version(),
         sandbox=run.sandbox or sandbox,
         sandbox_isolating=run.isolating,
         limits=limits,
-        cpu_model=provenance.cpu_model(),
-        cpu_count=provenance.cpu_count(),
-        gpu=run.gpu or provenance.gpu_name(),
-        python=provenance.python_version(),
-        platform=provenance.platform_name(),
+        gpu=run.gpu,
         started_at=_aware(work.job.started_at) or datetime.now(UTC),
-        finished_at=datetime.now(UTC),
     ).model_dump(mode="json")
     return {
         "schema_version": SCHEMA_VERSION,
@@ -224,10 +224,7 @@ def execute_claimed(
             if run.quality is not None:
                 key = f"predictions/{work.submission.id}/job-{job_id}.jsonl"
                 ctx.artifacts.put_bytes(key, run.quality.jsonl())
-            metrics = {
-                "schema_version": SCHEMA_VERSION,
-                **run.outcome.metrics.model_dump(mode="json"),
-            }
+            metrics = stored_metrics(run.outcome.metrics)
             record = _provenance(run, work, kind, spec.limits.model_dump(mode="json"))
             _when_the_database_answers(
                 ctx,
@@ -351,15 +348,9 @@ def stored_outcome(
     result: Result, dataset: Dataset, original: Dataset | None = None
 ) -> DatasetOutcome:
     """A stored job result as a DatasetOutcome (for :func:`evaluator.summarize`)."""
-    metrics = {k: v for k, v in result.metrics.items() if k != "schema_version"}
-    return DatasetOutcome(
-        dataset=dataset.name,
-        sha256=dataset.sha256,
-        round=dataset.round,
-        access=dataset.access,
-        weight=dataset.weight,
-        perturbation=dataset.perturbation,
+    return DatasetOutcome.of(
+        dataset,
         derived_from=original.name if original is not None else None,
-        metrics=DatasetMetrics.model_validate(metrics),
+        metrics=DatasetMetrics.model_validate(shown_metrics(result.metrics)),
         predictions=result.predictions_key,
     )

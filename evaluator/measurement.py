@@ -4,23 +4,23 @@ The timed phase starts with the first request and ends with the last response ch
 start-up is measured apart. Requests are pipelined (:meth:`Sandbox.predict_stream`, two in
 flight): the model works on the next batch while we check this one, as it would behind
 any serving loop, so throughput is the model's and not our round trip's. Outputs are
-checked against the task before anything is scored: one output per input, a known label
-(classification) or a string answer (QA), and finite probabilities over known labels. A
-bad output is the model's ``protocol_error``, with the bad value in the message.
+checked against the task's output contract (:mod:`datasets_registry.outputs`, the same
+rules as ``evalboard model test``) before anything is scored. A bad output is the model's
+``protocol_error``, with the bad value in the message.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from datasets_registry.outputs import OutputProblem, output_problems
 from datasets_registry.taskspec import TaskSpec
 from evalboard.core.states import FailureReason
 from evaluator.testset import model_inputs
@@ -112,65 +112,15 @@ def _protocol_error(box: Sandbox, message: str) -> SandboxFailure:
     return SandboxFailure(FailureReason.PROTOCOL_ERROR, message, log_tail=box.log_tail())
 
 
-def _short(value: Any) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 120 else shown[:117] + "..."
-
-
 def check_outputs(
     box: Sandbox, inputs: Sequence[dict[str, Any]], outputs: Sequence[Any], task: TaskSpec
 ) -> None:
-    """Refuse outputs that break the contract; raises SandboxFailure(protocol_error)."""
-    if len(outputs) != len(inputs):
-        raise _protocol_error(
-            box,
-            f"the model returned {len(outputs)} outputs for "
-            f"{len(inputs)} inputs; return exactly one output per input",
-        )
-    labels = set(task.output.labels)
-    for example, output in zip(inputs, outputs, strict=True):
-        uid = example.get("uid")
-        if not isinstance(output, dict):
-            raise _protocol_error(box, f"output for uid {uid!r} is {_short(output)}, not an object")
-        if task.output.type == "span":
-            if not isinstance(output.get("answer"), str):
-                raise _protocol_error(
-                    box,
-                    f"output for uid {uid!r} has answer "
-                    f"{_short(output.get('answer'))}; a string (the span, "
-                    "or '' for no answer) is required",
-                )
-            continue
-        label = output.get("label")
-        if label not in labels:
-            raise _protocol_error(
-                box,
-                f"output for uid {uid!r} has label {_short(label)}, "
-                f"which the task does not know; known: "
-                f"{', '.join(task.output.labels)}",
-            )
-        probs = output.get("probs")
-        if probs is None:
-            continue
-        if not isinstance(probs, dict) or not set(probs) <= labels:
-            raise _protocol_error(
-                box,
-                f"output for uid {uid!r} has probs {_short(probs)}; "
-                f"a mapping from the task's labels "
-                f"({', '.join(task.output.labels)}) to numbers is required",
-            )
-        for name, value in probs.items():
-            if (
-                not isinstance(value, (int, float))
-                or isinstance(value, bool)
-                or not math.isfinite(value)
-                or not 0 <= value <= 1
-            ):
-                raise _protocol_error(
-                    box,
-                    f"output for uid {uid!r} has probs[{name!r}] = "
-                    f"{_short(value)}; probabilities are numbers in [0, 1]",
-                )
+    """Refuse outputs that break the task's output contract
+    (:func:`~datasets_registry.outputs.output_problems`): raises SandboxFailure
+    (protocol_error) naming the first bad output and its bad value."""
+    problems = output_problems(task.output, inputs, outputs)
+    if problems:
+        raise _protocol_error(box, problems[0].describe())
 
 
 def _batches(
@@ -194,6 +144,7 @@ def measure(
     on_batch: OnBatch | None = None,
     abort: threading.Event | None = None,
     in_flight: int = IN_FLIGHT,
+    collect: list[OutputProblem] | None = None,
 ) -> Measurement:
     """Predict every input in batches of ``batch_size``; the sandbox must be started.
 
@@ -205,6 +156,10 @@ def measure(
     and local sandboxes, from the later of its request's send and the previous answer's
     arrival to its own answer's arrival. One at a time that is the round trip; pipelined,
     the model's time per batch, without the wait behind the batch before it.
+
+    A bad output stops the run as the model's ``protocol_error``; given ``collect``, every
+    bad output's problems are gathered there instead (``evalboard model test`` shows them
+    all). A wrong number of outputs always stops: the rest would not line up.
     """
     outputs: list[dict[str, Any]] = []
     sent: deque[list[dict[str, Any]]] = deque()  # asked for, not yet checked
@@ -220,7 +175,12 @@ def measure(
     started = clock()
     with box.predict_stream(recorded(), in_flight=in_flight) as stream:
         for got in stream:
-            check_outputs(box, sent.popleft(), got, task)
+            found = output_problems(task.output, sent.popleft(), got)
+            if found and (collect is None or found[0].index is None):
+                raise _protocol_error(box, found[0].describe())
+            if collect is not None:
+                done = len(outputs)
+                collect.extend(replace(p, index=done + (p.index or 0)) for p in found)
             outputs.extend(got)
             ends.append(clock() - started)
             sizes.append(len(got))

@@ -7,10 +7,15 @@ import os
 import platform
 import shutil
 import subprocess
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
+
+from evaluator.result import Provenance
 
 __all__ = [
+    "collect",
     "cpu_count",
     "cpu_model",
     "evaluator_version",
@@ -70,3 +75,38 @@ def gpu_name() -> str | None:
         return None
     names = [line.strip() for line in out.splitlines() if line.strip()]
     return names[0] if names else None
+
+
+def collect(
+    *,
+    bundle_sha256: str,
+    image_digest: str | None,
+    dataset_sha256: dict[str, str],
+    sandbox: str,
+    sandbox_isolating: bool,
+    limits: dict[str, Any],
+    gpu: str | None,
+    started_at: datetime,
+    seed: int = 0,
+) -> Provenance:
+    """A result's provenance, finished now: what the run reports, and this machine's facts.
+
+    The one builder for the CLI's whole evaluation and a worker's single job alike.
+    """
+    return Provenance(
+        bundle_sha256=bundle_sha256,
+        image_digest=image_digest,
+        dataset_sha256=dataset_sha256,
+        evaluator_version=evaluator_version(),
+        sandbox=sandbox,
+        sandbox_isolating=sandbox_isolating,
+        limits=limits,
+        cpu_model=cpu_model(),
+        cpu_count=cpu_count(),
+        gpu=gpu or gpu_name(),
+        seed=seed,
+        python=python_version(),
+        platform=platform_name(),
+        started_at=started_at,
+        finished_at=datetime.now(UTC),
+    )

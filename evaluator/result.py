@@ -7,8 +7,9 @@ meaning, never silently.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +19,7 @@ __all__ = [
     "LOG_TAIL_BYTES",
     "LOG_TAIL_LINES",
     "SCHEMA_VERSION",
+    "DatasetFacts",
     "DatasetMetrics",
     "DatasetOutcome",
     "Energy",
@@ -25,6 +27,8 @@ __all__ = [
     "Failure",
     "Provenance",
     "TaskMetrics",
+    "shown_metrics",
+    "stored_metrics",
 ]
 
 SCHEMA_VERSION = 1
@@ -89,6 +93,23 @@ class DatasetMetrics(_Model):
     )
 
 
+class DatasetFacts(Protocol):
+    """What a dataset is, as an outcome names it: a TestSet or a stored dataset row."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def round(self) -> int: ...
+    @property
+    def access(self) -> str: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def perturbation(self) -> str | None: ...
+
+
 class DatasetOutcome(_Model):
     """One dataset of the evaluation: what it is, and what came of it."""
 
@@ -111,6 +132,20 @@ class DatasetOutcome(_Model):
         "LOG_TAIL_BYTES bytes); never kept for a hidden dataset, whose inputs a model could "
         "print. A failed run's are in failure.log_tail.",
     )
+
+    @classmethod
+    def of(cls, dataset: DatasetFacts, *, derived_from: str | None, **fields: Any) -> Self:
+        """The outcome on ``dataset``: its header copied from the dataset, then ``fields``."""
+        return cls(
+            dataset=dataset.name,
+            sha256=dataset.sha256,
+            round=dataset.round,
+            access=dataset.access,
+            weight=dataset.weight,
+            perturbation=dataset.perturbation,
+            derived_from=derived_from,
+            **fields,
+        )
 
 
 class TaskMetrics(_Model):
@@ -183,3 +218,14 @@ class EvaluationResult(_Model):
                 return item
         known = ", ".join(item.dataset for item in self.datasets)
         raise KeyError(f"No dataset {dataset!r} in this result; known: {known}")
+
+
+def stored_metrics(metrics: DatasetMetrics) -> dict[str, Any]:
+    """A dataset's metrics as a job's result row keeps them: with the schema version."""
+    return {"schema_version": SCHEMA_VERSION, **metrics.model_dump(mode="json")}
+
+
+def shown_metrics(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """A job's stored metrics as the table, the API and :func:`stored_outcome` read them:
+    the figures without the schema version."""
+    return {k: v for k, v in stored.items() if k != "schema_version"}

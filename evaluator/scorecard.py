@@ -25,7 +25,6 @@ from scoring.registry import FloatArray, compute, get_metric, per_example
 __all__ = [
     "Quality",
     "outputs_by_uid",
-    "prediction_of",
     "read_records",
     "score",
     "summarize",
@@ -85,20 +84,6 @@ def outputs_by_uid(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, 
     return {str(r["uid"]): r["output"] for r in records if "output" in r}
 
 
-def prediction_of(output: Mapping[str, Any], task: TaskSpec) -> Any:
-    """The part of an output the task metric scores: the label, or the answer span."""
-    return output["answer"] if task.output.type == "span" else output["label"]
-
-
-def _gold_of(example: Mapping[str, Any], task: TaskSpec) -> Any:
-    if task.output.type == "span":
-        return [
-            answer["text"] if isinstance(answer, Mapping) else answer
-            for answer in example.get("answers", [])
-        ]
-    return example["label"]
-
-
 def score(
     task: TaskSpec,
     examples: Sequence[Mapping[str, Any]],
@@ -113,11 +98,11 @@ def score(
             uid; each example's ``input_id`` picks its original. The figure is then the
             delta metric (fairness or robustness), not perf against gold.
     """
-    predictions = [prediction_of(output, task) for output in outputs]
+    predictions = [task.prediction(output) for output in outputs]
     uids = [example["uid"] for example in examples]
     if originals is not None:
         input_ids = [example["input_id"] for example in examples]
-        original_predictions = [prediction_of(originals[str(i)], task) for i in input_ids]
+        original_predictions = [task.prediction(originals[str(i)]) for i in input_ids]
         scores = delta_per_example(task.perf_metric, predictions, original_predictions)
         return Quality(
             delta=float(100.0 * scores.mean()),
@@ -127,7 +112,7 @@ def score(
             references={"input_id": input_ids, "original": original_predictions},
         )
 
-    golds = [_gold_of(example, task) for example in examples]
+    golds = [task.gold(example) for example in examples]
     labels = task.output.labels or None
     per_name = "squad_f1" if task.output.type == "span" else "accuracy"
     scores = per_example(per_name, predictions, golds)

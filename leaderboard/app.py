@@ -26,7 +26,6 @@ from leaderboard.api_docs import install_api_docs
 from leaderboard.body_limit import BodyLimitMiddleware
 from leaderboard.errors import install_error_handlers
 from leaderboard.headers import SecurityHeadersMiddleware
-from leaderboard.loop.api import router as loop_router
 from leaderboard.routes import (
     datasets,
     leaderboards,
@@ -38,6 +37,7 @@ from leaderboard.routes import (
     uploads,
     users,
 )
+from leaderboard.routes.loop import router as loop_router
 from leaderboard.signing_key import signing_key
 from leaderboard.strict_text import StrictTextMiddleware
 from leaderboard.throttle import LoginThrottle

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from datasets_registry import read_examples
+from datasets_registry import get_task, read_examples
 from evalboard.core.context import Context
 from evalboard.core.tables import Job, Submission
 from leaderboard.intervals import load_records
@@ -34,6 +34,7 @@ def drilldown(
     if wrong_only:
         records = [r for r in records if float(r.get("score", 1.0)) < 1.0]
     page = records[offset : offset + limit]
+    task = get_task(ctx, submission.task_id)
     inputs = {
         str(e["uid"]): {k: v for k, v in e.items() if k not in _GOLD_FIELDS}
         for e in read_examples(ctx, job.dataset)
@@ -46,7 +47,7 @@ def drilldown(
                 "uid": str(record.get("uid")),
                 "inputs": inputs.get(str(record.get("uid")), {}),
                 "gold": record.get("gold", record.get("original")),
-                "prediction": output.get("label", output.get("answer")),
+                "prediction": task.prediction(output) if output else None,
                 "probs": output.get("probs"),
                 "score": record.get("score"),
             }

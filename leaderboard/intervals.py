@@ -24,9 +24,6 @@ __all__ = ["N_RESAMPLES", "leaderboard_intervals", "load_records"]
 logger = logging.getLogger(__name__)
 
 N_RESAMPLES = 1000
-_stats_cache: dict[tuple[str, ...], Any] = {}
-_boot_cache: dict[tuple[Any, ...], BootstrapResult | None] = {}
-_CACHE_LIMIT = 256
 
 
 def load_records(ctx: Context, key: str) -> list[dict[str, Any]]:
@@ -34,27 +31,20 @@ def load_records(ctx: Context, key: str) -> list[dict[str, Any]]:
     return read_records(ctx.artifacts.read_bytes(key))
 
 
-def _prediction(output: Mapping[str, Any], span: bool) -> Any:
-    return output.get("answer", "") if span else output.get("label")
-
-
 def _statistics(ctx: Context, table: TaskTable, key: str) -> tuple[tuple[str, ...], Any]:
-    # Prediction files never change once written, but keys repeat across stores (job ids).
-    cache_key = (ctx.artifacts.url, table.task.perf_metric, key)
-    cached = _stats_cache.get(cache_key)
+    # Prediction files never change once written.
+    cache_key = ("interval-statistics", table.task.perf_metric, key)
+    cached = ctx.cache.get(cache_key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
-    span = table.task.output.type == "span"
     records = sorted(load_records(ctx, key), key=lambda r: str(r["uid"]))
-    predictions = [_prediction(r.get("output", {}), span) for r in records]
+    predictions = [table.task.prediction(r["output"]) for r in records]
     golds = [r["gold"] for r in records]
     stats = statistics(
         table.task.perf_metric, predictions, golds, labels=table.task.output.labels or None
     )
     result = (tuple(str(r["uid"]) for r in records), stats)
-    if len(_stats_cache) > _CACHE_LIMIT:
-        _stats_cache.clear()
-    _stats_cache[cache_key] = result
+    ctx.cache.put(cache_key, result)
     return result
 
 
@@ -70,17 +60,17 @@ def _constant_statistics(
         return None
     found: list[dict[str, Any]] = [{} for _ in labels]
     for dataset in table.originals:
-        cache_key = (ctx.artifacts.url, table.task.perf_metric, dataset.sha256, "constant")
-        cached = _stats_cache.get(cache_key)
+        cache_key = ("constant-statistics", table.task.perf_metric, dataset.sha256)
+        cached = ctx.cache.get(cache_key)
         if cached is None:
             rows = sorted(read_examples(ctx, dataset), key=lambda e: str(e["uid"]))
-            golds = [str(e["label"]) for e in rows]
+            golds = [str(table.task.gold(e)) for e in rows]
             per_label = [
                 statistics(table.task.perf_metric, [label] * len(golds), golds, labels=labels)
                 for label in labels
             ]
             cached = (tuple(str(e["uid"]) for e in rows), per_label)
-            _stats_cache[cache_key] = cached
+            ctx.cache.put(cache_key, cached)
         ids, per_label = cached
         if uids.get(dataset.name) != ids:
             return None
@@ -109,7 +99,7 @@ def leaderboard_intervals(
     if any(d.name not in m.predictions for m in models for d in originals):
         return None
     cache_key = (
-        ctx.artifacts.url,
+        "bootstrap",
         tuple((m.key, tuple(m.predictions[d.name] for d in originals)) for m in models),
         tuple(sorted(weights.items())),
         tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),
@@ -118,8 +108,8 @@ def leaderboard_intervals(
         table.majority_label,
         tuple(sorted((k, tuple(v.get("throughput", ()))) for k, v in (repeats or {}).items())),
     )
-    if cache_key in _boot_cache:
-        return _boot_cache[cache_key]
+    if ctx.cache.has(cache_key):
+        return ctx.cache.get(cache_key)  # type: ignore[no-any-return]
     try:
         examples: dict[str, dict[str, Any]] = {}
         uids: dict[str, tuple[str, ...]] = {}
@@ -147,7 +137,5 @@ def leaderboard_intervals(
     except (OSError, KeyError, ValueError, ScoringError) as exc:
         logger.warning("no intervals for task %s: %s", table.task.id, exc)
         result = None
-    if len(_boot_cache) > _CACHE_LIMIT:
-        _boot_cache.clear()
-    _boot_cache[cache_key] = result
+    ctx.cache.put(cache_key, result)
     return result

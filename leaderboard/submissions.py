@@ -18,7 +18,7 @@ from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, QuotaExceeded
 from evalboard.core.states import Access, JobStatus, UploadState
 from evalboard.core.tables import Job, Rerun, Submission, Upload, User, utcnow
-from evaluator import cancel_submission, enqueue_submission
+from evaluator import cancel_submission, enqueue_submission, shown_metrics
 from evaluator.queue import dispatcher_for
 from leaderboard.accounts import Principal
 from leaderboard.schemas import JobPublic, SubmissionPublic, SubmissionStatusPublic
@@ -199,7 +199,7 @@ def submission_status(
         hidden = job.dataset.access == Access.HIDDEN and not see_hidden
         metrics = None
         if job.result is not None and not hidden:
-            metrics = {k: v for k, v in job.result.metrics.items() if k != "schema_version"}
+            metrics = shown_metrics(job.result.metrics)
         views.append(
             JobPublic(
                 dataset=f"hidden-{index}" if hidden else job.dataset.name,

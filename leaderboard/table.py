@@ -31,7 +31,7 @@ from datasets_registry import TaskSpec, get_task, list_datasets, read_examples, 
 from evalboard.core.context import Context
 from evalboard.core.states import Access, JobStatus
 from evalboard.core.tables import Dataset, Job, Submission, Task, User
-from evaluator import DatasetOutcome, stored_outcome, summarize
+from evaluator import DatasetOutcome, shown_metrics, stored_outcome, summarize
 from scoring import InvalidWeightsError, check_weights, compute, weighted_mean
 
 __all__ = ["ModelEntry", "TaskTable", "load_table", "summary_status"]
@@ -223,9 +223,7 @@ def _entry(
         except ValidationError as exc:
             logger.warning("result of job %s does not fit DatasetMetrics: %s", job.id, exc)
             continue
-        entry.per_dataset[job.dataset.name] = {
-            k: v for k, v in job.result.metrics.items() if k != "schema_version"
-        }
+        entry.per_dataset[job.dataset.name] = shown_metrics(job.result.metrics)
         if job.result.predictions_key:
             entry.predictions[job.dataset.name] = job.result.predictions_key
         if job.dataset_id in scoring_ids:
@@ -239,18 +237,15 @@ def _entry(
     return entry
 
 
-_majority_cache: dict[tuple[Any, ...], tuple[str, dict[str, float]] | None] = {}
-
-
 def _majority_by_dataset(
     ctx: Context, task: TaskSpec, originals: list[Dataset]
 ) -> tuple[str, dict[str, float]] | None:
     if task.output.type != "multiclass" or not originals:
         return None
-    cache_key = (task.perf_metric, tuple((d.name, d.sha256) for d in originals))
-    if cache_key in _majority_cache:
-        return _majority_cache[cache_key]
-    golds = {d.name: [str(e["label"]) for e in read_examples(ctx, d)] for d in originals}
+    cache_key = ("majority", task.perf_metric, tuple((d.name, d.sha256) for d in originals))
+    if ctx.cache.has(cache_key):
+        return ctx.cache.get(cache_key)  # type: ignore[no-any-return]
+    golds = {d.name: [str(task.gold(e)) for e in read_examples(ctx, d)] for d in originals}
     counts = Counter(label for labels in golds.values() for label in labels)
     # Ties go to the label listed first in the task spec.
     majority = max(task.output.labels, key=lambda label: counts[label])
@@ -258,7 +253,7 @@ def _majority_by_dataset(
         name: compute(task.perf_metric, [majority] * len(labels), labels, labels=task.output.labels)
         for name, labels in golds.items()
     }
-    _majority_cache[cache_key] = (majority, perf)
+    ctx.cache.put(cache_key, (majority, perf))
     return majority, perf
 
 

@@ -14,7 +14,6 @@ from submission_sandbox import local_sandbox as _local_sandbox  # noqa: F401 - r
 from submission_sandbox.archive import ArchiveCaps, unpack_archive
 from submission_sandbox.build import BuiltImage, build_image
 from submission_sandbox.bundle import Bundle, bundle_digest, load_bundle, package_bundle
-from submission_sandbox.check import OutputProblem, check_outputs
 from submission_sandbox.dependencies import Dependencies
 from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.docker_sandbox import DockerSandbox, docker_client, reap_orphans
@@ -51,14 +50,12 @@ __all__ = [
     "LocalSandbox",
     "Manifest",
     "ModelHello",
-    "OutputProblem",
     "ResourceUsage",
     "Runtime",
     "Sandbox",
     "SandboxFailure",
     "build_image",
     "bundle_digest",
-    "check_outputs",
     "choose_default_sandbox",
     "docker_client",
     "gvisor_available",

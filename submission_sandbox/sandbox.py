@@ -131,14 +131,19 @@ class Sandbox(ABC):
         if self.hello is None:
             raise RuntimeError("Sandbox.predict() before start()")
         outputs = self._predict(inputs)
+        self._check_count(inputs, outputs)
+        return outputs
+
+    def _check_count(self, inputs: list[dict[str, Any]], outputs: Outputs, where: str = "") -> None:
+        # The transport's own promise, checked for every caller of the sandbox; what each
+        # output holds is the task's contract (datasets_registry.outputs), checked above us.
         if len(outputs) != len(inputs):
             raise SandboxFailure(
                 FailureReason.PROTOCOL_ERROR,
-                f"the model returned {len(outputs)} outputs for {len(inputs)} inputs; "
+                f"the model returned {len(outputs)} outputs for {len(inputs)} inputs{where}; "
                 "return exactly one output per input",
                 log_tail=self.log_tail(),
             )
-        return outputs
 
     def predict_stream(
         self, batches: Iterable[list[dict[str, Any]]], *, in_flight: int = 2
@@ -176,15 +181,7 @@ class Sandbox(ABC):
         answers = self._predict_stream(recorded(), in_flight, latencies)
         try:
             for number, outputs in enumerate(answers):
-                inputs = sent.popleft()
-                if len(outputs) != len(inputs):
-                    raise SandboxFailure(
-                        FailureReason.PROTOCOL_ERROR,
-                        f"the model returned {len(outputs)} outputs for {len(inputs)} "
-                        f"inputs (batch {number + 1} of a stream); return exactly one "
-                        "output per input",
-                        log_tail=self.log_tail(),
-                    )
+                self._check_count(sent.popleft(), outputs, f" (batch {number + 1} of a stream)")
                 yield outputs
         finally:
             close = getattr(answers, "close", None)

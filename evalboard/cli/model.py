@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from datasets_registry import TaskSpec, get_task, load_task_spec
+from datasets_registry import OutputProblem, TaskSpec, get_task, load_task_spec
 from evalboard.cli._output import console, err_console, print_table, warn
 from evalboard.cli._sandbox import SANDBOX_HELP, chosen_sandbox
 from evalboard.cli._templates import (
@@ -20,10 +20,10 @@ from evalboard.cli._templates import (
     write_transformers_template,
 )
 from evalboard.core.errors import InvalidBundle, UsageError
+from evaluator import measure
 from submission_sandbox import (
     MANIFEST_NAME,
     SandboxFailure,
-    check_outputs,
     load_bundle,
     open_sandbox,
     package_bundle,
@@ -218,12 +218,14 @@ def test(
             highlight=False,
         )
         box = open_sandbox(bundle.path, kind=sandbox, limits=limits)
-        outputs: list[dict[str, Any]] = []
+        # The evaluation's own measurement, so the test and the real run check alike; here
+        # every bad output is gathered rather than the first one stopping the run.
+        problems: list[OutputProblem] = []
         try:
             box.start()
-            size = bundle.manifest.batch_size
-            for start in range(0, len(inputs), size):
-                outputs.extend(box.predict(inputs[start : start + size]))
+            outputs = measure(
+                box, inputs, spec, batch_size=bundle.manifest.batch_size, collect=problems
+            ).outputs
             usage = box.usage()
         except SandboxFailure as failure:
             box.close()
@@ -239,15 +241,12 @@ def test(
                 )
             raise typer.Exit(1) from None
         box.close()
-    problems = check_outputs(
-        inputs, outputs, output_type=spec.output.type, labels=spec.output.labels
-    )
-    by_index: dict[int | None, list[str]] = {}
+    by_index: dict[int, list[str]] = {}
     for problem in problems:
-        by_index.setdefault(problem.index, []).append(problem.problem)
+        by_index.setdefault(problem.index or 0, []).append(problem.problem)
     table = Table("uid", "output", "check")
     for index, (example, output) in enumerate(zip(inputs, outputs, strict=False)):
-        shown = output.get("label", output.get("answer", output))
+        shown = spec.prediction(output) if index not in by_index else output
         issues = by_index.get(index)
         table.add_row(
             example["uid"],
@@ -255,8 +254,6 @@ def test(
             "[red]" + "; ".join(issues) + "[/red]" if issues else "[green]ok[/green]",
         )
     print_table(table)
-    for issue in by_index.get(None, []):
-        console.print(f"[red]{issue}[/red]")
     memory = f"{usage.peak_memory_bytes / 1024**2:.0f} MiB" if usage.peak_memory_bytes else "n/a"
     console.print(
         f"start-up {usage.startup_s or 0:.2f} s, peak memory {memory}, "

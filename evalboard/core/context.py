@@ -1,10 +1,12 @@
-"""The handles every layer works with: settings, the database and the artifact store."""
+"""The handles every layer works with: settings, the database, the artifact store and the
+process's derived-data cache."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from evalboard.core.artifacts import ArtifactStore
+from evalboard.core.cache import MemoryCache
 from evalboard.core.db import Database
 from evalboard.core.settings import Settings, get_settings
 
@@ -18,6 +20,8 @@ class Context:
     settings: Settings
     db: Database
     artifacts: ArtifactStore
+    #: What the board derives from immutable inputs; see :mod:`evalboard.core.cache`.
+    cache: MemoryCache = field(default_factory=MemoryCache, compare=False, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Context:

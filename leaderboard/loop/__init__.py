@@ -6,6 +6,7 @@ verified examples into the task's next dataset. The release gate keeps a new mod
 getting wrong what the old one got right.
 """
 
+from leaderboard.loop.access import may_annotate
 from leaderboard.loop.answers import check_gold, check_inputs, gold_value, is_model_wrong
 from leaderboard.loop.collection import (
     Collected,
@@ -28,7 +29,7 @@ from leaderboard.loop.rounds import (
     open_round,
     round_examples,
 )
-from leaderboard.loop.targets import BundleSandboxes, SandboxFactory, TargetPool
+from leaderboard.loop.targets import BundleSandboxes, SandboxFactory, TargetPool, warm_quietly
 from leaderboard.loop.validation import decide, validate_example, validation_queue, verdicts_of
 from leaderboard.loop.vmer import AnnotatorVmer, RoundVmer, round_vmer
 
@@ -63,6 +64,7 @@ __all__ = [
     "is_model_wrong",
     "leaderboard_ranking",
     "list_rounds",
+    "may_annotate",
     "open_round",
     "read_failures",
     "round_examples",
@@ -71,4 +73,5 @@ __all__ = [
     "validate_example",
     "validation_queue",
     "verdicts_of",
+    "warm_quietly",
 ]

@@ -105,9 +105,7 @@ def check_gold(
 
 def gold_value(task: TaskSpec, gold: Mapping[str, Any]) -> Any:
     """What the metric compares with: the label, or the list of gold answer texts."""
-    if task.output.type == "span":
-        return [a["text"] if isinstance(a, Mapping) else a for a in gold.get("answers", [])]
-    return gold["label"]
+    return task.gold(gold)
 
 
 def prediction_score(task: TaskSpec, output: Mapping[str, Any], gold: Any) -> float:
@@ -118,9 +116,8 @@ def prediction_score(task: TaskSpec, output: Mapping[str, Any], gold: Any) -> fl
     """
     if task.output.type == "span":
         metric = "squad_em" if task.model_wrong.rule == "exact_match" else "squad_f1"
-        answer = output.get("answer")
-        return float(per_example(metric, [answer if isinstance(answer, str) else ""], [gold])[0])
-    return float(output.get("label") == gold)
+        return float(per_example(metric, [task.prediction(output)], [gold])[0])
+    return float(task.prediction(output) == gold)
 
 
 def is_model_wrong(task: TaskSpec, output: Mapping[str, Any], gold: Any) -> bool:

@@ -25,7 +25,7 @@ from evalboard.core.context import Context
 from evalboard.core.errors import NotFound, UsageError
 from evalboard.core.tables import Dataset, Result, Submission
 from evaluator.evaluation import evaluate_dataset
-from evaluator.scorecard import outputs_by_uid, prediction_of, read_records
+from evaluator.scorecard import outputs_by_uid, read_records
 from evaluator.testset import TestSet
 from leaderboard.loop.answers import gold_value, is_model_wrong
 from submission_sandbox.bundle import load_bundle
@@ -82,7 +82,7 @@ def _predicted(task: TaskSpec, output: Mapping[str, Any] | None) -> Any:
     if output is None:
         return None
     try:
-        return prediction_of(output, task)
+        return task.prediction(output)
     except KeyError:
         return None
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalboard.core.states import ExampleStatus, RoundStatus, Verdict
-from evalboard.core.tables import Example, Round
+from evalboard.core.states import ExampleStatus, Verdict
+from evalboard.core.tables import Example
 from leaderboard.loop.vmer import RoundVmer
+from leaderboard.schemas import RoundPublic
 
 __all__ = [
     "ClosedRoundPublic",
@@ -19,7 +19,6 @@ __all__ = [
     "FailureItem",
     "FailuresCreate",
     "RoundCreate",
-    "RoundDetailPublic",
     "ValidationCreate",
     "ValidationPublic",
     "VmerPublic",
@@ -51,28 +50,8 @@ class RoundCreate(_In):
         return self
 
 
-class RoundDetailPublic(BaseModel):
-    number: int
-    status: RoundStatus
-    target_submission_ids: list[int]
-    dataset_id: int | None
-    opened_at: datetime
-    closed_at: datetime | None
-
-    @classmethod
-    def of(cls, round_: Round) -> RoundDetailPublic:
-        return cls(
-            number=round_.number,
-            status=RoundStatus(round_.status),
-            target_submission_ids=[int(i) for i in round_.target_submission_ids],
-            dataset_id=round_.dataset_id,
-            opened_at=round_.opened_at,
-            closed_at=round_.closed_at,
-        )
-
-
 class ClosedRoundPublic(BaseModel):
-    round: RoundDetailPublic
+    round: RoundPublic
     dataset: str | None = Field(description="The new dataset (none without verified examples).")
     derived: list[str] = Field(description="Its perturbed copies.")
     examples: int = Field(description="Verified examples in the dataset.")

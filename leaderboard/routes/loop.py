@@ -21,10 +21,9 @@ from evalboard.core.states import Role
 from evalboard.core.tables import Example, Round
 from leaderboard.auth import CtxDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
+from leaderboard.loop.access import may_annotate
 from leaderboard.loop.collection import collect_example, explain_example, get_example
-from leaderboard.loop.deps import PoolDep, may_annotate, warm_quietly
 from leaderboard.loop.failures import Failure, capture_failures
-from leaderboard.loop.pages import router as pages_router
 from leaderboard.loop.rounds import close_round, get_round, open_round, round_examples
 from leaderboard.loop.schemas import (
     ClosedRoundPublic,
@@ -34,16 +33,19 @@ from leaderboard.loop.schemas import (
     FailureItem,
     FailuresCreate,
     RoundCreate,
-    RoundDetailPublic,
     ValidationCreate,
     ValidationPublic,
     VmerPublic,
     example_public,
     vmer_public,
 )
-from leaderboard.loop.targets import TargetPool
+from leaderboard.loop.targets import TargetPool, warm_quietly
 from leaderboard.loop.validation import validate_example, validation_queue, verdicts_of
 from leaderboard.loop.vmer import round_vmer
+from leaderboard.routes._loop_deps import PoolDep
+from leaderboard.routes.loop_pages import router as pages_router
+from leaderboard.routes.rounds import round_public
+from leaderboard.schemas import RoundPublic
 
 __all__ = ["router"]
 
@@ -89,18 +91,18 @@ def open_(
     principal: SignedInDep,
     pool: PoolDep,
     background: BackgroundTasks,
-) -> RoundDetailPublic:
+) -> RoundPublic:
     principal.require_owner(task_id, doing="open a round")
     opened = open_round(ctx, task_id, submission_ids=body.submission_ids, top=body.top)
     background.add_task(
         warm_quietly, ctx, pool, opened.id, [int(i) for i in opened.target_submission_ids]
     )
-    return RoundDetailPublic.of(opened)
+    return round_public(opened)
 
 
 @router.get("/tasks/{task_id}/rounds/{number}", summary="One round")
-def show(task_id: TaskId, number: Number, ctx: CtxDep) -> RoundDetailPublic:
-    return RoundDetailPublic.of(get_round(ctx, task_id, number))
+def show(task_id: TaskId, number: Number, ctx: CtxDep) -> RoundPublic:
+    return round_public(get_round(ctx, task_id, number))
 
 
 @router.post("/tasks/{task_id}/rounds/{number}/close", summary="Close a round (task owner)")
@@ -123,7 +125,7 @@ def close(
     closed = close_round(ctx, task_id, number, weight=weight)
     pool.release(closed.round.id)
     return ClosedRoundPublic(
-        round=RoundDetailPublic.of(closed.round),
+        round=round_public(closed.round),
         dataset=closed.dataset.name if closed.dataset else None,
         derived=[d.name for d in closed.derived],
         examples=closed.examples,

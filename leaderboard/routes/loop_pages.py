@@ -21,11 +21,13 @@ from evalboard.core.states import RoundStatus, Verdict
 from evalboard.core.tables import Example, Submission
 from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.loop.access import may_annotate
 from leaderboard.loop.collection import collect_example, explain_example, get_example
-from leaderboard.loop.deps import PoolDep, may_annotate, warm_quietly
 from leaderboard.loop.rounds import close_round, current_round, list_rounds, open_round
+from leaderboard.loop.targets import warm_quietly
 from leaderboard.loop.validation import validate_example, validation_queue
 from leaderboard.loop.vmer import round_vmer
+from leaderboard.routes._loop_deps import PoolDep
 from leaderboard.routes._page import flash, form_csrf, login_path, redirect, render
 
 __all__ = ["router"]

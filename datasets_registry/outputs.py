@@ -1,0 +1,238 @@
+"""The model-output contract, in one place: what a task's model returns for one input.
+
+docs/contract.md states it for researchers. Classification: a ``label`` among the task's
+labels and optionally ``probs`` (label -> probability, each in [0, 1], summing to 1).
+QA: an ``answer`` that is a span of the input's ``context`` (``''`` for no answer) and
+optionally ``conf`` in [0, 1].
+
+:meth:`OutputSpec.parse` turns one raw output into a typed :class:`LabelOutput` or
+:class:`SpanOutput`, or raises :class:`BadOutput` with everything wrong with it;
+:func:`output_problems` checks a whole batch. The evaluator's measurement (where a bad
+output is the model's ``protocol_error``), ``evalboard model test`` and the loop's target
+models all check through here, so they cannot disagree. :meth:`OutputSpec.prediction` and
+:meth:`OutputSpec.gold` are the one place that says which part of a (checked) output and
+of an example a metric compares.
+
+>>> spec = OutputSpec(type="multiclass", labels=["neg", "pos"])
+>>> spec.parse({"label": "pos", "probs": {"neg": 0.25, "pos": 0.75}})
+LabelOutput(label='pos', probs={'neg': 0.25, 'pos': 0.75})
+>>> spec.parse({"label": "great"})
+Traceback (most recent call last):
+...
+datasets_registry.outputs.BadOutput: has label 'great', which is not one of the task's ...
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "PROBS_TOLERANCE",
+    "BadOutput",
+    "LabelOutput",
+    "ModelOutput",
+    "OutputProblem",
+    "OutputSpec",
+    "SpanOutput",
+    "output_problems",
+]
+
+#: How far from 1 a classifier's probabilities may sum: float32 softmax rounding, not
+#: a model that forgot a label.
+PROBS_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True, slots=True)
+class LabelOutput:
+    """A classifier's answer: one of the task's labels, and its probabilities if given."""
+
+    label: str
+    probs: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpanOutput:
+    """A QA model's answer: a span of the context ('' for no answer), and its confidence."""
+
+    answer: str
+    conf: float | None = None
+
+
+ModelOutput = LabelOutput | SpanOutput
+
+
+class BadOutput(ValueError):
+    """An output breaks the contract; ``problems`` says how, each naming the bad value."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+
+@dataclass(frozen=True)
+class OutputProblem:
+    """One thing wrong with one output of a batch (``index`` None: the batch as a whole)."""
+
+    index: int | None
+    uid: str | None
+    problem: str
+
+    def describe(self) -> str:
+        """The problem as one line that names the output it is about."""
+        return self.problem if self.index is None else f"output for uid {self.uid!r} {self.problem}"
+
+
+def _short(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 120 else shown[:117] + "..."
+
+
+def _is_probability(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= 1
+    )
+
+
+class OutputSpec(BaseModel):
+    """What a model predicts: one of ``labels`` (multiclass) or a span of the context (QA)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["multiclass", "span"]
+    labels: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _labels_match_type(self) -> OutputSpec:
+        if self.type == "multiclass" and len(self.labels) < 2:
+            raise ValueError("a multiclass output needs at least two labels")
+        if self.type == "multiclass" and len(set(self.labels)) != len(self.labels):
+            raise ValueError(f"labels repeat: {self.labels}")
+        if self.type == "span" and self.labels:
+            raise ValueError("a span output has no labels; remove `labels`")
+        return self
+
+    # The contract ---------------------------------------------------------------------------
+
+    def parse(self, raw: Any, *, context: str | None = None) -> ModelOutput:
+        """``raw`` as a typed output; ``context`` is the input's, for a span's check.
+
+        Raises:
+            BadOutput: naming every problem and the bad value of each.
+        """
+        if not isinstance(raw, Mapping):
+            raise BadOutput([f"is {_short(raw)}, not an object"])
+        problems = (
+            self._span_problems(raw, context) if self.type == "span" else self._label_problems(raw)
+        )
+        if problems:
+            raise BadOutput(problems)
+        if self.type == "span":
+            return SpanOutput(answer=raw["answer"], conf=raw.get("conf"))
+        return LabelOutput(label=raw["label"], probs=raw.get("probs"))
+
+    def _label_problems(self, raw: Mapping[str, Any]) -> list[str]:
+        known = ", ".join(self.labels)
+        problems = []
+        label = raw.get("label")
+        if not isinstance(label, str) or label not in self.labels:
+            problems.append(
+                f"has label {_short(label)}, which is not one of the task's labels: {known}"
+            )
+        probs = raw.get("probs")
+        if probs is None:
+            return problems
+        if not isinstance(probs, Mapping):
+            problems.append(
+                f"has probs {_short(probs)}; probs must be an object mapping the task's "
+                f"labels ({known}) to probabilities"
+            )
+            return problems
+        unknown = [name for name in probs if name not in self.labels]
+        if unknown:
+            problems.append(
+                f"has probs naming unknown label(s) {', '.join(map(_short, unknown))}; "
+                f"known: {known}"
+            )
+            return problems
+        for name, value in probs.items():
+            if not _is_probability(value):
+                problems.append(
+                    f"has probs[{name!r}] = {_short(value)}; probabilities are finite "
+                    "numbers in [0, 1]"
+                )
+                return problems
+        total = math.fsum(probs.values())
+        if abs(total - 1.0) > PROBS_TOLERANCE:
+            problems.append(
+                f"has probs that sum to {total:.6f}, not 1 (within {PROBS_TOLERANCE:g})"
+            )
+        return problems
+
+    @staticmethod
+    def _span_problems(raw: Mapping[str, Any], context: str | None) -> list[str]:
+        problems = []
+        answer = raw.get("answer")
+        if not isinstance(answer, str):
+            problems.append(
+                f"has answer {_short(answer)}; a string (the span, or '' for no answer) is required"
+            )
+        elif context is not None and answer not in context:
+            problems.append(
+                f"has answer {_short(answer)}, which is not a span of its context; answer "
+                "with a substring of the context, or '' for no answer"
+            )
+        conf = raw.get("conf")
+        if conf is not None and not _is_probability(conf):
+            problems.append(f"has conf {_short(conf)}; a number in [0, 1] is required")
+        return problems
+
+    def prediction(self, output: Mapping[str, Any]) -> Any:
+        """The part of a checked output a metric scores: the label, or the answer span."""
+        return output["answer"] if self.type == "span" else output["label"]
+
+    def gold(self, example: Mapping[str, Any]) -> Any:
+        """What a metric compares a prediction with: the label, or the gold answer texts."""
+        if self.type == "span":
+            return [
+                answer["text"] if isinstance(answer, Mapping) else answer
+                for answer in example.get("answers", [])
+            ]
+        return example["label"]
+
+
+def output_problems(
+    spec: OutputSpec, inputs: Sequence[Mapping[str, Any]], outputs: Sequence[Any]
+) -> list[OutputProblem]:
+    """Everything wrong with a batch's ``outputs`` for its ``inputs``; empty when all is well.
+
+    >>> spec = OutputSpec(type="span")
+    >>> [found] = output_problems(spec, [{"uid": "q", "context": "a cat"}], [{"answer": "a dog"}])
+    >>> found.describe()[:62]
+    "output for uid 'q' has answer 'a dog', which is not a span of "
+    """
+    if len(outputs) != len(inputs):
+        return [
+            OutputProblem(
+                None,
+                None,
+                f"the model returned {len(outputs)} outputs for {len(inputs)} inputs; "
+                "return exactly one output per input",
+            )
+        ]
+    found: list[OutputProblem] = []
+    for index, (example, output) in enumerate(zip(inputs, outputs, strict=True)):
+        context = example.get("context")
+        try:
+            spec.parse(output, context=context if isinstance(context, str) else None)
+        except BadOutput as bad:
+            uid = str(example["uid"]) if "uid" in example else None
+            found.extend(OutputProblem(index, uid, problem) for problem in bad.problems)
+    return found

@@ -1,0 +1,100 @@
+"""A process's derived-data cache: least recently used first out, bounded by memory.
+
+What the board derives from immutable inputs (a prediction file's per-example statistics,
+a dataset's majority class, a bootstrap over a fixed set of results) is kept here rather
+than in module globals, so it belongs to the :class:`~evalboard.core.context.Context` that
+made it and goes with it. The bound is bytes, not a count: a count small enough to be safe
+for the largest entries evicts the small ones a 10,000-row board needs on every request.
+
+Written here rather than taken from ``cachetools``: twenty lines of OrderedDict, and
+``cachetools`` is not otherwise a dependency.
+
+>>> cache = MemoryCache(budget_bytes=1_000)
+>>> cache.put(("a",), "x" * 10)
+>>> cache.get(("a",))
+'xxxxxxxxxx'
+>>> cache.put(("b",), "y" * 2_000)   # larger than the whole budget: not kept
+>>> cache.get(("b",)) is None
+True
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+__all__ = ["DEFAULT_CACHE_BYTES", "MemoryCache", "approximate_size"]
+
+#: Enough for the statistics of about 10,000 results of 500 examples each.
+DEFAULT_CACHE_BYTES = 512 * 1024**2
+
+
+def approximate_size(value: Any) -> int:
+    """Bytes held by ``value``: arrays by their buffer, containers by their items.
+
+    >>> approximate_size(("ab", "cd")) > approximate_size(("ab",))
+    True
+    """
+    nbytes = getattr(value, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes + 112  # an ndarray's header
+    size = sys.getsizeof(value)
+    if isinstance(value, Mapping):
+        size += sum(approximate_size(k) + approximate_size(v) for k, v in value.items())
+    elif isinstance(value, list | tuple | set | frozenset):
+        size += sum(approximate_size(item) for item in value)
+    elif hasattr(value, "__dict__"):
+        size += approximate_size(vars(value))
+    return size
+
+
+class MemoryCache:
+    """A thread-safe LRU mapping whose entries together hold at most ``budget_bytes``.
+
+    A value is stored with its size, measured once when it is put; ``None`` is a value
+    like any other (use :meth:`has` to tell it from a miss).
+    """
+
+    def __init__(self, budget_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self.budget_bytes = budget_bytes
+        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def has(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    def get(self, key: Hashable) -> Any:
+        """The value under ``key`` (now the most recently used), None on a miss."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            self._entries.move_to_end(key)
+            return found[0]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Keep ``value``, evicting the least recently used until it fits."""
+        size = approximate_size(key) + approximate_size(value)
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._held -= old[1]
+            if size > self.budget_bytes:
+                return
+            while self._held + size > self.budget_bytes:
+                _, (_, freed) = self._entries.popitem(last=False)
+                self._held -= freed
+            self._entries[key] = (value, size)
+            self._held += size
+
+    @property
+    def held_bytes(self) -> int:
+        return self._held
+
+    def __len__(self) -> int:
+        return len(self._entries)

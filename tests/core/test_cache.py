@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from evalboard.core.cache import MemoryCache, approximate_size
+
+
+def test_the_least_recently_used_goes_first_when_the_budget_is_spent() -> None:
+    one = np.zeros(100)  # 800 bytes of data
+    cache = MemoryCache(budget_bytes=3 * approximate_size((("k", 0), one)))
+    for i in range(3):
+        cache.put(("k", i), one)
+    cache.get(("k", 0))  # 0 is now the most recent: 1 goes next
+    cache.put(("k", 3), one)
+    assert [cache.has(("k", i)) for i in range(4)] == [True, False, True, True]
+    assert cache.held_bytes <= cache.budget_bytes
+
+
+def test_arrays_count_by_their_buffer_and_none_is_a_value() -> None:
+    assert approximate_size(np.zeros(10_000)) >= 80_000
+    cache = MemoryCache(budget_bytes=1_000)
+    cache.put("missing-intervals", None)
+    assert cache.has("missing-intervals") and cache.get("missing-intervals") is None
+
+
+def test_replacing_a_key_keeps_the_count_of_bytes_right() -> None:
+    cache = MemoryCache(budget_bytes=10_000)
+    cache.put("k", "x" * 100)
+    first = cache.held_bytes
+    cache.put("k", "x" * 100)
+    assert cache.held_bytes == first and len(cache) == 1
+
+
+def test_threads_putting_at_once_stay_within_the_budget() -> None:
+    cache = MemoryCache(budget_bytes=50_000)
+
+    def fill(offset: int) -> None:
+        for i in range(500):
+            cache.put((offset, i), "v" * (i % 50))
+            cache.get((offset, i // 2))
+
+    threads = [threading.Thread(target=fill, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert 0 < cache.held_bytes <= cache.budget_bytes
