@@ -74,17 +74,13 @@ fi
 log "docker engine $(docker version --format '{{.Server.Version}}') is up"
 
 # 2b. The second wall: gVisor's runsc as a Docker runtime -------------------------------
-# Registered as "runsc" with --network=none (Docker 20.10 otherwise refuses: "cannot run
-# with network enabled in root network namespace"; sandboxes have no network anyway) and
-# --host-uds=open, so that the model can connect to the channel's socket in its one
-# bind-mounted folder, as under runc (the only host socket in any of its mounts).
+# docker/register_runsc.py merges runsc into daemon.json with the arguments the gvisor
+# sandbox needs (--network=none, --host-uds=open: see that file), keeping every other
+# setting, and leaves the file alone when it already says so.
 # The engine reloads "runtimes" on SIGHUP: a restart would kill every running container.
-RUNSC_ARGS='["--network=none", "--host-uds=open"]'
+REGISTER_RUNSC="$(dirname "$0")/register_runsc.py"
 gvisor_registered() {
-    docker info --format '{{json .Runtimes}}' 2>/dev/null | python3 -c '
-import json, sys
-runsc = json.load(sys.stdin).get("runsc") or {}
-sys.exit(0 if runsc.get("runtimeArgs") == json.loads(sys.argv[1]) else 1)' "$RUNSC_ARGS"
+    docker info --format '{{json .Runtimes}}' 2>/dev/null | python3 "$REGISTER_RUNSC" --engine-lists
 }
 if [ "$GVISOR" = 1 ] && ! gvisor_registered; then
     if ! command -v runsc >/dev/null 2>&1; then
@@ -93,27 +89,16 @@ if [ "$GVISOR" = 1 ] && ! gvisor_registered; then
             || { apt-get update -qq && apt-get install -y -qq --no-install-recommends runsc >/dev/null; } \
             || die "apt-get install runsc failed; rerun with --no-gvisor to skip the second wall"
     fi
-    log "registering runsc in $DAEMON_JSON (other settings kept)"
-    mkdir -p "$(dirname "$DAEMON_JSON")"
-    python3 - "$DAEMON_JSON" "$(command -v runsc)" "$RUNSC_ARGS" <<'PY'
-import json, os, sys
-path, runsc, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-try:
-    with open(path) as f:
-        config = json.load(f)
-except FileNotFoundError:
-    config = {}
-config.setdefault("runtimes", {})["runsc"] = {"path": runsc, "runtimeArgs": args}
-with open(path + ".evalboard-tmp", "w") as f:
-    json.dump(config, f, indent=2)
-    f.write("\n")
-os.replace(path + ".evalboard-tmp", path)  # dockerd never reads half a file
-PY
+    registered=$(python3 "$REGISTER_RUNSC" "$DAEMON_JSON" "$(command -v runsc)") \
+        || die "could not register runsc in $DAEMON_JSON (the line above says why)"
+    log "$registered"
+    # The engine does not list runsc yet, so it has not read the file as it is now (even
+    # when the file was already right): ask it to.
     pid=$(cat /var/run/docker.pid 2>/dev/null || true)
     [ -n "$pid" ] || die "no /var/run/docker.pid: cannot ask dockerd to reload $DAEMON_JSON"
     kill -HUP "$pid"
     for _ in $(seq 1 20); do gvisor_registered && break; sleep 0.5; done
-    gvisor_registered || die "dockerd did not list runsc with $RUNSC_ARGS after SIGHUP; see its log and $DAEMON_JSON"
+    gvisor_registered || die "dockerd did not list runsc with --network=none --host-uds=open after SIGHUP; see its log and $DAEMON_JSON"
 fi
 if [ "$GVISOR" = 1 ]; then
     log "gVisor: runsc $(runsc --version 2>/dev/null | awk 'NR==1{print $3}') is a Docker runtime"

@@ -290,7 +290,8 @@ def evaluate(
         task: the task spec; its limits apply, tightened by ``limits`` (never loosened).
         datasets: the task's datasets, perturbed copies included; gold stays on the host.
         sandbox: ``gvisor``, ``docker``, ``local``, or ``auto`` (``gvisor`` where the
-            engine has it, else ``docker``), chosen once for every dataset.
+            engine has it, else ``docker``; ``docker`` for a bundle given a GPU), chosen
+            once for every dataset.
         predictions_dir: where to write ``<dataset>.jsonl`` per-example predictions.
         progress: told about each dataset as it runs.
         batch_size: override the model's own batch size.
@@ -298,7 +299,7 @@ def evaluate(
     """
     started_at = datetime.now(UTC)
     limits = _within(task, limits)
-    sandbox = resolve_sandbox(sandbox)
+    sandbox = resolve_sandbox(sandbox, bundle_dir=bundle_dir, limits=limits)
     runs: list[DatasetRun] = []
     outputs: dict[str, dict[str, dict[str, Any]]] = {}
     by_name = {test_set.name: test_set for test_set in datasets}

@@ -19,9 +19,11 @@ from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.docker_sandbox import DockerSandbox, docker_client, reap_orphans
 from submission_sandbox.gvisor_sandbox import (
     GVISOR_VISIBLE_DIFFERENCES,
+    RUNSC_ARGS,
     GvisorSandbox,
     choose_default_sandbox,
     gvisor_available,
+    run_gets_gpu,
     runsc_problem,
 )
 from submission_sandbox.local_sandbox import LocalSandbox
@@ -41,6 +43,7 @@ from submission_sandbox.sandbox import (
 __all__ = [
     "GVISOR_VISIBLE_DIFFERENCES",
     "MANIFEST_NAME",
+    "RUNSC_ARGS",
     "ArchiveCaps",
     "BuiltImage",
     "Bundle",
@@ -67,6 +70,7 @@ __all__ = [
     "reap_orphans",
     "resolve_dependencies",
     "resolve_sandbox",
+    "run_gets_gpu",
     "runsc_problem",
     "sandbox",
     "sandbox_alias",

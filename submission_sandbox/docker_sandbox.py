@@ -41,6 +41,7 @@ from submission_sandbox.contract import (
     socket_reader,
 )
 from submission_sandbox.dependencies import resolve as resolve_dependencies
+from submission_sandbox.manifest import Manifest
 from submission_sandbox.sandbox import ModelHello, ResourceUsage, SandboxFailure, sandbox
 
 __all__ = ["CHANNEL_DIR", "DockerSandbox", "docker_client", "reap_orphans"]
@@ -68,6 +69,16 @@ def docker_client(timeout: int = 60) -> Any:
     except (docker.errors.DockerException, OSError) as exc:
         raise PlatformError(_unreachable(str(exc))) from None
     return client
+
+
+def gpu_requested(manifest: Manifest, limits: SandboxLimits) -> bool:
+    """Whether a run asks for a GPU: its bundle wants one and its limits allow one."""
+    return manifest.gpus >= 1 and limits.gpus >= 1
+
+
+def engine_gives_gpu(client: Any) -> bool:
+    """Whether the engine can give a container a GPU: NVIDIA's runtime is registered."""
+    return "nvidia" in (client.info().get("Runtimes") or {})
 
 
 def _unreachable(why: str) -> str:
@@ -190,11 +201,10 @@ class DockerSandbox(ChannelSandbox):
 
     def _wants_gpu(self) -> bool:
         assert self.bundle is not None
-        if self.bundle.manifest.gpus < 1 or self.limits.gpus < 1:
+        if not gpu_requested(self.bundle.manifest, self.limits):
             return False
         if self._gpu_available is None:
-            runtimes = self._client.info().get("Runtimes") or {}
-            self._gpu_available = "nvidia" in runtimes
+            self._gpu_available = engine_gives_gpu(self._client)
         return bool(self._gpu_available)
 
     def _container_config(self) -> dict[str, Any]:

@@ -7,7 +7,10 @@ step from the host. gVisor's Sentry answers them in user space instead: the seco
 Same policy, same image, same channel; only the engine's runtime differs.
 
 ``auto`` (the default of ``EVALBOARD_SANDBOX``) is ``gvisor`` where the engine lists the
-``runsc`` runtime, else ``docker``, with one line saying so.
+``runsc`` runtime, else ``docker``, with one line saying so. A bundle that would be given a
+GPU (it asks for one, its limits allow one, and the engine has NVIDIA's runtime) goes to
+``docker`` under ``auto``, also with one line: gVisor gives no GPU. Where the engine has no
+GPU such a bundle runs on the CPU under either wall, so it keeps both.
 
 :data:`GVISOR_VISIBLE_DIFFERENCES` lists what a model (or an operator reading its figures)
 sees differently from ``docker``; the policy is the same. Every conformance case and every
@@ -17,11 +20,19 @@ hostile case but the fork bomb (``self_check.GVISOR_KNOWN_DIFFERENCES``) ends th
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
-from evalboard.core.errors import PlatformError
+from evalboard.core.errors import InvalidBundle, PlatformError
+from evalboard.core.limits import SandboxLimits
 from submission_sandbox._failures import ExitInfo
-from submission_sandbox.docker_sandbox import DockerSandbox, docker_client
+from submission_sandbox.docker_sandbox import (
+    DockerSandbox,
+    docker_client,
+    engine_gives_gpu,
+    gpu_requested,
+)
+from submission_sandbox.manifest import load_manifest
 from submission_sandbox.sandbox import ModelHello, sandbox, sandbox_alias
 
 __all__ = [
@@ -31,6 +42,7 @@ __all__ = [
     "GvisorSandbox",
     "choose_default_sandbox",
     "gvisor_available",
+    "run_gets_gpu",
     "runsc_problem",
 ]
 
@@ -45,7 +57,9 @@ GVISOR_VISIBLE_DIFFERENCES: dict[str, str] = {
     "peak_memory": "the cgroup holds the Sentry (gVisor's kernel) and the memory file that "
     "backs the model's memory: an allocation shows in full, on a base about 15 MiB higher "
     "(measured, a model touching 96 MiB: runc 10.1 -> 106.1 MiB, gVisor 25.2 -> 121.7 "
-    "MiB); the memory limit applies to that sum",
+    "MiB); the memory limit applies to that sum. Each process costs far more: 60 idle "
+    "forked Python children took +430 MB under runsc (a ptrace stub process per address "
+    "space and the Sentry's own state), about nothing under runc",
     "oom": "the host kills the whole Sentry and the engine's OOMKilled mark is set only "
     "sometimes; SIGKILL with the cgroup's peak at the limit is read as oom as well",
     "cpu_seconds": "host CPU of the Sentry and the model together: equal to runc's for "
@@ -109,23 +123,66 @@ def gvisor_available(client: Any = None) -> bool:
     return runsc_problem(client) is None
 
 
-def choose_default_sandbox(client: Any = None) -> tuple[str, str | None]:
+def choose_default_sandbox(client: Any = None, *, gpu: bool = False) -> tuple[str, str | None]:
     """``("gvisor", None)`` where the engine has runsc, else ``("docker", why)``.
 
+    ``gpu``: the run would be given a GPU under ``docker`` (:func:`run_gets_gpu`); gVisor
+    gives none, so such a run goes to ``docker`` even where runsc is there.
     The second item is the one line to show an operator when the second wall is off.
     """
     problem = runsc_problem(client)
-    if problem is None:
+    if problem is None and not gpu:
         return "gvisor", None
+    if problem is None:
+        return "docker", (
+            "the bundle asks for a GPU, which this engine has and gVisor cannot give: "
+            "it runs in the docker sandbox, one wall instead of two"
+        )
     return "docker", (
         f"{problem}: models run in the docker sandbox, one wall instead of two; add "
         "gVisor with `bash docker/bootstrap.sh` (as root)"
     )
 
 
+def run_gets_gpu(
+    bundle_dir: Path | None,
+    limits: SandboxLimits,
+    *,
+    client: Any = None,
+    gpu_available: bool | None = None,
+) -> bool:
+    """Whether the docker sandbox would give this run a GPU (the rule of ``docker``).
+
+    False without a bundle, or with one whose manifest cannot be read: the sandbox says
+    what is wrong with it when it starts.
+    """
+    if bundle_dir is None:
+        return False
+    try:
+        manifest = load_manifest(bundle_dir)
+    except InvalidBundle:
+        return False
+    if not gpu_requested(manifest, limits):
+        return False
+    if gpu_available is not None:
+        return gpu_available
+    try:
+        return engine_gives_gpu(client or docker_client(timeout=10))
+    except (PlatformError, OSError):
+        return False  # no engine: the sandbox says so when it starts
+
+
 @sandbox_alias("auto")
-def _auto() -> str:
-    kind, note = choose_default_sandbox()
+def _auto(
+    *,
+    bundle_dir: Path | None,
+    limits: SandboxLimits,
+    client: Any = None,
+    gpu_available: bool | None = None,
+    **_options: Any,
+) -> str:
+    gpu = run_gets_gpu(bundle_dir, limits, client=client, gpu_available=gpu_available)
+    kind, note = choose_default_sandbox(client, gpu=gpu)
     if note is not None and note not in _said:
         _said.add(note)  # once per process, not once per job
         _logger.warning(note)
@@ -180,6 +237,6 @@ class GvisorSandbox(DockerSandbox):
         if super()._wants_gpu():
             raise PlatformError(
                 "the gvisor sandbox gives no GPU (this gVisor has no nvproxy); run GPU "
-                "bundles with the docker sandbox (EVALBOARD_SANDBOX=docker on GPU workers)"
+                "bundles with the docker sandbox, or auto, which chooses it for them"
             )
         return False

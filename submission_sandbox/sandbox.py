@@ -2,8 +2,8 @@
 
 Implementations (``docker``, ``gvisor``, ``local``, and test fakes) register by name with
 ``@sandbox("name")`` and are opened with :func:`open_sandbox`; ``@sandbox_alias("auto")``
-names a choice made on the machine (``auto``: ``gvisor`` where the engine has it, else
-``docker``). The lifecycle code shared by
+names a choice made on the machine for each run (``auto``: ``gvisor`` where the engine has
+it, else ``docker``; ``docker`` for a bundle given a GPU). The lifecycle code shared by
 all of them lives here; they implement the ``_``-prefixed hooks.
 
 A sandbox never sees gold labels: :meth:`Sandbox.predict` takes inputs only (``uid`` plus
@@ -287,7 +287,10 @@ class PredictionStream(Iterator[Outputs]):
 
 
 _REGISTRY: dict[str, Callable[..., Sandbox]] = {}
-_ALIASES: dict[str, Callable[[], str]] = {}
+#: An alias is called with a run's arguments (those of :func:`open_sandbox`; no bundle when
+#: none is known yet) and returns the registered kind it means for that run.
+Chooser = Callable[..., str]
+_ALIASES: dict[str, Chooser] = {}
 
 
 def sandbox(name: str) -> Callable[[type[Sandbox]], type[Sandbox]]:
@@ -301,14 +304,16 @@ def sandbox(name: str) -> Callable[[type[Sandbox]], type[Sandbox]]:
     return register
 
 
-def sandbox_alias(name: str) -> Callable[[Callable[[], str]], Callable[[], str]]:
+def sandbox_alias(name: str) -> Callable[[Chooser], Chooser]:
     """Register a name that stands for another sandbox, chosen when one is opened.
 
-    The decorated function returns the registered kind the alias means on this machine
-    now (``auto``: ``gvisor`` where the engine has gVisor, else ``docker``).
+    The decorated function is called as ``choose(bundle_dir=..., limits=..., **options)``
+    (``bundle_dir`` None when no bundle is known yet) and returns the registered kind the
+    alias means for that run on this machine now (``auto``: ``gvisor`` where the engine
+    has gVisor, else ``docker``; ``docker`` for a bundle that would be given a GPU).
     """
 
-    def register(choose: Callable[[], str]) -> Callable[[], str]:
+    def register(choose: Chooser) -> Chooser:
         _ALIASES[name] = choose
         return choose
 
@@ -320,14 +325,23 @@ def known_sandboxes() -> list[str]:
     return sorted({*_REGISTRY, *_ALIASES})
 
 
-def resolve_sandbox(kind: str) -> str:
-    """The registered kind ``kind`` names: itself, or what an alias chooses now.
+def resolve_sandbox(
+    kind: str,
+    *,
+    bundle_dir: Path | None = None,
+    limits: SandboxLimits | None = None,
+    **options: Any,
+) -> str:
+    """The registered kind ``kind`` names: itself, or what an alias chooses for this run.
+
+    Give the run's bundle, limits and sandbox options where they are known: an alias may
+    choose by them (``auto`` gives a GPU bundle to ``docker``, as gVisor has no GPU).
 
     Raises:
         UsageError: no sandbox or alias of that name.
     """
     if kind in _ALIASES:
-        kind = _ALIASES[kind]()
+        kind = _ALIASES[kind](bundle_dir=bundle_dir, limits=limits or SandboxLimits(), **options)
     if kind not in _REGISTRY:
         raise UsageError(f"Unknown sandbox {kind!r}; known: {', '.join(known_sandboxes())}")
     return kind
@@ -340,5 +354,6 @@ def open_sandbox(
 
     The sandbox's ``kind`` attribute names what was chosen, an alias resolved.
     """
-    factory = _REGISTRY[resolve_sandbox(kind)]
-    return factory(bundle_dir, limits=limits or SandboxLimits(), **options)
+    limits = limits or SandboxLimits()
+    factory = _REGISTRY[resolve_sandbox(kind, bundle_dir=bundle_dir, limits=limits, **options)]
+    return factory(bundle_dir, limits=limits, **options)

@@ -214,7 +214,7 @@ def evaluate(
         raise UsageError("Give --task or --task-file, not both")
     if datasets and task_file is None:
         raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
-    kind = chosen_sandbox(sandbox)
+    requested = chosen_sandbox(sandbox, choose=False)  # chosen once the bundle is read
     with tempfile.TemporaryDirectory(prefix="evalboard-evaluate-") as tmp:
         loaded = load_bundle(bundle, unpack_to=Path(tmp) / "bundle")
         if task_file is not None:
@@ -226,6 +226,7 @@ def evaluate(
             spec, test_sets = _registered(task or loaded.manifest.task)
         if spec.id != loaded.manifest.task:
             warn(f"the bundle says task {loaded.manifest.task!r}; evaluating on {spec.id!r}")
+        kind = chosen_sandbox(requested, bundle_dir=loaded.path, limits=spec.limits)
         if kind == "local":
             warn("the local sandbox does not isolate the model: run only code you trust")
         with progress() as display:

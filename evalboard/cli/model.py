@@ -207,10 +207,10 @@ def test(
             raise InvalidBundle(
                 f"the bundle is for task {bundle.manifest.task!r} but the task is {spec.id!r}"
             )
-        sandbox = chosen_sandbox(sandbox)
+        limits = spec.limits.tightened(timeout_s=min(timeout_s, spec.limits.timeout_s))
+        sandbox = chosen_sandbox(sandbox, bundle_dir=bundle.path, limits=limits)
         if sandbox == "local":
             warn("the local sandbox does NOT isolate the model: use it for your own code only")
-        limits = spec.limits.tightened(timeout_s=min(timeout_s, spec.limits.timeout_s))
         inputs = sample_inputs(spec)
         err_console.print(
             f"Testing {bundle.manifest.name} ({bundle.manifest.runtime.value}, sha256 "

@@ -11,7 +11,9 @@ import pytest
 from evalboard.core.errors import PlatformError
 from evalboard.core.limits import SandboxLimits
 from submission_sandbox import (
+    DockerSandbox,
     GvisorSandbox,
+    SandboxFailure,
     choose_default_sandbox,
     known_sandboxes,
     open_sandbox,
@@ -68,6 +70,15 @@ class _EngineWithout:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
+
+
+class _EngineWithGpu(_EngineWithout):
+    """The real engine, as one that also lists NVIDIA's runtime (as on a GPU worker)."""
+
+    def info(self) -> dict[str, Any]:
+        info = dict(self._client.info())
+        info["Runtimes"] = {**info["Runtimes"], "nvidia": {"path": "nvidia-container-runtime"}}
+        return info
 
 
 def test_a_model_sees_gvisors_kernel_under_gvisor_and_the_hosts_under_docker(
@@ -190,3 +201,28 @@ def test_a_gpu_bundle_under_gvisor_is_refused_with_the_way_out(
     with pytest.raises(PlatformError, match="no GPU.*docker sandbox"):
         box.start()
     box.close()
+
+
+@pytest.mark.gvisor
+def test_under_auto_a_gpu_bundle_reaches_docker_asking_for_the_gpu_not_gvisors_refusal(
+    tmp_path: Path, docker_client: Any
+) -> None:
+    if choose_default_sandbox(docker_client)[0] != "gvisor":
+        pytest.skip("the engine has no runsc runtime; run `bash docker/bootstrap.sh`")
+    box = open_sandbox(
+        _bundle(tmp_path / "b", gpus=1),
+        kind="auto",
+        limits=SandboxLimits(timeout_s=60, gpus=1),
+        client=_EngineWithGpu(docker_client),
+    )
+    assert type(box) is DockerSandbox and box.kind == "docker"
+    try:
+        box.start()
+    except SandboxFailure as failure:
+        # No GPU driver on this machine: the engine itself refuses the device request
+        # that runc was given (on a GPU worker the model starts with its device).
+        assert "capabilities: [[gpu]]" in failure.detail, failure.detail
+    else:
+        assert box.usage().gpu == "1 device"
+    finally:
+        box.close()
