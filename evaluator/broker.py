@@ -147,7 +147,6 @@ class CeleryDispatcher:
 def _reap_forever(ctx: Context, every_s: float, stop: threading.Event) -> None:
     dispatcher = CeleryDispatcher(ctx.settings)
     orphans_due = time.monotonic()
-    database_down = False
     while True:
         if time.monotonic() >= orphans_due:
             orphans_due = time.monotonic() + ORPHAN_REAP_EVERY_S
@@ -157,15 +156,12 @@ def _reap_forever(ctx: Context, every_s: float, stop: threading.Event) -> None:
         try:
             queue.reap_expired(ctx, dispatcher=dispatcher)
         except PlatformError as exc:  # an outage is one line when it starts, not one a cycle
-            if not database_down:
-                logger.warning("the database does not answer (%s); the reaper retries", exc)
-            database_down = True
+            logger.debug("the reaper cannot reach the database: %s", exc)
+            faults.DATABASE.went_down("the database")
             continue
         except Exception:
             logger.warning("reaping expired leases failed", exc_info=True)
-        if database_down:
-            logger.warning("the database answers again; the reaper resumes")
-            database_down = False
+        faults.DATABASE.came_back()
 
 
 def run_celery_worker(

@@ -12,6 +12,11 @@ has lasted ``EVALBOARD_PLATFORM_FAULT_BUDGET_S``. Meanwhile :data:`ENGINE` and
 :data:`STORE` tell the worker (pool thread or Celery task) to stop claiming until the part
 answers again, saying so once when it goes and once when it comes back. The worker's
 heartbeat (:mod:`evaluator.heartbeat`) probes both, so an idle worker notices too.
+
+The database is the one part a job cannot be deferred through (the queue lives there):
+whoever meets it away (a pool thread, the reaper, a lease's heartbeat, the heartbeat, a job
+writing its result) backs off and retries, and :data:`DATABASE` says so once per process
+each way.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from evalboard.core.settings import Settings
 from submission_sandbox import docker_client, reap_orphans
 
 __all__ = [
+    "DATABASE",
     "ENGINE",
     "ENGINE_KINDS",
     "STORE",
@@ -203,3 +209,6 @@ def _remove_leftovers() -> None:
 ENGINE = EngineWatch()
 #: The artifact store this process reads bundles from and writes predictions to.
 STORE = PartWatch(back="the artifact store answers again")
+#: The database (the queue, the results): told by whoever meets it away or back, never
+#: probed by the watch itself.
+DATABASE = PartWatch(back="the database answers again")

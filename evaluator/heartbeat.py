@@ -97,11 +97,11 @@ class WorkerHeartbeat:
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._database_down = False
 
     def beat(self) -> Readiness:
-        """Probe the parts and write this worker's row (a database fault is logged once
-        and retried at the next beat: the heartbeat never stops the worker)."""
+        """Probe the parts and write this worker's row (a database fault is told to
+        :data:`evaluator.faults.DATABASE` and retried at the next beat: the heartbeat never
+        stops the worker)."""
         found = probe_parts(self.ctx, self.sandbox)
         now = utcnow()
         row = WorkerBeat(
@@ -117,13 +117,10 @@ class WorkerHeartbeat:
                 session.execute(delete(WorkerBeat).where(WorkerBeat.expires_at < now))
                 session.merge(row)
         except Exception as exc:
-            if not self._database_down:
-                logger.warning("the heartbeat cannot reach the database: %s", exc)
-            self._database_down = True
+            logger.debug("the heartbeat cannot reach the database: %s", exc)
+            faults.DATABASE.went_down(_DATABASE)
             return Readiness(found.engine, found.store, (*found.faults, _DATABASE))
-        if self._database_down:
-            logger.warning("the heartbeat reaches the database again")
-            self._database_down = False
+        faults.DATABASE.came_back()
         return found
 
     def start(self) -> Readiness:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +22,7 @@ from sqlalchemy import select
 
 from datasets_registry.taskspec import parse_task_spec
 from evalboard.core.context import Context
-from evalboard.core.errors import InvalidBundle
+from evalboard.core.errors import InvalidBundle, PlatformError
 from evalboard.core.scratch import scratch_full, scratch_prefix
 from evalboard.core.states import FailureReason, JobStatus
 from evalboard.core.tables import Dataset, Job, Result, Submission, Task
@@ -205,13 +206,17 @@ def execute_claimed(
                 return None
             failure = run.outcome.failure
             if failure is not None:
-                queue.fail(
+                _when_the_database_answers(
                     ctx,
-                    job_id,
-                    owner=owner,
-                    reason=FailureReason(failure.reason),
-                    message=failure.message,
-                    log_tail=failure.log_tail,
+                    lease,
+                    lambda: queue.fail(
+                        ctx,
+                        job_id,
+                        owner=owner,
+                        reason=FailureReason(failure.reason),
+                        message=failure.message,
+                        log_tail=failure.log_tail,
+                    ),
                 )
                 return JobStatus.FAILED
             assert run.outcome.metrics is not None
@@ -219,13 +224,19 @@ def execute_claimed(
             if run.quality is not None:
                 key = f"predictions/{work.submission.id}/job-{job_id}.jsonl"
                 ctx.artifacts.put_bytes(key, run.quality.jsonl())
-            queue.finish(
+            metrics = stored_metrics(run.outcome.metrics)
+            record = _provenance(run, work, kind, spec.limits.model_dump(mode="json"))
+            _when_the_database_answers(
                 ctx,
-                job_id,
-                metrics=stored_metrics(run.outcome.metrics),
-                provenance=_provenance(run, work, kind, spec.limits.model_dump(mode="json")),
-                predictions_key=key,
-                log_tail=run.outcome.log_tail,
+                lease,
+                lambda: queue.finish(
+                    ctx,
+                    job_id,
+                    metrics=metrics,
+                    provenance=record,
+                    predictions_key=key,
+                    log_tail=run.outcome.log_tail,
+                ),
             )
             return JobStatus.FINISHED
         except Aborted:
@@ -257,6 +268,28 @@ def execute_claimed(
                 message=f"{type(exc).__name__}: {exc}",
             )
             return JobStatus.FAILED
+
+
+def _when_the_database_answers(ctx: Context, lease: Lease, write: Callable[[], object]) -> None:
+    """Write the job's outcome, waiting while the database does not answer.
+
+    The evaluation is done: waiting for the database (with back-off, for as long as this
+    worker holds the lease) keeps its outcome, where giving up would leave the job to the
+    reaper, to be run again from the start. Raises :class:`Aborted` once the lease is lost.
+    """
+    tries = 0
+    while True:
+        try:
+            write()
+        except PlatformError as exc:  # the database's faults, mapped in one place
+            logger.debug("job %s: writing its outcome failed: %s", lease.job_id, exc)
+            faults.DATABASE.went_down("the database")
+            if lease.lost.wait(faults.backoff_s(ctx.settings, tries)):
+                raise Aborted from exc
+            tries += 1
+            continue
+        faults.DATABASE.came_back()
+        return
 
 
 def _wait_out(

@@ -21,6 +21,7 @@ from typing import Self
 from evalboard.core.context import Context
 from evalboard.core.errors import PlatformError
 from evalboard.core.scratch import sweep_orphan_scratch
+from evaluator import faults
 from evaluator.queue import DEFAULT_LEASE_S, renew
 from submission_sandbox import docker_client, reap_orphans
 
@@ -113,15 +114,19 @@ class Lease:
                     lease_s=self.lease_s,
                     progress=self.progress,
                 )
-            except Exception:
+            except Exception as exc:
                 # A database blip: keep trying until the lease would have run out.
                 failures += 1
-                logger.warning("job %s: heartbeat failed", self.job_id, exc_info=True)
+                if isinstance(exc, PlatformError):  # the database does not answer
+                    faults.DATABASE.went_down("the database")
+                else:
+                    logger.warning("job %s: heartbeat failed", self.job_id, exc_info=True)
                 if failures * self.interval_s < self.lease_s:
                     continue
                 held = False
             else:
                 failures = 0
+                faults.DATABASE.came_back()
             if not held:
                 logger.warning("job %s: lease lost by %s; stopping", self.job_id, self.owner)
                 self.lost.set()

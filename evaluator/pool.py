@@ -7,7 +7,8 @@ Celery worker runs. One of the threads also reaps expired leases now and then, s
 whose process died is picked up again.
 
 While the database does not answer, the threads back off (doubling up to
-``MAX_BACKOFF_S``) and the pool says so once, and once more when it answers again.
+``MAX_BACKOFF_S``) and :data:`evaluator.faults.DATABASE` says so once, and once more when
+it answers again.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ MAX_BACKOFF_S = 30.0
 
 
 class _Outage:
-    """The pool's shared view of the database: one log line when it goes, one when it
-    comes back, and the wait before the next try meanwhile."""
+    """The pool's shared view of the database: the wait before the next try while it does
+    not answer (the process's :data:`~evaluator.faults.DATABASE` watch says when it goes
+    and when it comes back)."""
 
     def __init__(self, first_wait_s: float) -> None:
         self._lock = threading.Lock()
@@ -52,7 +54,8 @@ class _Outage:
     def failed(self, exc: BaseException) -> float:
         with self._lock:
             if not self.down:
-                logger.warning("the database does not answer (%s); workers retry with backoff", exc)
+                logger.debug("the database does not answer: %s", exc)
+                faults.DATABASE.went_down("the database")
                 self.wait_s = self._first
             else:
                 self.wait_s = min(self.wait_s * 2, MAX_BACKOFF_S)
@@ -63,7 +66,7 @@ class _Outage:
             return
         with self._lock:
             if self.down:
-                logger.warning("the database answers again; workers resume")
+                faults.DATABASE.came_back()
                 self.wait_s = 0.0
 
 

@@ -34,7 +34,13 @@ def serve(
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0") else host
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
     server = uvicorn.Server(config)
+    heartbeat = None
     if pool is not None:
+        from evalboard.cli._readiness import start_heartbeat
+
+        # The inline pool is a worker like `evalboard worker`: /ready counts it, and its
+        # heartbeat stops and resumes its claiming when the engine or store goes and returns.
+        heartbeat = start_heartbeat(ctx, sandbox=None)
         pool.start()
     jobs = (
         # Said once at start (a fallback from auto with its one warning line); each job
@@ -55,3 +61,5 @@ def serve(
     finally:
         if pool is not None:
             pool.stop(wait=False)
+        if heartbeat is not None:
+            heartbeat.stop()

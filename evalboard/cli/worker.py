@@ -14,7 +14,6 @@ from evalboard.cli._sandbox import SANDBOX_HELP
 from evalboard.core.context import Context
 from evalboard.core.errors import UsageError
 from evaluator import WorkerPool
-from evaluator.heartbeat import WorkerHeartbeat
 from evaluator.queue import DEFAULT_LEASE_S
 
 __all__ = ["worker"]
@@ -62,16 +61,9 @@ def worker(
             )
     ctx = context()
     workers = concurrency or ctx.settings.worker_concurrency
-    heartbeat = WorkerHeartbeat(ctx, sandbox=sandbox)
-    found = heartbeat.start()
-    # Its readiness, once: what answers and what it waits for before claiming.
-    if found.ready:
-        err_console.print(f"Worker ready: {found.summary(heartbeat.sandbox)}", highlight=False)
-    else:
-        warn(
-            f"Worker not ready ({found.summary(heartbeat.sandbox)}): "
-            f"{'; '.join(found.faults)} not answering; it claims jobs once they answer"
-        )
+    from evalboard.cli._readiness import start_heartbeat
+
+    heartbeat = start_heartbeat(ctx, sandbox=sandbox)
     try:
         _run(ctx, names, workers, lease_s, sandbox, loglevel)
     finally:

@@ -1,8 +1,10 @@
-"""A unix-socket proxy in front of the Docker engine that a test can stop and start.
+"""A proxy in front of one of the platform's parts that a test can stop and start.
 
-Stopping it is what a worker sees when its engine goes away (restarted, upgraded): the
-socket file disappears and every open connection is cut. The real engine is never touched
-(it is shared); the worker under test is pointed here with ``DOCKER_HOST``.
+Stopping it is what a worker sees when the part goes away (the Docker engine restarted,
+Redis restarting, PostgreSQL refusing connections, the S3 server restarting): nothing
+listens any more (a unix socket file disappears; a TCP port refuses) and every open
+connection is cut. The real part is never touched (it is shared); the worker under test
+is pointed at the proxy (``DOCKER_HOST``, a database or broker URL, an S3 endpoint).
 """
 
 from __future__ import annotations
@@ -13,11 +15,18 @@ import socket
 import threading
 from pathlib import Path
 
-__all__ = ["SocketProxy"]
+__all__ = ["SocketProxy", "TcpAddress"]
+
+#: ``(host, port)`` of a TCP endpoint.
+TcpAddress = tuple[str, int]
 
 
 class SocketProxy:
-    """Forwards connections on ``path`` to ``target`` while started.
+    """Forwards connections on ``listen`` to ``target`` while started.
+
+    ``listen`` is a unix socket path, or a TCP ``(host, port)`` (port 0: a free one, chosen
+    at the first start and kept, so that clients find it again after a restart);
+    ``target`` is a unix socket path, or a TCP ``(host, port)``.
 
     Example::
 
@@ -25,36 +34,61 @@ class SocketProxy:
         os.environ["DOCKER_HOST"] = proxy.url
         proxy.stop()   # the engine is "gone"
         proxy.start()  # and back
+
+        redis = SocketProxy(("127.0.0.1", 0), ("127.0.0.1", 6379)).start()
+        broker_url = f"redis://127.0.0.1:{redis.port}/3"
     """
 
-    def __init__(self, path: Path, target: str = "/var/run/docker.sock") -> None:
-        self.path, self.target = path, target
+    def __init__(
+        self, listen: Path | TcpAddress, target: str | TcpAddress = "/var/run/docker.sock"
+    ) -> None:
+        self.listen, self.target = listen, target
         self._listener: socket.socket | None = None
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self.connections = 0
 
     @property
+    def path(self) -> Path:
+        """The unix socket this proxy listens on."""
+        assert isinstance(self.listen, Path), "a TCP proxy has a port, not a path"
+        return self.listen
+
+    @property
     def url(self) -> str:
         return f"unix://{self.path}"
 
+    @property
+    def port(self) -> int:
+        """The TCP port this proxy listens on (known once started)."""
+        assert isinstance(self.listen, tuple), "a unix-socket proxy has a path, not a port"
+        return self.listen[1]
+
     def start(self) -> SocketProxy:
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(self.path))
+        if isinstance(self.listen, Path):
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(str(self.listen))
+        else:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            # The port is taken again at once after a stop (its old connections linger).
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(self.listen)
+            self.listen = (self.listen[0], int(listener.getsockname()[1]))
         listener.listen(64)
         self._listener = listener
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
         return self
 
     def stop(self) -> None:
-        """The engine disappears: no socket file, and open connections are cut."""
+        """The part disappears: nothing listens, and open connections are cut."""
         listener, self._listener = self._listener, None
         if listener is not None:
             with contextlib.suppress(OSError):
                 listener.shutdown(socket.SHUT_RDWR)
             listener.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+        if isinstance(self.listen, Path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.listen)
         with self._lock:
             live, self._open = list(self._open), set()
         for sock in live:
@@ -62,19 +96,29 @@ class SocketProxy:
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
 
+    def _connect_upstream(self) -> socket.socket:
+        if isinstance(self.target, tuple):
+            return socket.create_connection(self.target, timeout=10)
+        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            upstream.connect(self.target)
+        except OSError:
+            upstream.close()
+            raise
+        return upstream
+
     def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
                 client, _ = listener.accept()
             except OSError:
                 return  # stopped
-            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                upstream.connect(self.target)
+                upstream = self._connect_upstream()
             except OSError:
                 client.close()
-                upstream.close()
                 continue
+            upstream.settimeout(None)
             with self._lock:
                 if self._listener is not listener:  # stopped meanwhile
                     client.close()

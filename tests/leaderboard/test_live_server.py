@@ -139,3 +139,15 @@ def test_the_upload_command_prints_where_to_follow_it(
         command, [str(bundle), "--server", live_server.url, "--token", "eb_wrong"]
     )
     assert refused.exit_code != 0 and "401" in str(refused.exception)
+
+
+def test_the_inline_worker_beats_like_evalboard_worker(live_server: LiveServer) -> None:
+    # /ready counts serve's own pool as a live worker, as it counts `evalboard worker`.
+    body = httpx.get(f"{live_server.url}/ready", timeout=30).json()
+    assert body["workers"] == {
+        "live": 1,
+        "sandbox_engine": {"unused": 1},  # the local sandbox needs no engine
+        "artifact_store": {"ok": 1},
+    }
+    said = live_server.log.read_text()
+    assert "Worker ready: database ok, artifact store ok, sandbox engine unused (local)" in said
