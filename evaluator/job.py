@@ -11,7 +11,6 @@ that does not answer (the engine, the store) is waited out instead (:mod:`evalua
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,7 +22,7 @@ from sqlalchemy import select
 from datasets_registry.taskspec import parse_task_spec
 from evalboard.core.context import Context
 from evalboard.core.errors import InvalidBundle, PlatformError
-from evalboard.core.scratch import scratch_full, scratch_prefix
+from evalboard.core.scratch import scratch_full, scratch_tree
 from evalboard.core.states import FailureReason, JobStatus
 from evalboard.core.tables import Dataset, Job, Result, Submission, Task
 from evaluator import faults, provenance, queue
@@ -185,7 +184,7 @@ def execute_claimed(
                 queue.finish(ctx, job_id, metrics={}, provenance={})
                 return JobStatus.FINISHED
             spec = parse_task_spec(work.task.spec, source=f"task {work.task.id}")
-            with tempfile.TemporaryDirectory(prefix=scratch_prefix("evalboard-job")) as tmp:
+            with scratch_tree("evalboard-job") as tmp:
                 bundle_dir = _fetch_bundle(ctx, work.submission, Path(tmp))
                 original = TestSet.from_table(ctx, work.original) if work.original else None
                 test_set = TestSet.from_table(

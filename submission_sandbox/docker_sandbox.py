@@ -19,13 +19,13 @@ import math
 import os
 import shutil
 import socket
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from evalboard.core.errors import InvalidBundle, PlatformError
 from evalboard.core.limits import SandboxLimits
+from evalboard.core.scratch import scratch_dir
 from evalboard.core.settings import get_settings
 from evalboard.core.states import FailureReason
 from submission_sandbox._channel_sandbox import ChannelSandbox
@@ -279,7 +279,7 @@ class DockerSandbox(ChannelSandbox):
     def _launch(self) -> ModelHello:
         import docker.errors
 
-        self._run_dir = Path(tempfile.mkdtemp(prefix="evalboard-run-"))
+        self._run_dir = scratch_dir("evalboard-run")
         os.chmod(self._run_dir, 0o755)
         if self.channel == "unix":
             self._listener = UnixListener(self._run_dir)

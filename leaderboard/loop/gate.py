@@ -11,7 +11,6 @@ regression; a dataset the candidate failed to run on fails the gate too.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from datasets_registry import get_task, list_datasets
 from datasets_registry.taskspec import TaskSpec
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound, UsageError
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.tables import Dataset, Result, Submission
 from evaluator.evaluation import evaluate_dataset
 from evaluator.scorecard import outputs_by_uid, read_records
@@ -198,7 +198,7 @@ def run_gate(
     if not baseline_path.exists() and not baseline.isdigit():
         raise UsageError(f"--baseline {baseline!r} is neither a submission id nor a bundle path")
     report = GateReport(task=task_id, baseline=baseline, candidate=str(candidate))
-    with tempfile.TemporaryDirectory(prefix="evalboard-gate-") as tmp:
+    with scratch_tree("evalboard-gate") as tmp:
         work = Path(tmp)
         new, failed = _evaluate(candidate, task, test_sets, kind, work / "candidate")
         if baseline_path.exists():
