@@ -15,9 +15,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from datasets_registry import TaskSpec
 from evalboard.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from datasets_registry import TaskSpec
 
 __all__ = ["TEMPLATES", "train_placeholder", "write_trained_template"]
 

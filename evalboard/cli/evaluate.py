@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
-from datasets_registry.taskspec import TaskSpec, load_task_spec
 from evalboard.cli._context import context
 from evalboard.cli._output import console, err_console, print_json, print_table, progress, warn
 from evalboard.cli._sandbox import SANDBOX_HELP, chosen_sandbox
 from evalboard.core.errors import EvaluationFailed, UsageError
-from evaluator import EvaluationResult, TestSet
-from evaluator import evaluate as run_evaluation
+
+if TYPE_CHECKING:
+    from datasets_registry.taskspec import TaskSpec
+    from evaluator import EvaluationResult, TestSet
 
 __all__ = ["evaluate"]
 
@@ -39,6 +40,7 @@ class _Bars:
 
 def _registered(task_id: str) -> tuple[TaskSpec, list[TestSet]]:
     from datasets_registry.registry import get_task, list_datasets
+    from evaluator import TestSet
 
     ctx = context()
     spec = get_task(ctx, task_id)
@@ -208,6 +210,11 @@ def evaluate(
     Exit 0 when every dataset finished, 1 when the model failed on any (the reason and the
     model's last log lines are printed), 2 for bad usage or input.
     """
+    # Imported here, not at the top: the evaluator, the sandboxes and their dependencies
+    # load only when a bundle is evaluated, not for --help or a usage error.
+    from datasets_registry.taskspec import load_task_spec
+    from evaluator import TestSet
+    from evaluator import evaluate as run_evaluation
     from submission_sandbox import load_bundle
 
     if task is not None and task_file is not None:

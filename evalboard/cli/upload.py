@@ -13,9 +13,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import typer
 from rich.progress import (
     BarColumn,
@@ -36,6 +35,9 @@ from evalboard.core.errors import (
     QuotaExceeded,
     UsageError,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["upload", "upload_bundle"]
 
@@ -101,6 +103,8 @@ def upload_bundle(
         retries: attempts per chunk after a dropped connection or a server error.
         resume: the id of an earlier upload of the same file to continue.
     """
+    import httpx  # here: the CLI's start does without it (--help, usage errors)
+
     headers = {"Authorization": f"Bearer {token}"}
     with (
         tempfile.TemporaryDirectory(prefix="evalboard-upload-") as tmp,
