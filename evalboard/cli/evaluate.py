@@ -210,6 +210,16 @@ def evaluate(
     Exit 0 when every dataset finished, 1 when the model failed on any (the reason and the
     model's last log lines are printed), 2 for bad usage or input.
     """
+    if task is not None and task_file is not None:
+        raise UsageError("Give --task or --task-file, not both")
+    if datasets and task_file is None:
+        raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
+    if energy:
+        from evaluator.energy import warm_up
+
+        # codecarbon's import and one-off hardware probe (about 2 s, mostly waiting on
+        # subprocesses) run while the evaluator loads and the bundle is unpacked.
+        warm_up(country)
     # Imported here, not at the top: the evaluator, the sandboxes and their dependencies
     # load only when a bundle is evaluated, not for --help or a usage error.
     from datasets_registry.taskspec import load_task_spec
@@ -217,10 +227,6 @@ def evaluate(
     from evaluator import evaluate as run_evaluation
     from submission_sandbox import load_bundle
 
-    if task is not None and task_file is not None:
-        raise UsageError("Give --task or --task-file, not both")
-    if datasets and task_file is None:
-        raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
     kind = chosen_sandbox(sandbox)
     with tempfile.TemporaryDirectory(prefix="evalboard-evaluate-") as tmp:
         loaded = load_bundle(bundle, unpack_to=Path(tmp) / "bundle")

@@ -1,14 +1,14 @@
 """The bottom layer: settings, storage, artifacts and the error tree.
 
-Names load on first use: every command reads the error tree and the states, and only some
-need the database layer (sqlalchemy) or the artifact store, so ``import evalboard.core``
-stays cheap for ``evalboard --help`` and a usage error.
+Names load on first use (:mod:`evalboard.core.lazy`): every command reads the error tree
+and the states, and only some need the database layer (sqlalchemy) or the artifact store.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from evalboard.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evalboard.core.artifacts import ArtifactStore
@@ -71,16 +71,13 @@ __all__ = [
     "migrate",
 ]
 
-#: The module that defines each exported name.
-_HOMES = {
-    "ArtifactStore": "artifacts",
-    "Context": "context",
-    "Database": "db",
-    "migrate": "db",
-    "Settings": "settings",
-    "get_settings": "settings",
-    **dict.fromkeys(
-        (
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "evalboard.core.artifacts": ("ArtifactStore",),
+        "evalboard.core.context": ("Context",),
+        "evalboard.core.db": ("Database", "migrate"),
+        "evalboard.core.errors": (
             "Conflict",
             "EvalboardError",
             "EvaluationFailed",
@@ -95,10 +92,8 @@ _HOMES = {
             "QuotaExceeded",
             "UsageError",
         ),
-        "errors",
-    ),
-    **dict.fromkeys(
-        (
+        "evalboard.core.settings": ("Settings", "get_settings"),
+        "evalboard.core.states": (
             "Access",
             "ExampleStatus",
             "FailureReason",
@@ -108,19 +103,5 @@ _HOMES = {
             "UploadState",
             "Verdict",
         ),
-        "states",
-    ),
-}
-
-
-def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    },
+)
