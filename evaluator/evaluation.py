@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,8 +102,14 @@ def evaluate_dataset(
     abort: threading.Event | None = None,
     country_iso_code: str = "USA",
     measure_energy: bool = True,
+    energy_meter: EnergyMeter | None = None,
 ) -> DatasetRun:
     """Run one dataset in a fresh sandbox and score it; a model failure is an outcome.
+
+    Args:
+        energy_meter: a started meter of the whole evaluation, this dataset's energy a part
+            of it (``country_iso_code`` and ``measure_energy`` are then the meter's);
+            without one the dataset runs its own meter.
 
     Raises:
         UsageError: a perturbed copy without its original.
@@ -113,21 +120,63 @@ def evaluate_dataset(
             f"Dataset {test_set.name!r} is a {test_set.perturbation} copy of "
             f"{test_set.derived_from!r}; evaluate it together with that dataset"
         )
+    # Its own meter for a dataset run alone (a job, the gate), stopped when it ends.
+    scope = (
+        nullcontext(energy_meter)
+        if energy_meter is not None
+        else EnergyMeter(country_iso_code, enabled=measure_energy)
+    )
+    with scope as meter:
+        return _run_dataset(
+            bundle_dir,
+            test_set,
+            task,
+            sandbox=sandbox,
+            limits=limits,
+            original=original,
+            original_outputs=original_outputs,
+            batch_size=batch_size,
+            progress=progress,
+            abort=abort,
+            energy_meter=meter,
+        )
+
+
+def _run_dataset(
+    bundle_dir: Path,
+    test_set: TestSet,
+    task: TaskSpec,
+    *,
+    sandbox: str,
+    limits: SandboxLimits | None,
+    original: TestSet | None,
+    original_outputs: Mapping[str, dict[str, Any]] | None,
+    batch_size: int | None,
+    progress: ProgressSink | None,
+    abort: threading.Event | None,
+    energy_meter: EnergyMeter,
+) -> DatasetRun:
     examples = test_set.examples  # measure() sends only uid and the inputs of each
     box = open_sandbox(bundle_dir, kind=sandbox, limits=limits or task.limits)
-    energy_meter = EnergyMeter(country_iso_code, enabled=measure_energy)
     if progress is not None:
         progress.begin(test_set.name, len(examples))
-    # codecarbon's start (milliseconds of set-up) overlaps the model's start-up; either
-    # way the meter runs before the first request and stops after the sandbox is gone.
-    metering = threading.Thread(target=energy_meter.start, name="energy-meter-start", daemon=True)
-    metering.start()
+    # The dataset's part of the meter begins while the model starts: the first part of a
+    # process waits for codecarbon's hardware probe (about 1.5 s), later ones take
+    # milliseconds. Either way the part begins before the first request and ends after
+    # the sandbox is gone.
+    beginning = threading.Thread(
+        target=energy_meter.begin_part,
+        args=(test_set.name,),
+        name="energy-part-begin",
+        daemon=True,
+    )
+    beginning.start()
     try:
         started = time.perf_counter()
         try:
             hello = box.start()
         finally:
-            metering.join()
+            beginning.join()
         startup_s = time.perf_counter() - started
         size = batch_size or hello.batch_size
         if test_set.perturbation and original_outputs is None:
@@ -163,7 +212,7 @@ def evaluate_dataset(
             final = closing.result()
     except SandboxFailure as failure:
         _close_quietly(box)
-        energy = energy_meter.stop()
+        energy = energy_meter.end_part()
         if progress is not None:
             progress.end(test_set.name, f"failed: {failure.reason.value}")
         return DatasetRun(
@@ -181,9 +230,9 @@ def evaluate_dataset(
         )
     except BaseException:
         _close_quietly(box)
-        energy_meter.stop()
+        energy_meter.end_part()
         raise
-    energy = energy_meter.stop()
+    energy = energy_meter.end_part()
     peak = final.peak_memory_bytes or usage.peak_memory_bytes
     cpu = final.cpu_seconds if final.cpu_seconds is not None else usage.cpu_seconds
     throughputs = [t for t, _ in runs]
@@ -304,45 +353,47 @@ def evaluate(
     outputs: dict[str, dict[str, dict[str, Any]]] = {}
     by_name = {test_set.name: test_set for test_set in datasets}
     fatal: DatasetOutcome | None = None
-    for test_set in in_evaluation_order(datasets):
-        if fatal is not None:
-            runs.append(
-                DatasetRun(
-                    outcome=DatasetOutcome.of(
-                        test_set,
-                        derived_from=test_set.derived_from,
-                        status="failed",
-                        failure=fatal.failure,
-                    ),
-                    energy=Energy(method="not run"),
+    # One meter for the whole evaluation, each dataset a part of it: codecarbon is set up
+    # once, not once per dataset.
+    with EnergyMeter(country_iso_code, enabled=measure_energy) as meter:
+        for test_set in in_evaluation_order(datasets):
+            if fatal is not None:
+                runs.append(
+                    DatasetRun(
+                        outcome=DatasetOutcome.of(
+                            test_set,
+                            derived_from=test_set.derived_from,
+                            status="failed",
+                            failure=fatal.failure,
+                        ),
+                        energy=Energy(method="not run"),
+                    )
                 )
+                continue
+            original = by_name.get(test_set.derived_from or "")
+            run = evaluate_dataset(
+                bundle_dir,
+                test_set,
+                task,
+                sandbox=sandbox,
+                limits=limits,
+                original=original,
+                original_outputs=outputs.get(test_set.derived_from or ""),
+                batch_size=batch_size,
+                progress=progress,
+                energy_meter=meter,
             )
-            continue
-        original = by_name.get(test_set.derived_from or "")
-        run = evaluate_dataset(
-            bundle_dir,
-            test_set,
-            task,
-            sandbox=sandbox,
-            limits=limits,
-            original=original,
-            original_outputs=outputs.get(test_set.derived_from or ""),
-            batch_size=batch_size,
-            progress=progress,
-            country_iso_code=country_iso_code,
-            measure_energy=measure_energy,
-        )
-        runs.append(run)
-        if run.outputs is not None and test_set.perturbation is None:
-            outputs[test_set.name] = run.outputs
-        failure = run.outcome.failure
-        if failure is not None and FailureReason(failure.reason) in _FATAL:
-            fatal = run.outcome
-        if predictions_dir is not None and run.quality is not None:
-            predictions_dir.mkdir(parents=True, exist_ok=True)
-            path = predictions_dir / f"{test_set.name}.jsonl"
-            path.write_bytes(run.quality.jsonl())
-            run.outcome.predictions = str(path)
+            runs.append(run)
+            if run.outputs is not None and test_set.perturbation is None:
+                outputs[test_set.name] = run.outputs
+            failure = run.outcome.failure
+            if failure is not None and FailureReason(failure.reason) in _FATAL:
+                fatal = run.outcome
+            if predictions_dir is not None and run.quality is not None:
+                predictions_dir.mkdir(parents=True, exist_ok=True)
+                path = predictions_dir / f"{test_set.name}.jsonl"
+                path.write_bytes(run.quality.jsonl())
+                run.outcome.predictions = str(path)
     finished = [run for run in runs if run.outcome.status == "finished"]
     return EvaluationResult(
         task=task.id,

@@ -22,7 +22,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from evalboard.core.context import Context
-from evalboard.core.states import FailureReason, JobStatus
+from evalboard.core.states import DEFAULT_LEASE_S, FailureReason, JobStatus
 from evalboard.core.tables import Dataset, Job, Result, Submission, utcnow
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_LEASE_S = 60.0
 #: A job whose worker died this many times fails (a platform fault) instead of looping.
 MAX_ATTEMPTS = 3
 ACTIVE = (JobStatus.BUILDING.value, JobStatus.RUNNING.value)

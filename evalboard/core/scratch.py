@@ -32,6 +32,7 @@ __all__ = [
 SCRATCH_PREFIXES = (
     "evalboard-build",  # a bundle's image build context
     "evalboard-dataset",  # an uploaded dataset file, before it is imported
+    "evalboard-demo",  # the demo's bundles being packed for upload
     "evalboard-deps",  # a bundle's dependency set being resolved (beside its cache)
     "evalboard-evaluate",  # `evalboard evaluate`'s unpacked bundle and predictions
     "evalboard-gate",  # the release gate's unpacked bundle

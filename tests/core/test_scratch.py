@@ -36,7 +36,9 @@ def test_scratch_folders_name_their_owner() -> None:
 
 
 def test_an_unknown_kind_is_refused() -> None:
-    with pytest.raises(ValueError, match="known: evalboard-build, .*evalboard-job, evalboard-local"):
+    with pytest.raises(
+        ValueError, match="known: evalboard-build, .*evalboard-job, evalboard-local"
+    ):
         scratch_prefix("evalboard-tmp")
 
 

@@ -255,3 +255,13 @@ def test_no_log_is_kept_for_a_hidden_set(keyword_bundle: BundleFactory) -> None:
     )
     outcome = result.outcome("mini")
     assert outcome.status == "finished" and outcome.log_tail is None
+
+
+def test_each_dataset_has_its_share_of_the_evaluations_energy(
+    keyword_bundle: BundleFactory,
+) -> None:
+    result = evaluate(keyword_bundle(), task=sentiment_spec(), datasets=_sets(), sandbox="local")
+    shares = [outcome.metrics.energy_kwh for outcome in result.datasets if outcome.metrics]
+    assert len(shares) == 2
+    assert all(kwh is not None and kwh > 0 for kwh in shares)
+    assert result.energy.kwh == pytest.approx(sum(kwh or 0 for kwh in shares))
