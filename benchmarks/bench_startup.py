@@ -167,7 +167,7 @@ def bench_energy_meter(runs: int) -> dict[str, Any]:
 
 
 def bench_per_dataset(runs: int) -> dict[str, Any]:
-    from evaluator import TestSet, evaluate
+    from evaluator import RunOptions, TestSet, evaluate
     from tests.helpers.tasks import sentiment_rows, sentiment_spec
 
     rows = sentiment_rows()
@@ -176,7 +176,11 @@ def bench_per_dataset(runs: int) -> dict[str, Any]:
     task = sentiment_spec()
 
     def run(count: int) -> float:
-        return _timed(lambda: evaluate(BUNDLE, task=task, datasets=sets[:count], sandbox="local"))
+        return _timed(
+            lambda: evaluate(
+                BUNDLE, task=task, datasets=sets[:count], options=RunOptions(sandbox="local")
+            )
+        )
 
     run(1)  # warm-up: imports, codecarbon's probe
     one, four = [], []

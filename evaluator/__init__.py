@@ -8,7 +8,13 @@ from evalboard.core.lazy import lazy_exports
 if TYPE_CHECKING:
     from evaluator.broker import ping_broker
     from evaluator.energy import EnergyMeter
-    from evaluator.evaluation import DatasetRun, ProgressSink, evaluate, evaluate_dataset
+    from evaluator.evaluation import (
+        DatasetRun,
+        ProgressSink,
+        RunOptions,
+        evaluate,
+        evaluate_dataset,
+    )
     from evaluator.job import execute_claimed, run_job, stored_outcome
     from evaluator.lease import Lease, reap_orphan_sandboxes, worker_identity
     from evaluator.load import CONTENDED_SHARE, LoadMeter, WorkerLoad
@@ -52,6 +58,7 @@ __all__ = [
     "LoadMeter",
     "ProgressSink",
     "Provenance",
+    "RunOptions",
     "TaskMetrics",
     "TestSet",
     "WorkerLoad",
@@ -90,6 +97,7 @@ __getattr__, __dir__ = lazy_exports(
         "evaluator.evaluation": (
             "DatasetRun",
             "ProgressSink",
+            "RunOptions",
             "evaluate",
             "evaluate_dataset",
         ),

@@ -223,7 +223,7 @@ def evaluate(
     # Imported here, not at the top: the evaluator, the sandboxes and their dependencies
     # load only when a bundle is evaluated, not for --help or a usage error.
     from datasets_registry.taskspec import load_task_spec
-    from evaluator import TestSet
+    from evaluator import RunOptions, TestSet
     from evaluator import evaluate as run_evaluation
     from submission_sandbox import load_bundle
 
@@ -244,16 +244,18 @@ def evaluate(
             warn("the local sandbox does not isolate the model: run only code you trust")
         with progress() as display:
             result = run_evaluation(
-                loaded.path,
+                loaded,
                 task=spec,
                 datasets=test_sets,
-                sandbox=kind,
+                options=RunOptions(
+                    sandbox=kind,
+                    batch_size=batch_size,
+                    seed=seed,
+                    country_iso_code=country,
+                    measure_energy=energy,
+                ),
                 predictions_dir=predictions,
                 progress=_Bars(display),
-                batch_size=batch_size,
-                seed=seed,
-                country_iso_code=country,
-                measure_energy=energy,
             )
     document = result.model_dump(mode="json")
     if json_out is not None and str(json_out) == "-":

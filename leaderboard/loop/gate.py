@@ -24,7 +24,7 @@ from evalboard.core.context import Context
 from evalboard.core.errors import NotFound, UsageError
 from evalboard.core.scratch import scratch_tree
 from evalboard.core.tables import Dataset, Result, Submission
-from evaluator.evaluation import evaluate_dataset
+from evaluator.evaluation import RunOptions, evaluate_dataset
 from evaluator.scorecard import outputs_by_uid, read_records
 from evaluator.testset import TestSet
 from leaderboard.loop.answers import gold_value, is_model_wrong
@@ -131,11 +131,12 @@ def compare(
 def _evaluate(
     bundle: Path, task: TaskSpec, test_sets: Sequence[TestSet], sandbox: str, workdir: Path
 ) -> tuple[Outputs, dict[str, str]]:
-    unpacked = load_bundle(bundle, unpack_to=workdir).path
+    unpacked = load_bundle(bundle, unpack_to=workdir)
+    options = RunOptions(sandbox=sandbox, measure_energy=False)
     outputs: Outputs = {}
     failures: dict[str, str] = {}
     for test_set in test_sets:
-        run = evaluate_dataset(unpacked, test_set, task, sandbox=sandbox, measure_energy=False)
+        run = evaluate_dataset(unpacked, test_set, task, options=options)
         if run.outcome.failure is not None:
             failures[test_set.name] = f"{run.outcome.failure.reason}: {run.outcome.failure.message}"
         else:

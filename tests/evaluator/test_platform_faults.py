@@ -26,6 +26,7 @@ from evalboard.core.context import Context
 from evalboard.core.settings import Settings, get_settings
 from evalboard.core.tables import Job, Result, Submission
 from evaluator import (
+    RunOptions,
     TestSet,
     WorkerPool,
     enqueue_submission,
@@ -174,12 +175,11 @@ def _direct_perf(ctx: Context, bundle: Path, task: str) -> dict[str, float]:
     direct = evaluate(
         bundle,
         task=sentiment_spec(),
-        sandbox="local",
-        measure_energy=False,
         datasets=[
             TestSet.from_table(ctx, d, derived_from=names.get(d.derived_from_id or -1))
             for d in datasets
         ],
+        options=RunOptions(sandbox="local", measure_energy=False),
     )
     out = {}
     for d in datasets:

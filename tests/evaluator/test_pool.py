@@ -13,6 +13,7 @@ from datasets_registry.registry import list_datasets
 from evalboard.core.context import Context
 from evalboard.core.tables import Dataset, Job, Result
 from evaluator import (
+    RunOptions,
     TestSet,
     WorkerPool,
     enqueue_submission,
@@ -53,12 +54,11 @@ def test_jobs_give_the_same_numbers_as_a_direct_evaluation(
     direct = evaluate(
         bundle,
         task=sentiment_spec(),
-        sandbox="local",
-        measure_energy=False,
         datasets=[
             TestSet.from_table(ctx, d, derived_from=names.get(d.derived_from_id or -1))
             for d in datasets
         ],
+        options=RunOptions(sandbox="local", measure_energy=False),
     )
     outcomes = []
     for job, dataset, result in rows:
