@@ -57,7 +57,7 @@ from evaluator import (  # noqa: E402
     enqueue_submission,
     evaluate_dataset,
 )
-from evaluator.broker import make_celery  # noqa: E402
+from evaluator.jobs.dispatch import make_celery  # noqa: E402
 from evaluator.measurement import measure  # noqa: E402
 from evaluator.provenance import cpu_count, cpu_model  # noqa: E402
 from submission_sandbox import open_sandbox  # noqa: E402

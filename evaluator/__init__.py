@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 from evalboard.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from evaluator.broker import ping_broker
     from evaluator.energy import EnergyMeter
     from evaluator.evaluation import (
         DatasetRun,
@@ -15,12 +14,11 @@ if TYPE_CHECKING:
         evaluate,
         evaluate_dataset,
     )
-    from evaluator.job import execute_claimed, run_job, stored_outcome
-    from evaluator.lease import Lease, reap_orphan_sandboxes, worker_identity
-    from evaluator.load import CONTENDED_SHARE, LoadMeter, WorkerLoad
-    from evaluator.measurement import Aborted, check_outputs, measure
-    from evaluator.pool import WorkerPool
-    from evaluator.queue import (
+    from evaluator.jobs.dispatch import ping_broker
+    from evaluator.jobs.job import execute_claimed, run_job, stored_outcome
+    from evaluator.jobs.lease import Lease, reap_orphan_sandboxes, worker_identity
+    from evaluator.jobs.pool import WorkerPool
+    from evaluator.jobs.queue import (
         cancel_submission,
         claim,
         claim_next,
@@ -28,6 +26,8 @@ if TYPE_CHECKING:
         queue_missing_jobs,
         reap_expired,
     )
+    from evaluator.load import CONTENDED_SHARE, LoadMeter, WorkerLoad
+    from evaluator.measurement import Aborted, check_outputs, measure
     from evaluator.result import (
         SCHEMA_VERSION,
         DatasetMetrics,
@@ -92,7 +92,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "evaluator.broker": ("ping_broker",),
+        "evaluator.jobs.dispatch": ("ping_broker",),
         "evaluator.energy": ("EnergyMeter",),
         "evaluator.evaluation": (
             "DatasetRun",
@@ -101,12 +101,12 @@ __getattr__, __dir__ = lazy_exports(
             "evaluate",
             "evaluate_dataset",
         ),
-        "evaluator.job": (
+        "evaluator.jobs.job": (
             "execute_claimed",
             "run_job",
             "stored_outcome",
         ),
-        "evaluator.lease": (
+        "evaluator.jobs.lease": (
             "Lease",
             "reap_orphan_sandboxes",
             "worker_identity",
@@ -121,8 +121,8 @@ __getattr__, __dir__ = lazy_exports(
             "check_outputs",
             "measure",
         ),
-        "evaluator.pool": ("WorkerPool",),
-        "evaluator.queue": (
+        "evaluator.jobs.pool": ("WorkerPool",),
+        "evaluator.jobs.queue": (
             "cancel_submission",
             "claim",
             "claim_next",

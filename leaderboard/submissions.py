@@ -19,7 +19,7 @@ from evalboard.core.errors import Conflict, NotFound, PermissionDenied, QuotaExc
 from evalboard.core.states import Access, JobStatus, UploadState
 from evalboard.core.tables import Job, Rerun, Submission, Upload, User, utcnow
 from evaluator import cancel_submission, enqueue_submission, shown_metrics
-from evaluator.queue import dispatcher_for
+from evaluator.jobs.dispatch import dispatcher_for
 from leaderboard.accounts import Principal
 from leaderboard.schemas import JobPublic, SubmissionPublic, SubmissionStatusPublic
 from leaderboard.table import summary_status

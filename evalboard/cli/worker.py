@@ -81,7 +81,7 @@ def _run(
     loglevel: str,
 ) -> None:
     if ctx.settings.broker_url:
-        from evaluator.broker import run_celery_worker
+        from evaluator.jobs.broker import run_celery_worker
 
         run_celery_worker(
             ctx,

@@ -31,10 +31,9 @@ from evaluator import (
     WorkerPool,
     enqueue_submission,
     evaluate,
-    faults,
-    queue,
     stored_outcome,
 )
+from evaluator.jobs import faults, queue
 from tests.conftest import make_settings
 from tests.core.test_artifacts_s3 import S3Server, s3_server  # noqa: F401
 from tests.evaluator.conftest import BundleFactory, submit
@@ -98,7 +97,7 @@ def test_an_engine_watch_says_once_when_the_engine_goes_and_once_when_it_returns
 
     watch = faults.EngineWatch(probe)
     assert watch.check() and probes == []  # up: no probe at all on the claiming path
-    caplog.set_level(logging.WARNING, logger="evaluator.faults")
+    caplog.set_level(logging.WARNING, logger="evaluator.jobs.faults")
     watch.went_down("the Docker engine at unix:///x")
     watch.went_down("the Docker engine at unix:///x")  # a second job meeting it: no new line
     settings = _fast(tmp_path)
@@ -383,7 +382,7 @@ def test_a_celery_worker_waits_for_its_engine_and_every_job_finishes_once(
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait()
-        from evaluator.broker import make_celery
+        from evaluator.jobs.dispatch import make_celery
 
         make_celery(settings).close()
         ctx.db.dispose()

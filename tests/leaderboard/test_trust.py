@@ -163,13 +163,13 @@ def test_the_pool_backs_off_and_says_so_once(
 ) -> None:
     db = _FlakyDatabase(settings.database_url)
     ctx = Context(settings=settings, db=db, artifacts=Context.from_settings(settings).artifacts)
-    caplog.set_level(logging.WARNING, logger="evaluator.pool")
+    caplog.set_level(logging.WARNING, logger="evaluator.jobs.pool")
     db.down = True
     with WorkerPool(ctx, concurrency=2, poll_s=0.02):
         time.sleep(1.5)
         db.down = False
         time.sleep(2.5)  # longer than the longest wait reached so far
-    messages = [r.getMessage() for r in caplog.records if r.name == "evaluator.pool"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "evaluator.jobs.pool"]
     assert sum("does not answer" in m for m in messages) == 1, messages
     assert sum("answers again" in m for m in messages) == 1, messages
     assert all(r.exc_info is None for r in caplog.records)

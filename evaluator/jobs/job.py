@@ -5,7 +5,7 @@ holds the lease with a heartbeat, fetches and unpacks the bundle, evaluates the 
 in a fresh sandbox, and writes the result once. A model failure fails the job with its
 exact reason and log tail; a fault of ours puts it back in the queue for another worker,
 up to ``MAX_ATTEMPTS``, and never counts against the researcher. A part of the platform
-that does not answer (the engine, the store) is waited out instead (:mod:`evaluator.faults`).
+that does not answer (the engine, the store) is waited out instead (:mod:`evaluator.jobs.faults`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ from evalboard.core.errors import InvalidBundle, PlatformError
 from evalboard.core.scratch import scratch_full, scratch_tree
 from evalboard.core.states import FailureReason, JobStatus
 from evalboard.core.tables import Dataset, Job, Result, Submission, Task
-from evaluator import faults, provenance, queue
+from evaluator import provenance
 from evaluator.evaluation import DatasetRun, RunOptions, evaluate_dataset
-from evaluator.lease import Lease, worker_identity
+from evaluator.jobs import faults, queue
+from evaluator.jobs.lease import Lease, worker_identity
 from evaluator.measurement import Aborted
 from evaluator.result import (
     SCHEMA_VERSION,
