@@ -12,6 +12,7 @@ from evalboard.core.states import Access, JobStatus, Role, RoundStatus, UploadSt
 
 __all__ = [
     "BaselineUpdate",
+    "CardPublic",
     "DatasetPublic",
     "DatasetWeightUpdate",
     "IntervalPublic",
@@ -167,6 +168,7 @@ class SubmissionPublic(BaseModel):
     runtime: str | None
     bundle_sha256: str
     is_baseline: bool
+    published: bool = Field(True, description="False: off the public board.")
     status: JobStatus = Field(description="Summary of the per-dataset jobs.")
     created_at: Timestamp
 
@@ -178,6 +180,25 @@ class SubmissionStatusPublic(SubmissionPublic):
 
 class BaselineUpdate(_In):
     is_baseline: bool
+
+
+class CardPublic(BaseModel):
+    """A model's card as the caller may read it (see ``submission_sandbox.ModelCard``)."""
+
+    submission_id: int
+    task: str
+    name: str
+    user: str | None = Field(description="None when the model is anonymous to you.")
+    runtime: str | None
+    description: str
+    params: int | None
+    license: str | None
+    source_url: str | None
+    paper_url: str | None
+    languages: list[str]
+    card: str = Field(description="Markdown, as written (pages render it safely).")
+    anonymous: bool
+    published: bool
 
 
 # Leaderboards -------------------------------------------------------------------------------
@@ -209,6 +230,10 @@ class RowPublic(BaseModel):
     kind: Literal["model", "baseline", "majority"]
     metrics: dict[str, float | None]
     dynascore: float | None
+    runtime: str | None = None
+    license: str | None = None
+    params: int | None = Field(None, description="Number of parameters, where the card says.")
+    published: bool = Field(True, description="False: only you (and the owner) see this row.")
     contributions: dict[str, float] = Field(
         default_factory=dict, description="Each metric's share of the Dynascore."
     )

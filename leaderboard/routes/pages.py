@@ -15,6 +15,7 @@ from evalboard.core.errors import NotFound
 from evalboard.core.states import Access
 from leaderboard.accounts import authenticate
 from leaderboard.auth import CtxDep, PrincipalDep, sign_in, sign_out
+from leaderboard.cards import filter_board, render_markdown, visible_table
 from leaderboard.charts import contributions_figure, datasets_figure, pareto_figure, rounds_figure
 from leaderboard.drilldown import drilldown
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights
@@ -142,15 +143,22 @@ def task_page(
     principal: PrincipalDep,
     weights: WeightsQuery = None,
     dataset_weights: DatasetWeightsQuery = None,
+    runtime: Annotated[str | None, Query(max_length=32)] = None,
+    license: Annotated[str | None, Query(max_length=64)] = None,
 ) -> HTMLResponse:
-    table = load_table(ctx, task_id)
-    board = _board(ctx, table, weights, dataset_weights)
+    table = visible_table(load_table(ctx, task_id), principal)
+    board = filter_board(
+        _board(ctx, table, weights, dataset_weights),
+        runtime=runtime or None,
+        license=license or None,
+    )
     return render(
         request,
         "task.html",
         principal,
         task=task_public(ctx, task_id),
         board=board,
+        filters={"runtime": runtime or "", "license": license or ""},
         data=_client_data(table, board),
         dataset_max=max([1.0, *(2 * w for w in board.dataset_weights.values())]),
         owner=principal.owns(task_id),
@@ -202,7 +210,7 @@ def model_page(
     offset: Annotated[int, Query(ge=0)] = 0,
     wrong_only: bool = False,
 ) -> HTMLResponse:
-    table = load_table(ctx, task_id)
+    table = visible_table(load_table(ctx, task_id), principal)
     entry = table.entry(submission_id)
     if entry is None:
         raise NotFound(f"Task {task_id!r} has no submission {submission_id}")
@@ -234,6 +242,8 @@ def model_page(
         principal,
         task=task_public(ctx, task_id),
         entry=entry,
+        card_html=render_markdown(entry.card.card),
+        description=str(get_submission(ctx, submission_id).manifest.get("description") or ""),
         row=row,
         board=board,
         charts=charts,
