@@ -23,6 +23,8 @@ __all__ = [
     "RoleGrantCreate",
     "RoundPublic",
     "RowPublic",
+    "SnapshotCreate",
+    "SnapshotPublic",
     "SubmissionPublic",
     "SubmissionStatusPublic",
     "TaskCreate",
@@ -292,6 +294,29 @@ class LeaderboardPublic(BaseModel):
     warnings: list[str] = Field(
         default_factory=list, description="What makes the scores hard to read, in words."
     )
+
+
+# Snapshots ----------------------------------------------------------------------------------
+
+
+class SnapshotCreate(_In):
+    title: str = Field("", max_length=200, description="What the snapshot is for, in words.")
+
+
+class SnapshotPublic(BaseModel):
+    """A frozen board: its number, when, and where its bytes are."""
+
+    task: str
+    number: int
+    title: str
+    created_at: Timestamp
+    models: int = Field(description="Ranked models in the frozen board.")
+    json_sha256: str
+    csv_sha256: str
+    url: str = Field(description="The permalink of its page.")
+    csv_url: str
+    json_url: str
+    citation: str = Field(description="A BibTeX entry citing the permalink.")
 
 
 # Users --------------------------------------------------------------------------------------
