@@ -127,7 +127,10 @@ def update_card(
     try:
         card = ModelCard.model_validate(merged)
     except ValidationError as exc:
-        raise UsageError(f"Not a valid model card:\n{describe_validation_error(exc)}") from None
+        problems = "; ".join(
+            line.strip(" -") for line in describe_validation_error(exc).splitlines() if line.strip()
+        )
+        raise UsageError(f"Not a valid model card: {problems}") from None
     values: dict[str, Any] = {"card": card.model_dump(mode="json")}
     if published is not None:
         values["published"] = bool(published)

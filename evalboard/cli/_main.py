@@ -65,6 +65,9 @@ def _register() -> None:
     app.add_typer(loop.round_app, name="round")
     app.add_typer(loop.failures_app, name="failures")
     app.command("gate")(loop.gate)
+    from evalboard.cli import snapshot
+
+    app.add_typer(snapshot.app, name="snapshot")
 
 
 _register()
