@@ -24,15 +24,16 @@ from evalboard.core.context import Context
 from evalboard.core.errors import PermissionDenied, UsageError
 from evalboard.core.tables import Submission
 from evalboard.core.validation import describe_validation_error
-from leaderboard.accounts import Principal
+from leaderboard.accounts import ANONYMOUS, Principal
 from leaderboard.schemas import LeaderboardPublic, RowPublic
-from leaderboard.table import ModelEntry, TaskTable, stored_card
+from leaderboard.table import ModelEntry, TaskTable, load_table, stored_card
 from submission_sandbox import ModelCard, Runtime
 
 __all__ = [
     "CardUpdate",
     "filter_board",
     "may_see",
+    "public_table",
     "render_markdown",
     "shown_user",
     "update_card",
@@ -98,6 +99,12 @@ def visible_table(table: TaskTable, principal: Principal) -> TaskTable:
         )
         models.append(entry if user == entry.user else replace(entry, user=user, user_id=None))
     return replace(table, models=models)
+
+
+def public_table(ctx: Context, task_id: str) -> TaskTable:
+    """The task's table as an anonymous visitor sees it: what the CLI prints, snapshots
+    freeze and ``promote --top`` picks targets from."""
+    return visible_table(load_table(ctx, task_id), ANONYMOUS)
 
 
 def update_card(

@@ -27,11 +27,11 @@ from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound
 from evalboard.core.states import Access, JobStatus
 from evalboard.core.tables import Job, Snapshot, Submission, Task, utcnow
-from leaderboard.accounts import ANONYMOUS, Principal
-from leaderboard.cards import visible_table
+from leaderboard.accounts import Principal
+from leaderboard.cards import public_table
 from leaderboard.ranking import build_leaderboard, to_csv
 from leaderboard.schemas import LeaderboardPublic
-from leaderboard.table import TaskTable, load_table
+from leaderboard.table import TaskTable
 
 __all__ = [
     "SNAPSHOT_SCHEMA_VERSION",
@@ -77,7 +77,7 @@ def _document(
     ctx: Context, task_id: str, number: int, title: str, taken_at: datetime
 ) -> dict[str, Any]:
     # The public view: what an anonymous visitor of the live board sees right now.
-    table = visible_table(load_table(ctx, task_id), ANONYMOUS)
+    table = public_table(ctx, task_id)
     board = build_leaderboard(ctx, table)
     ranked = [r.submission_id for r in board.rows if r.submission_id is not None]
     return {
