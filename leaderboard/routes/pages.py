@@ -22,6 +22,7 @@ from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_
 from leaderboard.routes._page import flash, form_csrf, redirect, render
 from leaderboard.routes.tasks import task_public
 from leaderboard.schemas import LeaderboardPublic
+from leaderboard.snapshots import list_snapshots
 from leaderboard.submissions import cancel, get_submission, rerun, submission_status
 from leaderboard.table import TaskTable, load_table
 from leaderboard.throttle import LoginThrottle
@@ -159,6 +160,7 @@ def task_page(
         task=task_public(ctx, task_id),
         board=board,
         filters={"runtime": runtime or "", "license": license or ""},
+        snapshots=list_snapshots(ctx, task_id),
         data=_client_data(table, board),
         dataset_max=max([1.0, *(2 * w for w in board.dataset_weights.values())]),
         owner=principal.owns(task_id),

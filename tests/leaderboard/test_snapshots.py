@@ -94,10 +94,12 @@ async def test_a_snapshot_never_changes_when_models_and_rounds_arrive(
         after_json = (await client.get(f"/tasks/{TASK}/snapshots/1.json")).content
         live_after = (await client.get(f"/tasks/{TASK}/leaderboard.csv")).content
         page = await client.get(f"/ui/tasks/{TASK}/snapshots/1")
+        task_page = await client.get(f"/ui/tasks/{TASK}")
     assert live_after != live_before  # the live board did change
     assert after_csv == before_csv and after_json == before_json
     assert page.status_code == 200 and taken["csv_sha256"] in page.text
     assert "@misc{evalboard-sentiment-1," in page.text
+    assert f'href="/ui/tasks/{TASK}/snapshots/1"' in task_page.text
 
 
 async def test_hidden_sets_and_private_models_stay_out_of_a_snapshot(
