@@ -41,9 +41,10 @@ def _register() -> None:
     app.add_typer(task.app, name="task")
     app.add_typer(dataset.app, name="dataset")
     app.add_typer(model.app, name="model")
-    from evalboard.cli import upload
+    from evalboard.cli import card, upload
 
     model.app.command("upload")(upload.upload)
+    model.app.command("card")(card.card)
     from evalboard.cli import evaluate, worker
 
     app.command("evaluate")(evaluate.evaluate)
@@ -63,6 +64,9 @@ def _register() -> None:
     app.add_typer(loop.round_app, name="round")
     app.add_typer(loop.failures_app, name="failures")
     app.command("gate")(loop.gate)
+    from evalboard.cli import snapshot
+
+    app.add_typer(snapshot.app, name="snapshot")
 
 
 _register()

@@ -35,7 +35,7 @@ def manage_page(
         principal,
         task=task_public(ctx, task_id),
         datasets=visible_datasets(ctx, principal, task_id),
-        submissions=list_submissions(ctx, task_id),
+        submissions=list_submissions(ctx, principal, task_id),
         metrics=[METRICS[name] for name in WEIGHABLE_METRICS],
         accesses=[a.value for a in Access],
     )
