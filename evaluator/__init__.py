@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from evalboard.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from evaluator.energy import EnergyMeter
+    from evaluator.energy import EnergyMeter, warm_up
     from evaluator.evaluation import (
         DatasetRun,
         ProgressSink,
@@ -14,7 +14,10 @@ if TYPE_CHECKING:
         evaluate,
         evaluate_dataset,
     )
-    from evaluator.jobs.dispatch import ping_broker
+    from evaluator.jobs.broker import run_celery_worker
+    from evaluator.jobs.dispatch import Dispatcher, dispatcher_for, ping_broker
+    from evaluator.jobs.faults import store_fault
+    from evaluator.jobs.heartbeat import WorkerHeartbeat, live_workers
     from evaluator.jobs.job import execute_claimed, run_job, stored_outcome
     from evaluator.jobs.lease import Lease, reap_orphan_sandboxes, worker_identity
     from evaluator.jobs.pool import WorkerPool
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
     )
     from evaluator.load import CONTENDED_SHARE, LoadMeter, WorkerLoad
     from evaluator.measurement import Aborted, check_outputs, measure
+    from evaluator.provenance import gpu_name
     from evaluator.result import (
         SCHEMA_VERSION,
         DatasetMetrics,
@@ -50,6 +54,7 @@ __all__ = [
     "DatasetMetrics",
     "DatasetOutcome",
     "DatasetRun",
+    "Dispatcher",
     "Energy",
     "EnergyMeter",
     "EvaluationResult",
@@ -61,16 +66,20 @@ __all__ = [
     "RunOptions",
     "TaskMetrics",
     "TestSet",
+    "WorkerHeartbeat",
     "WorkerLoad",
     "WorkerPool",
     "cancel_submission",
     "check_outputs",
     "claim",
     "claim_next",
+    "dispatcher_for",
     "enqueue_submission",
     "evaluate",
     "evaluate_dataset",
     "execute_claimed",
+    "gpu_name",
+    "live_workers",
     "measure",
     "model_inputs",
     "outputs_by_uid",
@@ -79,11 +88,14 @@ __all__ = [
     "read_records",
     "reap_expired",
     "reap_orphan_sandboxes",
+    "run_celery_worker",
     "run_job",
     "shown_metrics",
+    "store_fault",
     "stored_metrics",
     "stored_outcome",
     "summarize",
+    "warm_up",
     "worker_identity",
 ]
 
@@ -92,8 +104,12 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "evaluator.jobs.dispatch": ("ping_broker",),
-        "evaluator.energy": ("EnergyMeter",),
+        "evaluator.jobs.dispatch": ("Dispatcher", "dispatcher_for", "ping_broker"),
+        "evaluator.energy": ("EnergyMeter", "warm_up"),
+        "evaluator.jobs.broker": ("run_celery_worker",),
+        "evaluator.jobs.faults": ("store_fault",),
+        "evaluator.jobs.heartbeat": ("WorkerHeartbeat", "live_workers"),
+        "evaluator.provenance": ("gpu_name",),
         "evaluator.evaluation": (
             "DatasetRun",
             "ProgressSink",

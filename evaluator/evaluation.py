@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from datasets_registry.taskspec import TaskSpec
+from datasets_registry import TaskSpec
 from evalboard.core.errors import InvalidBundle, UsageError
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
@@ -40,8 +40,15 @@ from evaluator.result import (
 )
 from evaluator.scorecard import Quality, score, summarize
 from evaluator.testset import TestSet, in_evaluation_order
-from submission_sandbox.bundle import Bundle, bundle_digest, load_bundle
-from submission_sandbox.sandbox import Sandbox, SandboxFailure, open_sandbox, resolve_sandbox
+from submission_sandbox import (
+    Bundle,
+    Sandbox,
+    SandboxFailure,
+    bundle_digest,
+    load_bundle,
+    open_sandbox,
+    resolve_sandbox,
+)
 
 __all__ = ["DatasetRun", "ProgressSink", "RunOptions", "evaluate", "evaluate_dataset"]
 

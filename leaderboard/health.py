@@ -24,9 +24,7 @@ from fastapi.responses import JSONResponse
 from evalboard import __version__
 from evalboard.core.context import Context
 from evalboard.core.errors import PlatformError
-from evaluator import ping_broker
-from evaluator.jobs.faults import store_fault
-from evaluator.jobs.heartbeat import live_workers
+from evaluator import live_workers, ping_broker, store_fault
 from leaderboard.auth import CtxDep
 
 __all__ = ["router"]

@@ -18,8 +18,7 @@ from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, QuotaExceeded
 from evalboard.core.states import Access, JobStatus, UploadState
 from evalboard.core.tables import Job, Rerun, Submission, Upload, User, utcnow
-from evaluator import cancel_submission, enqueue_submission, shown_metrics
-from evaluator.jobs.dispatch import dispatcher_for
+from evaluator import cancel_submission, dispatcher_for, enqueue_submission, shown_metrics
 from leaderboard.accounts import Principal
 from leaderboard.cards import may_see, shown_user
 from leaderboard.schemas import CardPublic, JobPublic, SubmissionPublic, SubmissionStatusPublic

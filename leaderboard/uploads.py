@@ -50,8 +50,7 @@ from evalboard.core.tables import Submission, Upload, utcnow
 from leaderboard.accounts import Principal, principal_for
 from leaderboard.schemas import UploadCreate, UploadPublic
 from leaderboard.submissions import check_quota, create_submission, lock_user
-from submission_sandbox.archive import ARCHIVE_SUFFIXES, ArchiveCaps
-from submission_sandbox.bundle import load_bundle
+from submission_sandbox import ARCHIVE_SUFFIXES, ArchiveCaps, load_bundle
 
 __all__ = [
     "CHUNK_SIZE",

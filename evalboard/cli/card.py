@@ -4,14 +4,16 @@ server (its submitter's token)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import typer
 
 from evalboard.cli._output import console, print_json
 from evalboard.cli.upload import _check
 from evalboard.core.errors import UsageError
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["card", "server_client"]
 
@@ -28,6 +30,8 @@ TOKEN = typer.Option(
 
 def server_client(server: str, token: str | None) -> httpx.Client:
     """A client of ``server``, signed in with ``token`` when one is given."""
+    import httpx  # here, not at the top: --help and usage errors load no HTTP client
+
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=120)
 

@@ -15,7 +15,7 @@ from evalboard.cli._output import console, print_json, print_table
 from evalboard.core.states import Access
 
 if TYPE_CHECKING:
-    from datasets_registry.importers import Format
+    from datasets_registry import Format
     from evalboard.core.tables import Dataset
 
 __all__ = ["app"]

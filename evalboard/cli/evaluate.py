@@ -15,7 +15,7 @@ from evalboard.core.errors import EvaluationFailed, UsageError
 from evalboard.core.scratch import scratch_tree
 
 if TYPE_CHECKING:
-    from datasets_registry.taskspec import TaskSpec
+    from datasets_registry import TaskSpec
     from evaluator import EvaluationResult, TestSet
 
 __all__ = ["evaluate"]
@@ -39,7 +39,7 @@ class _Bars:
 
 
 def _registered(task_id: str) -> tuple[TaskSpec, list[TestSet]]:
-    from datasets_registry.registry import get_task, list_datasets
+    from datasets_registry import get_task, list_datasets
     from evaluator import TestSet
 
     ctx = context()
@@ -215,14 +215,14 @@ def evaluate(
     if datasets and task_file is None:
         raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
     if energy:
-        from evaluator.energy import warm_up
+        from evaluator import warm_up
 
         # codecarbon's import and one-off hardware probe (about 2 s, mostly waiting on
         # subprocesses) run while the evaluator loads and the bundle is unpacked.
         warm_up(country)
     # Imported here, not at the top: the evaluator, the sandboxes and their dependencies
     # load only when a bundle is evaluated, not for --help or a usage error.
-    from datasets_registry.taskspec import load_task_spec
+    from datasets_registry import load_task_spec
     from evaluator import RunOptions, TestSet
     from evaluator import evaluate as run_evaluation
     from submission_sandbox import load_bundle

@@ -73,8 +73,7 @@ def _sha256(path: Path) -> str:
 
 
 def _archive_and_task(source: Path, workdir: Path) -> tuple[Path, str]:
-    from submission_sandbox.archive import is_archive
-    from submission_sandbox.bundle import load_bundle, package_bundle
+    from submission_sandbox import is_archive, load_bundle, package_bundle
 
     if is_archive(source):
         bundle = load_bundle(source, unpack_to=workdir / "check")

@@ -54,7 +54,7 @@ def worker(
             f"known: {', '.join(_QUEUES)}"
         )
     if "gpu" in names:
-        from evaluator.provenance import gpu_name
+        from evaluator import gpu_name
 
         if gpu_name() is None:
             warn(
@@ -81,7 +81,7 @@ def _run(
     loglevel: str,
 ) -> None:
     if ctx.settings.broker_url:
-        from evaluator.jobs.broker import run_celery_worker
+        from evaluator import run_celery_worker
 
         run_celery_worker(
             ctx,

@@ -26,8 +26,7 @@ from evalboard.demo.models import BuiltModel
 from evaluator import WorkerPool, queue_missing_jobs
 from leaderboard.accounts import principal_for
 from leaderboard.submissions import create_submission
-from submission_sandbox import Bundle, load_bundle
-from submission_sandbox.bundle import iter_bundle_files
+from submission_sandbox import Bundle, iter_bundle_files, load_bundle
 
 __all__ = ["JobCounts", "count_jobs", "submit_models", "wait_for_jobs"]
 

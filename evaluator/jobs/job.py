@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from datasets_registry.taskspec import parse_task_spec
+from datasets_registry import parse_task_spec
 from evalboard.core.context import Context
 from evalboard.core.errors import InvalidBundle, PlatformError
 from evalboard.core.scratch import scratch_full, scratch_tree
@@ -39,7 +39,7 @@ from evaluator.result import (
 )
 from evaluator.scorecard import outputs_by_uid, read_records
 from evaluator.testset import TestSet
-from submission_sandbox.bundle import Bundle, load_bundle
+from submission_sandbox import Bundle, load_bundle
 
 __all__ = ["execute_claimed", "run_job", "stored_outcome"]
 

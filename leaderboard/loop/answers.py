@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from datasets_registry.taskspec import TaskSpec
+from datasets_registry import TaskSpec
 from evalboard.core.errors import UsageError
 from scoring import per_example
 

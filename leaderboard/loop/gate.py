@@ -18,17 +18,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from datasets_registry import get_task, list_datasets
-from datasets_registry.taskspec import TaskSpec
+from datasets_registry import TaskSpec, get_task, list_datasets
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound, UsageError
 from evalboard.core.scratch import scratch_tree
 from evalboard.core.tables import Dataset, Result, Submission
-from evaluator.evaluation import RunOptions, evaluate_dataset
-from evaluator.scorecard import outputs_by_uid, read_records
-from evaluator.testset import TestSet
+from evaluator import RunOptions, TestSet, evaluate_dataset, outputs_by_uid, read_records
 from leaderboard.loop.answers import gold_value, is_model_wrong
-from submission_sandbox.bundle import load_bundle
+from submission_sandbox import load_bundle
 
 __all__ = ["DatasetComparison", "GateReport", "Regression", "compare", "run_gate"]
 

@@ -23,8 +23,7 @@ from evalboard.core.errors import Conflict, NotFound, UsageError
 from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import Access, ExampleStatus, RoundStatus
 from evalboard.core.tables import Dataset, Example, Round, Submission, utcnow
-from evaluator.jobs.dispatch import Dispatcher
-from evaluator.jobs.queue import queue_missing_jobs
+from evaluator import Dispatcher, queue_missing_jobs
 from scoring import check_dataset_weight, default_dataset_weight
 
 __all__ = [
