@@ -109,7 +109,7 @@ def _board(
     )
 
 
-def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
+def _client_data(table: TaskTable, board: Any, owner_weights: dict[str, float]) -> dict[str, Any]:
     weighable = [m.name for m in board.metrics if m.weighable]
     # The same goods as the server's ranking (scoring.METRICS): dynascore.js has no copy.
     directions, offsets = goods_transform(weighable, memory_cap_gib=table.task.memory_cap_gib)
@@ -124,6 +124,8 @@ def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
         "directions": directions,
         "offsets": offsets,
         "weights": {m: board.weights.get(m, 0.0) for m in weighable},
+        # "Reset" goes back to these, not to what a shared ?weights= URL loaded.
+        "owner_weights": {m: owner_weights.get(m, 0.0) for m in weighable},
         # Flagged rows stay after the others whatever the metric weights (scoring.floor).
         "flagged": [r.key for r in board.rows if r.not_above_baseline],
         "dataset_weights": board.dataset_weights,
@@ -145,13 +147,18 @@ def task_page(
 ) -> HTMLResponse:
     table = load_table(ctx, task_id)
     board = _board(ctx, table, weights, dataset_weights)
+    task = task_public(ctx, task_id)
     return render(
         request,
         "task.html",
         principal,
-        task=task_public(ctx, task_id),
+        task=task,
         board=board,
-        data=_client_data(table, board),
+        data=_client_data(table, board, task.default_weights),
+        # A task nobody has been ranked on yet still shows every weight the owner set.
+        slider_metrics=[m for m in board.metrics if m.weighable]
+        if board.rows
+        else [METRICS[name] for name in WEIGHABLE_METRICS],
         dataset_max=max([1.0, *(2 * w for w in board.dataset_weights.values())]),
         owner=principal.owns(task_id),
         datasets=[
