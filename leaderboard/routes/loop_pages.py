@@ -52,7 +52,12 @@ def _my_examples(ctx: Context, round_id: int, user_id: int | None) -> list[Examp
 
 
 def _collect_page(
-    request: Request, ctx: CtxDep, principal: Principal, task_id: str, **extra: Any
+    request: Request,
+    ctx: CtxDep,
+    principal: Principal,
+    task_id: str,
+    status_code: int = 200,
+    **extra: Any,
 ) -> HTMLResponse:
     spec = get_task(ctx, task_id)
     open_round_ = current_round(ctx, task_id)
@@ -64,6 +69,7 @@ def _collect_page(
         task=spec,
         round=open_round_,
         mine=mine,
+        status_code=status_code,
         **extra,
     )
 
@@ -95,17 +101,30 @@ async def collect(
         gold: dict[str, Any] = {"answer": str(form.get("answer", "")).strip()}
     else:
         gold = {"label": str(form.get("label", ""))}
-    collected = await run_in_threadpool(
-        collect_example,
-        ctx,
-        task_id,
-        open_round_.number,
-        author_id=principal.user_id,
-        inputs=inputs,
-        gold=gold,
-        explanation=str(form.get("explanation", "")),
-        predictor=pool,
-    )
+    explanation = str(form.get("explanation", ""))
+    try:
+        collected = await run_in_threadpool(
+            collect_example,
+            ctx,
+            task_id,
+            open_round_.number,
+            author_id=principal.user_id,
+            inputs=inputs,
+            gold=gold,
+            explanation=explanation,
+            predictor=pool,
+        )
+    except UsageError as error:
+        # The form again, with what was written and the error beside it: nothing is lost.
+        return _collect_page(
+            request,
+            ctx,
+            principal,
+            task_id,
+            status_code=422,
+            error=str(error),
+            kept={"inputs": inputs, **gold, "explanation": explanation},
+        )
     return _collect_page(
         request,
         ctx,

@@ -64,11 +64,18 @@ def test_an_annotator_collects_one_example_in_the_browser(
     page.wait_for_url(f"{base}/ui/tasks/sentiment/collect")
     assert "Round 1" in page.inner_text("main")
 
+    # No label is chosen for the annotator, and the browser will not send the form without one.
+    assert page.input_value("#label") == ""
     page.fill("#in_statement", "Oh great, the flight is delayed again.")
+    page.click("#submit-example")
+    assert page.evaluate("document.getElementById('label').validity.valueMissing")
+    assert page.inner_text("main").count("You fooled the model!") == 0
     page.select_option("#label", "negative")
     page.click("#submit-example")
 
     assert page.inner_text("#verdict") == "You fooled the model!"
+    # The card repeats what was written, beside the model's answer.
+    assert "Oh great, the flight is delayed again." in page.inner_text("#written")
     assert page.inner_text("#prediction") == "positive"
     probs = page.locator("#probs tbody tr")
     assert probs.count() == 3
@@ -86,3 +93,18 @@ def test_an_annotator_collects_one_example_in_the_browser(
     assert example.gold == {"label": "negative"}
     assert example.fooled and example.status == ExampleStatus.PENDING
     assert example.explanation == "Sarcasm: 'great' means the opposite here."
+
+    # A validator sees the example with three verdict buttons of one visual weight.
+    validator = browser.new_context().new_page()
+    validator.goto(f"{base}/ui/tasks/sentiment/validate")
+    validator.fill("input[name=name]", "val1")
+    validator.fill("input[name=password]", "correct-horse-battery")
+    validator.click("button[type=submit]")
+    validator.wait_for_url(f"{base}/ui/tasks/sentiment/validate")
+    looks = validator.eval_on_selector_all(
+        "button[name=verdict]",
+        "buttons => buttons.map(b => { const s = getComputedStyle(b); "
+        "return [s.backgroundColor, s.color, s.borderColor, s.fontWeight].join(); })",
+    )
+    assert len(looks) == 3 and len(set(looks)) == 1, looks
+    validator.context.close()

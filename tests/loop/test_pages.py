@@ -142,3 +142,36 @@ async def test_only_annotators_write_and_only_owners_manage_rounds(app: FastAPI)
         assert away.status_code == 303 and away.headers["location"].startswith("/ui/login")
         api = await anonymous.post("/tasks/sentiment/rounds", json={"top": 1})
         assert api.status_code == 401
+
+
+async def test_a_missing_label_or_blank_input_gives_the_form_again_with_the_input_kept(
+    app: FastAPI, ctx: Context
+) -> None:
+    async with _signed_in(app, "owner") as (owner, owner_csrf):
+        opened = await owner.post(
+            "/ui/tasks/sentiment/rounds", data={"csrf_token": owner_csrf, "submission_ids": "1"}
+        )
+        assert opened.status_code == 303
+    async with _signed_in(app, "alice") as (alice, csrf):
+        page = await alice.get("/ui/tasks/sentiment/collect")
+        # No label is chosen for the annotator: the placeholder is selected and not sendable.
+        assert re.search(r'<option value="" disabled selected>', page.text)
+        refused = await alice.post(
+            "/ui/tasks/sentiment/collect",
+            data={
+                "csrf_token": csrf,
+                "in_statement": "The service was fine, I suppose.",
+                "explanation": "hedged",
+            },
+        )
+        assert refused.status_code == 422
+        assert 'id="collect-error">Choose the label you intend' in refused.text
+        assert ">The service was fine, I suppose.</textarea>" in refused.text
+        assert ">hedged</textarea>" in refused.text
+        blank = await alice.post(
+            "/ui/tasks/sentiment/collect",
+            data={"csrf_token": csrf, "in_statement": "   ", "label": "neutral"},
+        )
+        assert blank.status_code == 422 and 'id="collect-error"' in blank.text
+        assert "<option selected>neutral</option>" in blank.text
+    assert round_vmer(ctx, "sentiment", 1).collected == 0
