@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from datasets_registry import list_tasks
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound
-from evalboard.core.states import Access
+from evalboard.core.states import Access, JobStatus
 from leaderboard.accounts import authenticate
 from leaderboard.auth import CtxDep, PrincipalDep, sign_in, sign_out
 from leaderboard.charts import contributions_figure, datasets_figure, pareto_figure, rounds_figure
@@ -263,7 +263,26 @@ def submission_page(
     # A job's figures are the evaluator's, named as on the board (scoring.METRICS).
     metrics = [METRICS[name] for name in WEIGHABLE_METRICS]
     return render(
-        request, "submission.html", principal, status=status, active=active, metrics=metrics
+        request,
+        "submission.html",
+        principal,
+        status=status,
+        active=active,
+        metrics=metrics,
+        # static/submission.js writes a finished job's figures as the template does.
+        live={
+            "metrics": [
+                {
+                    "name": m.name,
+                    "label": m.label,
+                    "unit": m.unit,
+                    "direction": m.direction,
+                    "field": m.result_field,
+                }
+                for m in metrics
+            ],
+            "final": [s.value for s in JobStatus if s.is_final],
+        },
     )
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from datasets_registry import create_task
 from scoring import WEIGHABLE_METRICS
+from tests.helpers.browser import Watched, sign_in, watched_page
 from tests.helpers.tasks import sentiment_spec
 from tests.leaderboard.conftest import LiveServer
 from tests.leaderboard.seeding import PASSWORD, TASK
@@ -24,47 +25,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 EMPTY_TASK = "sentiment-empty"
 
 
-class Watched:
-    """A page and what went wrong on it."""
-
-    def __init__(self, page: Any) -> None:
-        self.page = page
-        self.problems: list[str] = []
-        page.on(
-            "console",
-            lambda msg: (
-                self.problems.append(f"console: {msg.text}") if msg.type == "error" else None
-            ),
-        )
-        page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
-        page.on(
-            "requestfailed",
-            lambda request: self.problems.append(f"failed: {request.url} {request.failure}"),
-        )
-        page.on(
-            "response",
-            lambda response: (
-                self.problems.append(f"{response.status}: {response.url}")
-                if response.status >= 400
-                else None
-            ),
-        )
-
-
 @pytest.fixture
 def watched(browser: Any) -> Iterator[Watched]:
-    context = browser.new_context(viewport={"width": 1366, "height": 900})
-    page = context.new_page()
-    yield Watched(page)
-    context.close()
-
-
-def _sign_in(page: Any, server: LiveServer, name: str, target: str) -> None:
-    page.goto(f"{server.url}/ui/login?next={target}")
-    page.fill("input[name=name]", name)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"**{target}")
+    with watched_page(browser) as watched:
+        yield watched
 
 
 def _sliders(page: Any) -> dict[str, float]:
@@ -186,7 +150,7 @@ def test_the_task_page_lists_the_model_limits_and_links_rounds(
     assert limits["memory"] in shown and f"{limits['timeout_s']:.0f} s" in shown
     assert page.locator(f".task-links a[href='/ui/tasks/{TASK}/collect']").count() == 1
     assert page.locator(f".task-links a[href='/ui/tasks/{TASK}/rounds']").count() == 0
-    _sign_in(page, live_server, "owner", f"/ui/tasks/{TASK}")
+    sign_in(page, live_server.url, "owner", PASSWORD, f"/ui/tasks/{TASK}")
     page.click(".task-links >> text=Rounds")
     page.wait_for_url(f"**/ui/tasks/{TASK}/rounds")
     assert watched.problems == []
