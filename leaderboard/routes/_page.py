@@ -11,7 +11,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from leaderboard.accounts import Principal
 from leaderboard.auth import check_csrf, csrf_token
 
-__all__ = ["flash", "form_csrf", "redirect", "render"]
+__all__ = ["FORM_AGAIN", "flash", "form_csrf", "redirect", "render"]
+
+
+#: The status of a form shown again with its error beside it (issue 19). It is a page the
+#: user goes on with, not a dead end: 200, as Chromium logs every 4xx page load as a
+#: console error. The JSON API keeps its 4xx answers for the same mistakes.
+FORM_AGAIN = 200
 
 
 def render(

@@ -23,12 +23,18 @@ from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep
 from leaderboard.loop.access import may_annotate
 from leaderboard.loop.collection import collect_example, explain_example, get_example
-from leaderboard.loop.rounds import close_round, current_round, list_rounds, open_round
+from leaderboard.loop.rounds import (
+    close_round,
+    closing_preview,
+    current_round,
+    list_rounds,
+    open_round,
+)
 from leaderboard.loop.targets import warm_quietly
 from leaderboard.loop.validation import validate_example, validation_queue
 from leaderboard.loop.vmer import round_vmer
 from leaderboard.routes._loop_deps import PoolDep
-from leaderboard.routes._page import flash, form_csrf, login_path, redirect, render
+from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
 
 __all__ = ["router"]
 
@@ -121,7 +127,7 @@ async def collect(
             ctx,
             principal,
             task_id,
-            status_code=422,
+            status_code=FORM_AGAIN,
             error=str(error),
             kept={"inputs": inputs, **gold, "explanation": explanation},
         )
@@ -215,12 +221,15 @@ def rounds_page(
             .where(Submission.task_id == task_id)
             .order_by(Submission.id)
         ).all()
+    opened = next((r for r in rounds if r.status == RoundStatus.OPEN.value), None)
     return render(
         request,
         "loop/rounds.html",
         principal,
         task=spec,
         rounds=[(r, round_vmer(ctx, task_id, r.number)) for r in reversed(rounds)],
+        # Closing is irreversible: the owner sees what it would write first.
+        preview=closing_preview(ctx, task_id, opened) if opened else None,
         submissions=submissions,
         open_status=RoundStatus.OPEN.value,
     )

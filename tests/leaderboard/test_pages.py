@@ -161,6 +161,14 @@ async def test_the_owner_page_adds_datasets_sets_weights_and_baselines(
             "perf": 2.0,
             "throughput": 1.0,
         }
+        # A typo: the form again, the error beside it, what was typed kept; nothing saved.
+        typo = await client.post(
+            f"/ui/tasks/{TASK}/manage/weights",
+            data={"csrf_token": token, "w_perf": "2x", "w_throughput": "1"},
+        )
+        assert typo.status_code == 200 and 'id="weights-error"' in typo.text
+        assert 'name="w_perf" min="0" step="0.5" value="2x"' in typo.text
+        assert (await client.get(f"/tasks/{TASK}/weights")).json()["weights"]["perf"] == 2.0
         reweighed = await client.post(
             f"/ui/tasks/{TASK}/manage/datasets/test/weight",
             data={"csrf_token": token, "weight": "0.5"},

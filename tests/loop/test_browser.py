@@ -18,6 +18,8 @@ from evalboard.core.states import ExampleStatus
 from evalboard.core.tables import Example
 from leaderboard import create_app
 from leaderboard.loop import open_round
+from leaderboard.loop.rounds import current_round
+from tests.helpers.browser import sign_in, watched_page
 from tests.loop.platform import Platform, build_platform
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -108,3 +110,45 @@ def test_an_annotator_collects_one_example_in_the_browser(
     )
     assert len(looks) == 3 and len(set(looks)) == 1, looks
     validator.context.close()
+
+
+def test_the_owner_confirms_closing_and_fixes_a_form_in_place(
+    server: tuple[str, Platform], ctx: Context, browser: Any
+) -> None:
+    base, _ = server
+    with watched_page(browser) as watched:
+        page = watched.page
+        sign_in(page, base, "owner", "correct-horse-battery", "/ui/tasks/sentiment/manage")
+        # The dataset-name pattern compiles in Chromium (no console error), and an invalid
+        # form comes back with the error beside it and what was typed.
+        page.set_input_files(
+            "#dataset-form input[type=file]",
+            files=[{"name": "r9.jsonl", "mimeType": "application/json", "buffer": b"not json\n"}],
+        )
+        page.fill("#dataset-form input[name=name]", "r9-test")
+        page.fill("#dataset-form input[name=weight]", "2")
+        page.fill("#dataset-form input[name=mapping]", "statement=text")
+        page.click("#dataset-form button[type=submit]")
+        page.wait_for_selector("#dataset-error")
+        assert page.input_value("#dataset-form input[name=name]") == "r9-test"
+        assert page.input_value("#dataset-form input[name=weight]") == "2"
+        assert page.input_value("#dataset-form input[name=mapping]") == "statement=text"
+        assert watched.problems == []
+
+        page.goto(f"{base}/ui/tasks/sentiment/rounds")
+        assert "0 verified example(s)" in page.inner_text("#closing-preview")
+        asked: list[str] = []
+
+        def dismiss(dialog: Any) -> None:
+            asked.append(dialog.message)
+            dialog.dismiss()
+
+        page.once("dialog", dismiss)
+        page.click("#close-form button[type=submit]")
+        assert asked and asked[0].startswith("Close round 1 into dataset round-1")
+        assert current_round(ctx, "sentiment") is not None, "dismissed, yet closed"
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click("#close-form button[type=submit]")
+        page.wait_for_selector(".flash")
+        assert current_round(ctx, "sentiment") is None
+        assert watched.problems == []

@@ -116,6 +116,17 @@ async def test_owner_opens_and_closes_rounds_annotators_write_and_validate(
     assert round_vmer(ctx, "sentiment", 1).verified == 1
 
     async with _signed_in(app, "owner") as (owner, owner_csrf):
+        # Before the irreversible close: what it would write, and a question to confirm.
+        page = await owner.get("/ui/tasks/sentiment/rounds")
+        preview = re.search(
+            r'<div class="closing-preview" id="closing-preview">(.*?)</div>', page.text, re.S
+        )
+        assert preview is not None
+        shown = " ".join(preview.group(1).split())
+        assert "dataset round-1</strong>: 1 verified example(s), labels negative 1 (100%)" in shown
+        assert "Great, it rained all week. → <strong>negative</strong>" in shown
+        question = "Close round 1 into dataset round-1 with 1 verified example(s) (negative 1)?"
+        assert f'data-confirm="{question}' in page.text
         refused = await owner.post(
             "/ui/tasks/sentiment/rounds/1/close", data={"csrf_token": owner_csrf, "weight": "x"}
         )
@@ -164,7 +175,7 @@ async def test_a_missing_label_or_blank_input_gives_the_form_again_with_the_inpu
                 "explanation": "hedged",
             },
         )
-        assert refused.status_code == 422
+        assert refused.status_code == 200  # the form again, not an error page
         assert 'id="collect-error">Choose the label you intend' in refused.text
         assert ">The service was fine, I suppose.</textarea>" in refused.text
         assert ">hedged</textarea>" in refused.text
@@ -172,6 +183,6 @@ async def test_a_missing_label_or_blank_input_gives_the_form_again_with_the_inpu
             "/ui/tasks/sentiment/collect",
             data={"csrf_token": csrf, "in_statement": "   ", "label": "neutral"},
         )
-        assert blank.status_code == 422 and 'id="collect-error"' in blank.text
+        assert blank.status_code == 200 and 'id="collect-error"' in blank.text
         assert "<option selected>neutral</option>" in blank.text
     assert round_vmer(ctx, "sentiment", 1).collected == 0
