@@ -18,7 +18,7 @@ from datasets_registry import get_task
 from evalboard.core.context import Context
 from evalboard.core.errors import InvalidWeights, UsageError
 from evalboard.core.states import RoundStatus, Verdict
-from evalboard.core.tables import Example, Submission
+from evalboard.core.tables import Example, Submission, User
 from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep
 from leaderboard.loop.access import may_annotate
@@ -31,7 +31,7 @@ from leaderboard.loop.rounds import (
     open_round,
 )
 from leaderboard.loop.targets import warm_quietly
-from leaderboard.loop.validation import validate_example, validation_queue
+from leaderboard.loop.validation import validate_example, validation_queue, verdicts_of
 from leaderboard.loop.vmer import round_vmer
 from leaderboard.routes._loop_deps import PoolDep
 from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
@@ -170,16 +170,31 @@ def validate_page(
         principal.require_owner(task_id, doing="review flagged examples")
     assert principal.user_id is not None
     waiting = validation_queue(ctx, task_id, user_id=principal.user_id, limit=1, flagged=flagged)
+    is_owner = principal.owns(task_id)
     return render(
         request,
         "loop/validate.html",
         principal,
         task=spec,
         example=waiting[0] if waiting else None,
+        # The owner's verdict settles the example: they see what the others said first.
+        votes=_votes(ctx, waiting[0].id) if waiting and is_owner else [],
         flagged=flagged,
-        is_owner=principal.owns(task_id),
+        is_owner=is_owner,
         verdicts=[v.value for v in Verdict],
     )
+
+
+def _votes(ctx: Context, example_id: int) -> list[tuple[str, str, bool]]:
+    """(validator, verdict, by the owner) for each verdict on the example, oldest first."""
+    verdicts = verdicts_of(ctx, example_id)
+    with ctx.db.session() as session:
+        names = dict(
+            session.execute(
+                select(User.id, User.name).where(User.id.in_([v.user_id for v in verdicts]))
+            ).all()
+        )
+    return [(names.get(v.user_id, "unknown"), v.verdict, v.by_owner) for v in verdicts]
 
 
 @router.post("/examples/{example_id}/validate")

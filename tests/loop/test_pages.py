@@ -15,7 +15,7 @@ from evalboard.core.context import Context
 from evalboard.core.states import Role
 from leaderboard import create_app
 from leaderboard.accounts import create_user, grant_role
-from leaderboard.loop import TargetPool, round_vmer
+from leaderboard.loop import TargetPool, round_vmer, verdicts_of
 from tests.helpers.tasks import sentiment_spec
 from tests.loop.conftest import add_submission
 from tests.loop.fakes import FakeFactory
@@ -186,3 +186,44 @@ async def test_a_missing_label_or_blank_input_gives_the_form_again_with_the_inpu
         assert blank.status_code == 200 and 'id="collect-error"' in blank.text
         assert "<option selected>neutral</option>" in blank.text
     assert round_vmer(ctx, "sentiment", 1).collected == 0
+
+
+async def test_the_owner_sees_earlier_votes_and_an_override_is_recorded_as_such(
+    app: FastAPI, ctx: Context
+) -> None:
+    async with _signed_in(app, "owner") as (owner, owner_csrf):
+        await owner.post(
+            "/ui/tasks/sentiment/rounds", data={"csrf_token": owner_csrf, "submission_ids": "1"}
+        )
+    async with _signed_in(app, "alice") as (alice, csrf):
+        written = await alice.post(
+            "/ui/tasks/sentiment/collect",
+            data={
+                "csrf_token": csrf,
+                "in_statement": "Great, it rained all week.",
+                "label": "negative",
+            },
+        )
+        assert "You fooled the model!" in written.text
+    async with _signed_in(app, "val1") as (val1, csrf):
+        page = await val1.get("/ui/tasks/sentiment/validate")
+        assert 'id="votes"' not in page.text  # earlier votes are the owner's to see
+        example_id = int(re.search(r"/ui/examples/(\d+)/validate", page.text).group(1))  # type: ignore[union-attr]
+        await val1.post(
+            f"/ui/examples/{example_id}/validate", data={"csrf_token": csrf, "verdict": "incorrect"}
+        )
+    async with _signed_in(app, "owner") as (owner, owner_csrf):
+        page = await owner.get("/ui/tasks/sentiment/validate")
+        votes = re.search(r'<div id="votes">(.*?)</div>', page.text, re.S)
+        assert votes is not None and "val1: <strong>incorrect</strong>" in votes.group(1)
+        settled = await owner.post(
+            f"/examples/{example_id}/validations",
+            json={"verdict": "correct"},
+            headers={"X-CSRF-Token": owner_csrf},
+        )
+        assert settled.status_code == 201, settled.text
+        assert settled.json()["status"] == "verified"
+        assert settled.json()["owner_verdict"] == "correct"
+        assert settled.json()["verdicts"] == {"incorrect": 1, "correct": 1}
+    recorded = {(v.verdict, v.by_owner) for v in verdicts_of(ctx, example_id)}
+    assert recorded == {("incorrect", False), ("correct", True)}
