@@ -18,7 +18,7 @@ from leaderboard.auth import CtxDep, PrincipalDep, sign_in, sign_out
 from leaderboard.charts import contributions_figure, datasets_figure, pareto_figure, rounds_figure
 from leaderboard.drilldown import drilldown
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights
-from leaderboard.routes._page import flash, form_csrf, redirect, render
+from leaderboard.routes._page import flash, form_csrf, local_path, redirect, render
 from leaderboard.routes.tasks import task_public
 from leaderboard.schemas import LeaderboardPublic
 from leaderboard.submissions import cancel, get_submission, rerun, submission_status
@@ -44,7 +44,7 @@ def index(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLRespons
 def login_form(
     request: Request, principal: PrincipalDep, next: Annotated[str, Query(max_length=300)] = "/ui"
 ) -> HTMLResponse:
-    return render(request, "login.html", principal, next=_local(next), error=None)
+    return render(request, "login.html", principal, next=local_path(next), error=None)
 
 
 @router.post("/login", response_class=HTMLResponse, response_model=None)
@@ -55,7 +55,7 @@ async def login(request: Request, ctx: CtxDep, principal: PrincipalDep) -> Any:
     throttle = _login_throttle(request)
     throttle.check(name, client)
     user = await run_in_threadpool(authenticate, ctx, name, password)
-    target = _local(str(form.get("next", "/ui")))
+    target = local_path(str(form.get("next", "/ui")))
     if user is None:
         throttle.failed(name, client)
         return render(
@@ -83,19 +83,6 @@ def _login_throttle(request: Request) -> LoginThrottle:
     throttle = request.app.state.login_throttle  # made by create_app
     assert isinstance(throttle, LoginThrottle)
     return throttle
-
-
-def _local(path: str) -> str:
-    # Only same-site paths: no open redirect through ?next=. Browsers read a backslash as
-    # a slash ("/\\evil" is "//evil") and drop tabs and newlines: refuse both.
-    if (
-        not path.startswith("/")
-        or path.startswith("//")
-        or "\\" in path
-        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in path)
-    ):
-        return "/ui"
-    return path
 
 
 def _board(

@@ -178,8 +178,11 @@ async def test_the_owner_page_adds_datasets_sets_weights_and_baselines(
         refused = await client.post(
             f"/ui/tasks/{TASK}/manage/datasets/test/weight",
             data={"csrf_token": token, "weight": "nan"},
+            headers={"Referer": f"http://testserver/ui/tasks/{TASK}/manage"},
         )
         assert refused.status_code == 400 and "finite number above 0" in refused.text
+        assert "Not saved" in refused.text and "Back to the form" in refused.text
+        assert f'href="/ui/tasks/{TASK}/manage" id="back"' in refused.text
         rows = '{"uid": "n1", "statement": "It rained on Tuesday.", "label": "neutral"}\n'
         added = await client.post(
             f"/ui/tasks/{TASK}/manage/datasets",
@@ -212,5 +215,13 @@ async def test_errors_are_pages_for_browsers_and_json_for_the_api(
 ) -> None:
     page = await client.get("/ui/tasks/nope", headers={"Accept": "text/html"})
     assert page.status_code == 404 and "<html" in page.text and "sentiment" in page.text
+    # Followed from a page of this site: the error page leads back there, not only home.
+    came = await client.get(
+        "/ui/tasks/nope", headers={"Referer": f"http://testserver/ui/tasks/{TASK}?weights=perf:1"}
+    )
+    assert f'href="/ui/tasks/{TASK}?weights=perf:1" id="back"' in came.text
+    assert "Back to where you were" in came.text
+    foreign = await client.get("/ui/tasks/nope", headers={"Referer": "http://evil.test/ui/x"})
+    assert 'id="back"' not in foreign.text
     api = await client.get("/tasks/nope", headers={"Accept": "text/html"})
     assert api.status_code == 404
