@@ -116,6 +116,10 @@ def test_a_rerank_is_announced_to_screen_readers(watched: Watched, live_server: 
     page.fill("#w-throughput", "10")
     first = page.locator("#board tbody tr:not([data-kind=majority]) td.name a").first
     page.wait_for_function("() => document.getElementById('rank-announce').textContent !== ''")
+    # The intervals made stale are emptied, and every column stays under its header.
+    header = page.locator("#board thead th", has_text="Dynascore").bounding_box()
+    cell = page.locator("#board tbody tr td.ds").first.bounding_box()
+    assert header is not None and cell is not None and abs(header["x"] - cell["x"]) < 1
     assert region.text_content() == (
         f"Re-ranked: {first.inner_text().strip()} is first, "
         f"Dynascore {page.locator('#board tbody tr .ds-value').first.inner_text()}."
