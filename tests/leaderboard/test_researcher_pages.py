@@ -16,7 +16,7 @@ from datasets_registry import list_datasets
 from evalboard.core.context import Context
 from evalboard.core.states import JobStatus
 from evalboard.core.tables import Job, Submission, User
-from tests.helpers.browser import Watched, sign_in, watched_page
+from tests.helpers.browser import ARTIFACTS, Watched, sign_in, watched_page
 from tests.leaderboard.conftest import LiveServer
 from tests.leaderboard.seeding import PASSWORD, TASK
 
@@ -97,6 +97,8 @@ def test_status_updates_in_place_and_an_open_log_stays_open(
     )
     assert first.locator("details").get_attribute("open") is not None, "the open log closed"
     assert first.locator("progress").evaluate("bar => bar.value") == 0.5
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "submission-live.png"), full_page=True)
     assert page.evaluate("window.notReloaded") is True
     # Finished in place too: its status, its figures, and the same order as before.
     _job_says(

@@ -19,7 +19,7 @@ from evalboard.core.tables import Example
 from leaderboard import create_app
 from leaderboard.loop import open_round
 from leaderboard.loop.rounds import current_round
-from tests.helpers.browser import sign_in, watched_page
+from tests.helpers.browser import ARTIFACTS, sign_in, watched_page
 from tests.loop.platform import Platform, build_platform
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -78,6 +78,8 @@ def test_an_annotator_collects_one_example_in_the_browser(
     assert page.inner_text("#verdict") == "You fooled the model!"
     # The card repeats what was written, beside the model's answer.
     assert "Oh great, the flight is delayed again." in page.inner_text("#written")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "collect-result.png"), full_page=True)
     assert page.inner_text("#prediction") == "positive"
     probs = page.locator("#probs tbody tr")
     assert probs.count() == 3
@@ -137,6 +139,8 @@ def test_the_owner_confirms_closing_and_fixes_a_form_in_place(
 
         page.goto(f"{base}/ui/tasks/sentiment/rounds")
         assert "0 verified example(s)" in page.inner_text("#closing-preview")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "rounds-close-preview.png"), full_page=True)
         asked: list[str] = []
 
         def dismiss(dialog: Any) -> None:
