@@ -258,6 +258,10 @@ def _row(
         kind="baseline" if entry.is_baseline else "model",
         metrics=dict(entry.metrics),
         dynascore=score,
+        runtime=entry.runtime,
+        license=entry.card.license,
+        params=entry.card.params,
+        published=entry.published,
         contributions=dict(contributions),
     )
 

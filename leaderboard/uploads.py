@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -45,6 +44,7 @@ from evalboard.core.errors import (
     QuotaExceeded,
     UsageError,
 )
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import UploadState
 from evalboard.core.tables import Submission, Upload, utcnow
 from leaderboard.accounts import Principal, principal_for
@@ -371,7 +371,7 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
     joined_here = not ctx.artifacts.exists(key)
     try:
         _join_parts(ctx, upload, key)
-        with tempfile.TemporaryDirectory(prefix="evalboard-upload-") as tmp:
+        with scratch_tree("evalboard-upload") as tmp:
             local = ctx.artifacts.local_file(key, Path(tmp))
             caps = ArchiveCaps(max_bytes=max(ctx.settings.max_upload_bytes * 4, 1024**2))
             bundle = load_bundle(local, unpack_to=Path(tmp) / "unpacked", caps=caps)

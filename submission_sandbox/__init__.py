@@ -27,7 +27,7 @@ from submission_sandbox.gvisor_sandbox import (
     runsc_problem,
 )
 from submission_sandbox.local_sandbox import LocalSandbox
-from submission_sandbox.manifest import MANIFEST_NAME, Manifest, Runtime, load_manifest
+from submission_sandbox.manifest import MANIFEST_NAME, Manifest, ModelCard, Runtime, load_manifest
 from submission_sandbox.sandbox import (
     ModelHello,
     ResourceUsage,
@@ -52,6 +52,7 @@ __all__ = [
     "GvisorSandbox",
     "LocalSandbox",
     "Manifest",
+    "ModelCard",
     "ModelHello",
     "ResourceUsage",
     "Runtime",

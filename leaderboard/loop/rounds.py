@@ -10,7 +10,6 @@ evaluation of every submission on the new datasets.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +20,11 @@ from sqlalchemy.exc import IntegrityError
 from datasets_registry import add_dataset, canonical_jsonl, get_task
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, UsageError
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import Access, ExampleStatus, RoundStatus
 from evalboard.core.tables import Dataset, Example, Round, Submission, utcnow
-from evaluator.queue import Dispatcher, queue_missing_jobs
+from evaluator.jobs.dispatch import Dispatcher
+from evaluator.jobs.queue import queue_missing_jobs
 from scoring import check_dataset_weight, default_dataset_weight
 
 __all__ = [
@@ -279,7 +280,7 @@ def close_round(
         rows = _rows(ctx, task_id, closing)
         added = None
         if rows:
-            with tempfile.TemporaryDirectory(prefix="evalboard-round-") as tmp:
+            with scratch_tree("evalboard-round") as tmp:
                 path = Path(tmp) / f"{dataset_name(closing.number)}.jsonl"
                 path.write_bytes(canonical_jsonl(rows))
                 added = add_dataset(

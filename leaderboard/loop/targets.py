@@ -12,7 +12,6 @@ next request.
 from __future__ import annotations
 
 import logging
-import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from datasets_registry import get_task
 from datasets_registry.taskspec import TaskSpec
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import RoundStatus
 from evalboard.core.tables import Round, Submission
 from evaluator.measurement import check_outputs
@@ -168,7 +168,7 @@ class BundleSandboxes:
     def __init__(self, ctx: Context, *, kind: str | None = None) -> None:
         self.ctx = ctx
         self.kind = kind or ctx.settings.sandbox
-        self._workdir = tempfile.TemporaryDirectory(prefix="evalboard-targets-")
+        self._workdir = scratch_tree("evalboard-targets")
         self._lock = threading.Lock()
         self._bundles: dict[int, Path] = {}
 

@@ -8,7 +8,9 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from evalboard.core.context import Context
-from leaderboard.auth import CtxDep
+from leaderboard.accounts import Principal
+from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.cards import filter_board, visible_table
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights, to_csv
 from leaderboard.routes.tasks import TaskId
@@ -38,10 +40,33 @@ DatasetWeights = Annotated[
 ]
 
 
+RuntimeFilter = Annotated[
+    str | None,
+    Query(
+        max_length=32, description="Only models of this runtime: python, onnx, transformers, image."
+    ),
+]
+LicenseFilter = Annotated[
+    str | None, Query(max_length=64, description="Only models whose card gives this license.")
+]
+MinParams = Annotated[
+    int | None,
+    Query(ge=0, le=10**13, description="Only models with at least this many parameters."),
+]
+MaxParams = Annotated[
+    int | None,
+    Query(ge=0, le=10**13, description="Only models with at most this many parameters."),
+]
+
+
 def _board(
-    ctx: Context, task_id: str, weights: str | None, dataset_weights: str | None
+    ctx: Context,
+    principal: Principal,
+    task_id: str,
+    weights: str | None,
+    dataset_weights: str | None,
 ) -> LeaderboardPublic:
-    table = load_table(ctx, task_id)
+    table = visible_table(load_table(ctx, task_id), principal)
     return build_leaderboard(
         ctx,
         table,
@@ -52,9 +77,21 @@ def _board(
 
 @router.get("/leaderboard", summary="The ranking for the given weights")
 def leaderboard(
-    task_id: TaskId, ctx: CtxDep, weights: Weights = None, dataset_weights: DatasetWeights = None
+    task_id: TaskId,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    weights: Weights = None,
+    dataset_weights: DatasetWeights = None,
+    runtime: RuntimeFilter = None,
+    license: LicenseFilter = None,
+    min_params: MinParams = None,
+    max_params: MaxParams = None,
 ) -> LeaderboardPublic:
-    return _board(ctx, task_id, weights, dataset_weights)
+    """Filters show part of the ranking: each row keeps its rank on the whole board."""
+    board = _board(ctx, principal, task_id, weights, dataset_weights)
+    return filter_board(
+        board, runtime=runtime, license=license, min_params=min_params, max_params=max_params
+    )
 
 
 @router.get(
@@ -69,9 +106,13 @@ def leaderboard(
     },
 )
 def leaderboard_csv(
-    task_id: TaskId, ctx: CtxDep, weights: Weights = None, dataset_weights: DatasetWeights = None
+    task_id: TaskId,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    weights: Weights = None,
+    dataset_weights: DatasetWeights = None,
 ) -> Response:
-    board = _board(ctx, task_id, weights, dataset_weights)
+    board = _board(ctx, principal, task_id, weights, dataset_weights)
     return Response(
         to_csv(board),
         media_type="text/csv",
@@ -85,9 +126,13 @@ def leaderboard_csv(
     response_model=LeaderboardPublic,
 )
 def leaderboard_json(
-    task_id: TaskId, ctx: CtxDep, weights: Weights = None, dataset_weights: DatasetWeights = None
+    task_id: TaskId,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    weights: Weights = None,
+    dataset_weights: DatasetWeights = None,
 ) -> Response:
-    board = _board(ctx, task_id, weights, dataset_weights)
+    board = _board(ctx, principal, task_id, weights, dataset_weights)
     return Response(
         board.model_dump_json(indent=2),
         media_type="application/json",

@@ -49,7 +49,7 @@ def _manage_page(
         status_code=status_code,
         task=task_public(ctx, task_id),
         datasets=visible_datasets(ctx, principal, task_id),
-        submissions=list_submissions(ctx, task_id),
+        submissions=list_submissions(ctx, principal, task_id),
         metrics=[METRICS[name] for name in WEIGHABLE_METRICS],
         accesses=[a.value for a in Access],
         **extra,

@@ -15,12 +15,14 @@ from evalboard.core.errors import NotFound
 from evalboard.core.states import Access, JobStatus
 from leaderboard.accounts import authenticate
 from leaderboard.auth import CtxDep, PrincipalDep, sign_in, sign_out
+from leaderboard.cards import filter_board, render_markdown, visible_table
 from leaderboard.charts import contributions_figure, datasets_figure, pareto_figure, rounds_figure
 from leaderboard.drilldown import drilldown
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights
 from leaderboard.routes._page import flash, form_csrf, local_path, redirect, render
 from leaderboard.routes.tasks import task_public
 from leaderboard.schemas import LeaderboardPublic
+from leaderboard.snapshots import list_snapshots
 from leaderboard.submissions import cancel, get_submission, rerun, submission_status
 from leaderboard.table import TaskTable, load_table
 from leaderboard.throttle import LoginThrottle
@@ -131,9 +133,15 @@ def task_page(
     principal: PrincipalDep,
     weights: WeightsQuery = None,
     dataset_weights: DatasetWeightsQuery = None,
+    runtime: Annotated[str | None, Query(max_length=32)] = None,
+    license: Annotated[str | None, Query(max_length=64)] = None,
 ) -> HTMLResponse:
-    table = load_table(ctx, task_id)
-    board = _board(ctx, table, weights, dataset_weights)
+    table = visible_table(load_table(ctx, task_id), principal)
+    board = filter_board(
+        _board(ctx, table, weights, dataset_weights),
+        runtime=runtime or None,
+        license=license or None,
+    )
     task = task_public(ctx, task_id)
     return render(
         request,
@@ -141,6 +149,8 @@ def task_page(
         principal,
         task=task,
         board=board,
+        filters={"runtime": runtime or "", "license": license or ""},
+        snapshots=list_snapshots(ctx, task_id),
         data=_client_data(table, board, task.default_weights),
         # A task nobody has been ranked on yet still shows every weight the owner set.
         slider_metrics=[m for m in board.metrics if m.weighable]
@@ -196,7 +206,7 @@ def model_page(
     offset: Annotated[int, Query(ge=0)] = 0,
     wrong_only: bool = False,
 ) -> HTMLResponse:
-    table = load_table(ctx, task_id)
+    table = visible_table(load_table(ctx, task_id), principal)
     entry = table.entry(submission_id)
     if entry is None:
         raise NotFound(f"Task {task_id!r} has no submission {submission_id}")
@@ -228,6 +238,8 @@ def model_page(
         principal,
         task=task_public(ctx, task_id),
         entry=entry,
+        card_html=render_markdown(entry.card.card),
+        description=str(get_submission(ctx, submission_id).manifest.get("description") or ""),
         row=row,
         board=board,
         charts=charts,

@@ -150,7 +150,7 @@ def test_ten_jobs_each_finish_once_when_a_worker_is_killed_mid_job(
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait()
-        from evaluator.broker import make_celery
+        from evaluator.jobs.dispatch import make_celery
 
         make_celery(settings).close()
         ctx.db.dispose()

@@ -191,7 +191,7 @@ def test_a_celery_worker_rides_out_a_redis_restart_and_keeps_taking_jobs(
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait()
-        from evaluator.broker import make_celery
+        from evaluator.jobs.dispatch import make_celery
 
         make_celery(settings).close()
         ctx.db.dispose()

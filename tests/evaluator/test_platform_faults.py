@@ -26,14 +26,14 @@ from evalboard.core.context import Context
 from evalboard.core.settings import Settings, get_settings
 from evalboard.core.tables import Job, Result, Submission
 from evaluator import (
+    RunOptions,
     TestSet,
     WorkerPool,
     enqueue_submission,
     evaluate,
-    faults,
-    queue,
     stored_outcome,
 )
+from evaluator.jobs import faults, queue
 from tests.conftest import make_settings
 from tests.core.test_artifacts_s3 import S3Server, s3_server  # noqa: F401
 from tests.evaluator.conftest import BundleFactory, submit
@@ -97,7 +97,7 @@ def test_an_engine_watch_says_once_when_the_engine_goes_and_once_when_it_returns
 
     watch = faults.EngineWatch(probe)
     assert watch.check() and probes == []  # up: no probe at all on the claiming path
-    caplog.set_level(logging.WARNING, logger="evaluator.faults")
+    caplog.set_level(logging.WARNING, logger="evaluator.jobs.faults")
     watch.went_down("the Docker engine at unix:///x")
     watch.went_down("the Docker engine at unix:///x")  # a second job meeting it: no new line
     settings = _fast(tmp_path)
@@ -174,12 +174,11 @@ def _direct_perf(ctx: Context, bundle: Path, task: str) -> dict[str, float]:
     direct = evaluate(
         bundle,
         task=sentiment_spec(),
-        sandbox="local",
-        measure_energy=False,
         datasets=[
             TestSet.from_table(ctx, d, derived_from=names.get(d.derived_from_id or -1))
             for d in datasets
         ],
+        options=RunOptions(sandbox="local", measure_energy=False),
     )
     out = {}
     for d in datasets:
@@ -383,7 +382,7 @@ def test_a_celery_worker_waits_for_its_engine_and_every_job_finishes_once(
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait()
-        from evaluator.broker import make_celery
+        from evaluator.jobs.dispatch import make_celery
 
         make_celery(settings).close()
         ctx.db.dispose()

@@ -16,8 +16,8 @@ from datasets_registry.registry import add_dataset, create_task
 from evalboard.core.context import Context
 from evalboard.core.states import FailureReason
 from evalboard.core.tables import Dataset, Job, Result, Submission, utcnow
-from evaluator import queue
-from evaluator.lease import Lease
+from evaluator.jobs import queue
+from evaluator.jobs.lease import Lease
 from tests.evaluator.conftest import BundleFactory, submit
 from tests.helpers.tasks import sentiment_rows, sentiment_spec, write_jsonl
 

@@ -1,7 +1,7 @@
 """validations.by_owner: the task owner's overriding verdict, recorded as such
 
-Revision ID: 0005_issue19_owner_verdicts
-Revises: 0004_issue21_workers
+Revision ID: 0007_issue19_owner_verdicts
+Revises: 0006_issue16_cards
 Create Date: 2026-12-01 22:30:00
 """
 
@@ -9,8 +9,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0005_issue19_owner_verdicts'
-down_revision = '0004_issue21_workers'
+revision = '0007_issue19_owner_verdicts'
+down_revision = '0006_issue16_cards'
 branch_labels = None
 depends_on = None
 
