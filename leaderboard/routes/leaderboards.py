@@ -10,6 +10,7 @@ from fastapi.responses import Response
 from evalboard.core.context import Context
 from leaderboard.auth import CtxDep
 from leaderboard.errors import ERROR_RESPONSES
+from leaderboard.paging import DEFAULT_LIMIT, MAX_LIMIT, SORT_KEYS, BoardQuery, parse_board_query
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights, to_csv
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import LeaderboardPublic
@@ -37,9 +38,36 @@ DatasetWeights = Annotated[
     ),
 ]
 
+# Read as text and checked by parse_board_query, so that a bad value is one line of 422.
+Limit = Annotated[
+    str | None,
+    Query(
+        max_length=20,
+        description=f"Ranked rows to send, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}); "
+        "`total` says how many there are.",
+    ),
+]
+Offset = Annotated[str | None, Query(max_length=20, description="Ranked rows to skip (default 0).")]
+Sort = Annotated[
+    str | None,
+    Query(
+        max_length=50,
+        description=f"Order of the rows: one of {', '.join(SORT_KEYS)}; a leading - sorts "
+        "descending (e.g. -perf). Default: rank. Ranks stay those of the whole board.",
+    ),
+]
+Search = Annotated[
+    str | None,
+    Query(max_length=200, description="Only models whose name contains this (any case)."),
+]
+
 
 def _board(
-    ctx: Context, task_id: str, weights: str | None, dataset_weights: str | None
+    ctx: Context,
+    task_id: str,
+    weights: str | None,
+    dataset_weights: str | None,
+    query: BoardQuery | None = None,
 ) -> LeaderboardPublic:
     table = load_table(ctx, task_id)
     return build_leaderboard(
@@ -47,14 +75,23 @@ def _board(
         table,
         parse_weights(weights),
         dataset_weights=parse_dataset_weights(table, dataset_weights),
+        query=query,
     )
 
 
-@router.get("/leaderboard", summary="The ranking for the given weights")
+@router.get("/leaderboard", summary="The ranking for the given weights, a page at a time")
 def leaderboard(
-    task_id: TaskId, ctx: CtxDep, weights: Weights = None, dataset_weights: DatasetWeights = None
+    task_id: TaskId,
+    ctx: CtxDep,
+    weights: Weights = None,
+    dataset_weights: DatasetWeights = None,
+    limit: Limit = None,
+    offset: Offset = None,
+    sort: Sort = None,
+    q: Search = None,
 ) -> LeaderboardPublic:
-    return _board(ctx, task_id, weights, dataset_weights)
+    query = parse_board_query(limit=limit, offset=offset, sort=sort, q=q)
+    return _board(ctx, task_id, weights, dataset_weights, query)
 
 
 @router.get(
