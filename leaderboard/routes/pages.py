@@ -17,6 +17,7 @@ from leaderboard.accounts import authenticate
 from leaderboard.auth import CtxDep, PrincipalDep, sign_in, sign_out
 from leaderboard.charts import contributions_figure, datasets_figure, pareto_figure, rounds_figure
 from leaderboard.drilldown import drilldown
+from leaderboard.paging import BoardQuery, parse_board_query
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights
 from leaderboard.routes._page import flash, form_csrf, redirect, render
 from leaderboard.routes.tasks import task_public
@@ -32,6 +33,8 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 
 WeightsQuery = Annotated[str | None, Query(max_length=500)]
 DatasetWeightsQuery = Annotated[str | None, Query(max_length=2000)]
+PagingQuery = Annotated[str | None, Query(max_length=50)]
+SearchQuery = Annotated[str | None, Query(max_length=200)]
 
 
 @router.get("", response_class=HTMLResponse)
@@ -99,14 +102,39 @@ def _local(path: str) -> str:
 
 
 def _board(
-    ctx: Context, table: TaskTable, weights: str | None, dataset_weights: str | None
+    ctx: Context,
+    table: TaskTable,
+    weights: str | None,
+    dataset_weights: str | None,
+    query: BoardQuery | None = None,
 ) -> LeaderboardPublic:
     return build_leaderboard(
         ctx,
         table,
         parse_weights(weights),
         dataset_weights=parse_dataset_weights(table, dataset_weights),
+        query=query,
     )
+
+
+def _pager(request: Request, query: BoardQuery, total: int) -> dict[str, Any]:
+    """Where this page of the ranking starts and ends, and links to its neighbours (the
+    request's other parameters, weights included, kept)."""
+    limit = query.limit or max(total, 1)
+
+    def at(offset: int) -> str:
+        url = request.url.include_query_params(offset=offset, limit=limit)
+        return f"{url.path}?{url.query}"
+
+    return {
+        "first": query.offset + 1,
+        "last": min(query.offset + limit, total),
+        "total": total,
+        "previous": at(max(query.offset - limit, 0)) if query.offset > 0 else None,
+        "next": at(query.offset + limit) if query.offset + limit < total else None,
+        "q": query.q or "",
+        "sort": ("-" if query.descending else "") + query.sort,
+    }
 
 
 def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
@@ -142,16 +170,28 @@ def task_page(
     principal: PrincipalDep,
     weights: WeightsQuery = None,
     dataset_weights: DatasetWeightsQuery = None,
+    limit: PagingQuery = None,
+    offset: PagingQuery = None,
+    sort: PagingQuery = None,
+    q: SearchQuery = None,
 ) -> HTMLResponse:
+    query = parse_board_query(limit=limit, offset=offset, sort=sort, q=q)
     table = load_table(ctx, task_id)
-    board = _board(ctx, table, weights, dataset_weights)
+    board = _board(ctx, table, weights, dataset_weights, query)
+    pager = _pager(request, query, board.total)
     return render(
         request,
         "task.html",
         principal,
         task=task_public(ctx, task_id),
         board=board,
-        data=_client_data(table, board),
+        pager=pager,
+        # One page of several: the browser cannot re-rank what it was not sent, so moving
+        # a weight slider asks the server for the ranking instead.
+        data={
+            **_client_data(table, board),
+            "paged": bool(pager["previous"] or pager["next"] or query.q or query.sort != "rank"),
+        },
         dataset_max=max([1.0, *(2 * w for w in board.dataset_weights.values())]),
         owner=principal.owns(task_id),
         datasets=[

@@ -83,3 +83,31 @@ async def test_a_bad_paging_value_is_one_line_of_422(
 async def test_the_downloads_default_is_every_row() -> None:
     assert parse_board_query(default_limit=None) == BoardQuery(limit=None)
     assert parse_board_query(limit="", q="  ") == BoardQuery(limit=100, q=None)
+
+
+async def test_the_task_page_renders_one_page_with_links_to_the_next(
+    client: httpx.AsyncClient,
+) -> None:
+    page = await client.get(f"/ui/tasks/{TASK}", params={"limit": 2, "weights": "perf:1"})
+    assert page.status_code == 200
+    assert "Models 1–2 of 4" in page.text
+    assert 'rel="next" href="/ui/tasks/sentiment?weights=perf%3A1&amp;offset=2&amp;limit=2"' in (
+        page.text
+    )
+    assert 'rel="prev"' not in page.text
+    assert '"paged": true' in page.text
+    second = await client.get(f"/ui/tasks/{TASK}", params={"limit": 2, "offset": 2})
+    assert "Models 3–4 of 4" in second.text and 'rel="prev"' in second.text
+    assert 'rel="next"' not in second.text
+
+
+async def test_the_whole_board_on_one_page_is_ranked_in_the_browser(
+    client: httpx.AsyncClient,
+) -> None:
+    page = await client.get(f"/ui/tasks/{TASK}")
+    assert "Models 1–4 of 4" in page.text and '"paged": false' in page.text
+
+
+async def test_a_bad_limit_on_the_page_is_a_422(client: httpx.AsyncClient) -> None:
+    page = await client.get(f"/ui/tasks/{TASK}", params={"limit": "lots"})
+    assert page.status_code == 422 and "limit must be a whole number" in page.text
