@@ -81,7 +81,6 @@ def _board_query(task_id: str) -> Any:
             User.name.label("user"),
             Submission.is_baseline,
             BoardEntry.source,
-            BoardEntry.entry,
             *counts,
         )
         .outerjoin(User, User.id == Submission.user_id)
@@ -93,17 +92,9 @@ def _board_query(task_id: str) -> Any:
 
 
 def _facts(row: Row[Any]) -> tuple[Any, ...]:
-    counts = tuple(int(getattr(row, f"n_{s.value}") or 0) for s in JobStatus)
-    return (
-        row.name,
-        row.user_id,
-        row.user,
-        bool(row.is_baseline),
-        int(row.n_jobs or 0),
-        counts,
-        int(row.n_results or 0),
-        row.last_result,
-    )
+    """Who the submission is and how its jobs stand: the query's columns but its id and
+    the stored digest (sums are None for a submission without jobs, read as 0)."""
+    return tuple(row[1:5]) + tuple(int(n or 0) for n in row[6:-1]) + (row[-1],)
 
 
 def load_entries(
@@ -124,17 +115,36 @@ def load_entries(
         derived = _derive(session, stale, scoring, by_id) if stale else {}
     if derived:  # written once the reading session is closed: SQLite has one writer
         _store(ctx, task_id, {sid: (sources[sid], entry) for sid, entry in derived.items()})
-    entries = []
+    entries: dict[int, ModelEntry] = {}
     for row in rows:
-        entry = derived.get(row.id)
-        if entry is None:
-            key = ("board-entry", row.id, sources[row.id])
-            entry = ctx.cache.get(key)
-            if entry is None:
-                entry = _from_stored(row, row.entry)
-                ctx.cache.put(key, entry)
-        entries.append(entry)
-    return entries
+        found = derived.get(row.id) or ctx.cache.get(("board-entry", row.id, sources[row.id]))
+        if found is not None:
+            entries[row.id] = found
+    unparsed = [row for row in rows if row.id not in entries]
+    if unparsed:  # stored rows this process has not read yet: the JSON is read only now
+        for row, stored in zip(unparsed, _stored(ctx, [r.id for r in unparsed]), strict=True):
+            entry = _from_stored(row, stored)
+            ctx.cache.put(("board-entry", row.id, sources[row.id]), entry)
+            entries[row.id] = entry
+    for sid, entry in derived.items():
+        ctx.cache.put(("board-entry", sid, sources[sid]), entry)
+    return [entries[row.id] for row in rows]
+
+
+def _stored(ctx: Context, ids: list[int]) -> list[dict[str, Any]]:
+    """The stored rows of these submissions, in the order given."""
+    found: dict[int, dict[str, Any]] = {}
+    with ctx.db.session() as session:
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            found.update(
+                session.execute(
+                    select(BoardEntry.submission_id, BoardEntry.entry).where(
+                        BoardEntry.submission_id.in_(chunk)
+                    )
+                ).tuples()
+            )
+    return [found[sid] for sid in ids]
 
 
 def _derive(
