@@ -137,13 +137,12 @@ def _stored(ctx: Context, ids: list[int]) -> list[dict[str, Any]]:
     with ctx.db.session() as session:
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
-            found.update(
-                session.execute(
-                    select(BoardEntry.submission_id, BoardEntry.entry).where(
-                        BoardEntry.submission_id.in_(chunk)
-                    )
-                ).tuples()
+            rows = session.execute(
+                select(BoardEntry.submission_id, BoardEntry.entry).where(
+                    BoardEntry.submission_id.in_(chunk)
+                )
             )
+            found.update((sid, entry) for sid, entry in rows)
     return [found[sid] for sid in ids]
 
 
