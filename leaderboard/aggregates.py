@@ -94,7 +94,9 @@ def _board_query(task_id: str) -> Any:
 def _facts(row: Row[Any]) -> tuple[Any, ...]:
     """Who the submission is and how its jobs stand: the query's columns but its id and
     the stored digest (sums are None for a submission without jobs, read as 0)."""
-    return tuple(row[1:5]) + tuple(int(n or 0) for n in row[6:-1]) + (row[-1],)
+    values: tuple[Any, ...] = tuple(row)
+    counts: tuple[Any, ...] = tuple(int(n or 0) for n in values[6:-1])
+    return values[1:5] + counts + values[-1:]
 
 
 def load_entries(
