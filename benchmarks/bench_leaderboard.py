@@ -36,7 +36,13 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 from sqlalchemy import insert, select  # noqa: E402
 
-from datasets_registry import add_dataset, create_task, list_datasets, parse_task_spec  # noqa: E402
+from datasets_registry import (  # noqa: E402
+    add_dataset,
+    create_task,
+    list_datasets,
+    parse_task_spec,
+    read_examples,
+)
 from evalboard.core.context import Context  # noqa: E402
 from evalboard.core.settings import Settings  # noqa: E402
 from evalboard.core.states import JobStatus  # noqa: E402
@@ -101,9 +107,27 @@ def _metrics(i: int, perturbation: str | None) -> dict[str, Any]:
     return {"schema_version": SCHEMA_VERSION, **metrics.model_dump(mode="json")}
 
 
-def seed_board(ctx: Context, folder: Path, submissions: int) -> dict[str, int]:
+def _predictions(ctx: Context, sid: int, examples: list[dict[str, Any]]) -> str:
+    """Submission ``sid``'s per-example predictions on the original, stored as the
+    evaluator stores them; returns the artifact key."""
+    records = []
+    for i, example in enumerate(examples):
+        right = (sid * 31 + i * 17) % 100 < 50 + sid % 40
+        label = example["label"] if right else LABELS[(LABELS.index(example["label"]) + 1) % 3]
+        records.append(
+            {"uid": example["uid"], "gold": example["label"], "output": {"label": label}}
+        )
+    key = f"predictions/{sid}/r1-test.jsonl"
+    ctx.artifacts.put_bytes(key, "".join(json.dumps(r) + "\n" for r in records).encode())
+    return key
+
+
+def seed_board(
+    ctx: Context, folder: Path, submissions: int, *, predictions: bool = False
+) -> dict[str, int]:
     """The task, its round and copies, and ``submissions`` finished models, in bulk
-    inserts through the real tables. Returns the count of rows of each kind."""
+    inserts through the real tables (with per-example predictions on the original when
+    ``predictions``, so the board bootstraps intervals). Returns the count of rows."""
     create_task(ctx, parse_task_spec(TASK))
     add_dataset(ctx, task_id=TASK_ID, name="r1-test", path=_dataset_file(folder), round=1)
     datasets = list_datasets(ctx, TASK_ID)
@@ -141,6 +165,7 @@ def seed_board(ctx: Context, folder: Path, submissions: int) -> dict[str, int]:
         )
         jobs = session.execute(select(Job.id, Job.submission_id, Job.dataset_id)).all()
         by_id = {d.id: d for d in datasets}
+        examples = list(read_examples(ctx, datasets[0])) if predictions else []
         session.execute(
             insert(Result),
             [
@@ -150,7 +175,11 @@ def seed_board(ctx: Context, folder: Path, submissions: int) -> dict[str, int]:
                     "dataset_id": did,
                     "metrics": _metrics(sid, by_id[did].perturbation),
                     "provenance": {"seeded": True},
-                    "predictions_key": None,
+                    "predictions_key": (
+                        _predictions(ctx, sid, examples)
+                        if predictions and by_id[did].perturbation is None
+                        else None
+                    ),
                 }
                 for job_id, sid, did in jobs
             ],
@@ -223,13 +252,13 @@ def _split(ctx: Context) -> dict[str, float]:
     }
 
 
-def run_size(submissions: int, repeats: int) -> dict[str, Any]:
+def run_size(submissions: int, repeats: int, *, predictions: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp:
         folder = Path(tmp)
         settings = Settings(data_dir=folder / "data", sandbox="local")
         ctx = Context.from_settings(settings)
         start = time.perf_counter()
-        counts = seed_board(ctx, folder, submissions)
+        counts = seed_board(ctx, folder, submissions, predictions=predictions)
         seeded_s = time.perf_counter() - start
         ctx.db.dispose()
         result = asyncio.run(_measure(settings, repeats))
@@ -240,12 +269,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--interval-sizes",
+        type=int,
+        nargs="*",
+        default=[1_000],
+        help="sizes also run with per-example predictions, so the board bootstraps intervals",
+    )
     args = parser.parse_args()
     report: dict[str, Any] = {
         "benchmark": "leaderboard",
-        "what": "GET /tasks/T/leaderboard and GET /ui/tasks/T in process, SQLite, no predictions",
+        "what": "GET /tasks/T/leaderboard (default page of 100) and GET /ui/tasks/T in "
+        "process, SQLite; sizes: no predictions, with_intervals: predictions on the original",
         "repeats": args.repeats,
         "sizes": {str(n): run_size(n, args.repeats) for n in args.sizes},
+        "with_intervals": {
+            str(n): run_size(n, args.repeats, predictions=True) for n in args.interval_sizes
+        },
         "goal": {"api_p95_ms_below": 100, "page_first_byte_ms_below": 200, "at": 10_000},
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
