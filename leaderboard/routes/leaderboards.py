@@ -9,7 +9,7 @@ from fastapi.responses import Response
 
 from evalboard.core.context import Context
 from leaderboard.auth import CtxDep
-from leaderboard.errors import ERROR_RESPONSES
+from leaderboard.errors import ERROR_RESPONSES, UNPROCESSABLE_RESPONSES
 from leaderboard.paging import DEFAULT_LIMIT, MAX_LIMIT, SORT_KEYS, BoardQuery, parse_board_query
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights, to_csv
 from leaderboard.routes.tasks import TaskId
@@ -79,7 +79,11 @@ def _board(
     )
 
 
-@router.get("/leaderboard", summary="The ranking for the given weights, a page at a time")
+@router.get(
+    "/leaderboard",
+    summary="The ranking for the given weights, a page at a time",
+    responses=UNPROCESSABLE_RESPONSES,
+)
 def leaderboard(
     task_id: TaskId,
     ctx: CtxDep,
