@@ -123,7 +123,6 @@ def build_leaderboard(
         terms = contributions(normalised, used)
         amrs = {k: (v if math.isfinite(v) else None) for k, v in normalised.amrs_by_metric.items()}
         by_key = {m.key: m for m in ranked}
-        others = {k: {n: v for n, v in row.items() if n != "perf"} for k, row in grid.items()}
         bootstrapped = intervals and "perf" in metrics and has_predictions(table, ranked)
         # A row's throughput runs are re-averaged for the rows sent, unless the bootstrap
         # needs every model's.
@@ -140,7 +139,9 @@ def build_leaderboard(
                 ctx,
                 table,
                 ranked,
-                other_metrics=others,
+                other_metrics={
+                    k: {n: v for n, v in row.items() if n != "perf"} for k, row in grid.items()
+                },
                 weights=used,
                 directions=directions,
                 offsets=offsets,
