@@ -29,7 +29,6 @@ import argparse
 import importlib.util
 import json
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -45,13 +44,20 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import func, select  # noqa: E402
 
+from benchmarks._report import machine, save  # noqa: E402
 from datasets_registry.registry import add_dataset, create_task  # noqa: E402
 from datasets_registry.taskspec import parse_task_spec  # noqa: E402
 from evalboard.core.context import Context  # noqa: E402
 from evalboard.core.settings import Settings  # noqa: E402
 from evalboard.core.tables import Job  # noqa: E402
-from evaluator import TestSet, WorkerPool, enqueue_submission, evaluate_dataset  # noqa: E402
-from evaluator.broker import make_celery  # noqa: E402
+from evaluator import (  # noqa: E402
+    RunOptions,
+    TestSet,
+    WorkerPool,
+    enqueue_submission,
+    evaluate_dataset,
+)
+from evaluator.jobs.dispatch import make_celery  # noqa: E402
 from evaluator.measurement import measure  # noqa: E402
 from evaluator.provenance import cpu_count, cpu_model  # noqa: E402
 from submission_sandbox import open_sandbox  # noqa: E402
@@ -134,7 +140,9 @@ def bench_end_to_end(bundle: Path, repeats: int) -> dict[str, Any]:
 
     def evaluator() -> tuple[float, float, float]:
         started = time.perf_counter()
-        run = evaluate_dataset(bundle, test_set, task, sandbox="local", batch_size=batch)
+        run = evaluate_dataset(
+            bundle, test_set, task, options=RunOptions(sandbox="local", batch_size=batch)
+        )
         total = time.perf_counter() - started
         assert run.outcome.metrics is not None, run.outcome.failure
         startup = run.outcome.metrics.startup_s or 0.0
@@ -375,13 +383,11 @@ def main() -> None:
         "repeats": args.repeats,
         # Other work on the machine skews every figure; this says how busy it was.
         "load_average_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
-        "python": platform.python_version(),
+        **machine(),
         "cpu": cpu_model(),
         "cpus": cpu_count(),
-        "machine": platform.machine(),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(document, indent=2) + "\n")
+    save(RESULTS, document)
     print(f"wrote {RESULTS}")
 
 

@@ -1,7 +1,7 @@
 """Tasks, their immutable datasets and rounds, importers and perturbations."""
 
-from datasets_registry.examples import ColumnMapping, canonical_jsonl, parse_mapping
-from datasets_registry.importers import detect_format, read_rows
+from datasets_registry.examples import ColumnMapping, canonical_jsonl, parse_mapping, sha256_of
+from datasets_registry.importers import Format, detect_format, read_rows
 from datasets_registry.outputs import (
     BadOutput,
     LabelOutput,
@@ -31,6 +31,7 @@ __all__ = [
     "AddedDataset",
     "BadOutput",
     "ColumnMapping",
+    "Format",
     "LabelOutput",
     "ModelOutput",
     "OutputProblem",
@@ -55,4 +56,5 @@ __all__ = [
     "read_rows",
     "scoring_datasets",
     "set_dataset_weight",
+    "sha256_of",
 ]

@@ -3,8 +3,14 @@
 codecarbon measures the whole machine, not the sandbox: on a shared worker the figure
 includes its neighbours. Where the CPU has no RAPL counter (these machines, most VMs) it
 estimates power from CPU load and a TDP table, and :class:`Energy` says so. Its first
-start in a process probes the hardware (about 1.5 s, then cached for the process):
-:func:`warm_up` does that in the background so that the first job does not wait.
+start in a process probes the hardware (about 1.5 s, then cached for the process);
+importing it costs about 0.5 s more. :func:`warm_up` does both in the background so that
+a worker's first job does not wait, and :meth:`EnergyMeter.start` returns at once.
+
+One meter runs through a whole evaluation; each dataset's energy is a part of it
+(:meth:`EnergyMeter.begin_part` / :meth:`EnergyMeter.end_part`, codecarbon's tasks), so
+a later start or stop costs milliseconds, not a tracker's set-up per dataset
+(benchmarks/bench_startup.py measures both).
 """
 
 from __future__ import annotations
@@ -56,9 +62,14 @@ def warm_up(country_iso_code: str = "USA") -> None:
 class EnergyMeter:
     """Measures energy between ``start()`` and ``stop()``; never fails an evaluation.
 
+    Between them, ``begin_part(name)`` and ``end_part()`` give one stretch's share (a
+    dataset's), one part at a time.
+
     Example:
         >>> with EnergyMeter("USA", enabled=False) as meter:
-        ...     pass
+        ...     meter.begin_part("dataset")
+        ...     meter.end_part().method
+        'disabled'
         >>> meter.energy.kwh is None
         True
     """
@@ -69,34 +80,72 @@ class EnergyMeter:
         self.energy = Energy(country_iso_code=country_iso_code, method="disabled")
         self._tracker: Any = None
         self._error = ""
+        self._starting: threading.Thread | None = None
 
     def start(self) -> None:
+        """Start measuring, in a thread (a first start probes the hardware, see module)."""
         if not self.enabled:
             return
+        self._starting = threading.Thread(
+            target=self._start, name="energy-meter-start", daemon=True
+        )
+        self._starting.start()
+
+    def _start(self) -> None:
         try:
             self._tracker = _tracker(self.country_iso_code)
             self._tracker.start()
         except Exception as exc:  # noqa: BLE001 - see class docstring
             self._tracker, self._error = None, f"codecarbon failed to start: {exc}"
 
+    def _started(self) -> Any:
+        """The running tracker once ``start`` is done (None: disabled or failed)."""
+        if self._starting is not None:
+            self._starting.join()
+            self._starting = None
+        return self._tracker
+
+    def _absent(self) -> Energy:
+        """What a figure says when there is no tracker to read."""
+        if not self.enabled:
+            return Energy(country_iso_code=self.country_iso_code, method="disabled")
+        return Energy(country_iso_code=self.country_iso_code, method=self._error or "unavailable")
+
+    def begin_part(self, name: str) -> None:
+        """Start one part's share (waits for ``start`` to finish)."""
+        tracker = self._started()
+        if tracker is None:
+            return
+        try:
+            tracker.start_task(name)
+        except Exception:  # noqa: BLE001 - see class docstring; end_part reports it
+            logging.getLogger(__name__).debug("codecarbon start_task failed", exc_info=True)
+
+    def end_part(self) -> Energy:
+        """The energy since ``begin_part``; the meter keeps running."""
+        tracker = self._started()
+        if tracker is None:
+            return self._absent()
+        try:
+            data = tracker.stop_task()  # the part begun last
+            if data is None:  # no part begun: begin_part failed (logged)
+                return Energy(country_iso_code=self.country_iso_code, method="unavailable")
+            return self._figure(tracker, data)
+        except Exception as exc:  # noqa: BLE001 - see class docstring
+            return Energy(
+                country_iso_code=self.country_iso_code, method=f"codecarbon failed: {exc}"
+            )
+
     def stop(self) -> Energy:
-        if self._tracker is None:
+        """Stop; the energy since ``start``."""
+        tracker = self._started()
+        if tracker is None:
             if self.enabled:
-                self.energy = Energy(
-                    country_iso_code=self.country_iso_code, method=self._error or "unavailable"
-                )
+                self.energy = self._absent()
             return self.energy
         try:
-            self._tracker.stop()
-            data = self._tracker.final_emissions_data
-            mode = _cpu_mode(self._tracker)
-            self.energy = Energy(
-                kwh=float(data.energy_consumed),
-                co2_kg=float(data.emissions),
-                estimate=mode not in _MEASURED_MODES,
-                method=f"codecarbon {data.codecarbon_version} offline, cpu: {mode}",
-                country_iso_code=self.country_iso_code,
-            )
+            tracker.stop()
+            self.energy = self._figure(tracker, tracker.final_emissions_data)
         except Exception as exc:  # noqa: BLE001 - see class docstring
             self.energy = Energy(
                 country_iso_code=self.country_iso_code, method=f"codecarbon failed: {exc}"
@@ -104,6 +153,17 @@ class EnergyMeter:
         finally:
             self._tracker = None
         return self.energy
+
+    def _figure(self, tracker: Any, data: Any) -> Energy:
+        """An Energy from codecarbon's EmissionsData (a whole run's or one part's)."""
+        mode = _cpu_mode(tracker)
+        return Energy(
+            kwh=float(data.energy_consumed),
+            co2_kg=float(data.emissions),
+            estimate=mode not in _MEASURED_MODES,
+            method=f"codecarbon {data.codecarbon_version} offline, cpu: {mode}",
+            country_iso_code=self.country_iso_code,
+        )
 
     def __enter__(self) -> Self:
         self.start()

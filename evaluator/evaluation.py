@@ -13,15 +13,16 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from datasets_registry.taskspec import TaskSpec
-from evalboard.core.errors import UsageError
+from datasets_registry import TaskSpec
+from evalboard.core.errors import InvalidBundle, UsageError
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
 from evaluator import provenance
@@ -39,10 +40,17 @@ from evaluator.result import (
 )
 from evaluator.scorecard import Quality, score, summarize
 from evaluator.testset import TestSet, in_evaluation_order
-from submission_sandbox.bundle import bundle_digest
-from submission_sandbox.sandbox import Sandbox, SandboxFailure, open_sandbox, resolve_sandbox
+from submission_sandbox import (
+    Bundle,
+    Sandbox,
+    SandboxFailure,
+    bundle_digest,
+    load_bundle,
+    open_sandbox,
+    resolve_sandbox,
+)
 
-__all__ = ["DatasetRun", "ProgressSink", "evaluate", "evaluate_dataset"]
+__all__ = ["DatasetRun", "ProgressSink", "RunOptions", "evaluate", "evaluate_dataset"]
 
 logger = logging.getLogger(__name__)
 _GIB = 1024**3
@@ -58,6 +66,29 @@ class ProgressSink(Protocol):
     def advance(self, dataset: str, done: int) -> None: ...
 
     def end(self, dataset: str, note: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a bundle: the same for every dataset of one evaluation.
+
+    Attributes:
+        sandbox: ``gvisor``, ``docker``, ``local``, or ``auto`` (``gvisor`` where the
+            engine has it, else ``docker``; ``docker`` for a bundle given a GPU), chosen
+            once for every dataset.
+        limits: the task's limits tightened by these (never loosened); None: the task's.
+        batch_size: overrides the model's own batch size.
+        country_iso_code: where the energy is drawn, for its carbon intensity.
+        measure_energy: False runs no energy meter.
+        seed: recorded in the provenance (the evaluator itself draws nothing at random).
+    """
+
+    sandbox: str = "docker"
+    limits: SandboxLimits | None = None
+    batch_size: int | None = None
+    country_iso_code: str = "USA"
+    measure_energy: bool = True
+    seed: int = 0
 
 
 @dataclass
@@ -88,21 +119,24 @@ def _kept_log(box: Any, test_set: TestSet) -> str | None:
 
 
 def evaluate_dataset(
-    bundle_dir: Path,
+    bundle: Bundle | Path,
     test_set: TestSet,
     task: TaskSpec,
     *,
-    sandbox: str = "docker",
-    limits: SandboxLimits | None = None,
+    options: RunOptions = RunOptions(),
     original: TestSet | None = None,
     original_outputs: Mapping[str, dict[str, Any]] | None = None,
-    batch_size: int | None = None,
     progress: ProgressSink | None = None,
     abort: threading.Event | None = None,
-    country_iso_code: str = "USA",
-    measure_energy: bool = True,
+    energy_meter: EnergyMeter | None = None,
 ) -> DatasetRun:
     """Run one dataset in a fresh sandbox and score it; a model failure is an outcome.
+
+    Args:
+        bundle: the loaded bundle (read and hashed once by the caller), or its directory.
+        energy_meter: a started meter of the whole evaluation, this dataset's energy a part
+            of it (the options' energy settings are then the meter's); without one the
+            dataset runs its own meter.
 
     Raises:
         UsageError: a perturbed copy without its original.
@@ -113,23 +147,61 @@ def evaluate_dataset(
             f"Dataset {test_set.name!r} is a {test_set.perturbation} copy of "
             f"{test_set.derived_from!r}; evaluate it together with that dataset"
         )
+    # Its own meter for a dataset run alone (a job, the gate), stopped when it ends.
+    scope = (
+        nullcontext(energy_meter)
+        if energy_meter is not None
+        else EnergyMeter(options.country_iso_code, enabled=options.measure_energy)
+    )
+    with scope as meter:
+        return _run_dataset(
+            bundle,
+            test_set,
+            task,
+            options=options,
+            original=original,
+            original_outputs=original_outputs,
+            progress=progress,
+            abort=abort,
+            energy_meter=meter,
+        )
+
+
+def _run_dataset(
+    bundle: Bundle | Path,
+    test_set: TestSet,
+    task: TaskSpec,
+    *,
+    options: RunOptions,
+    original: TestSet | None,
+    original_outputs: Mapping[str, dict[str, Any]] | None,
+    progress: ProgressSink | None,
+    abort: threading.Event | None,
+    energy_meter: EnergyMeter,
+) -> DatasetRun:
     examples = test_set.examples  # measure() sends only uid and the inputs of each
-    box = open_sandbox(bundle_dir, kind=sandbox, limits=limits or task.limits)
-    energy_meter = EnergyMeter(country_iso_code, enabled=measure_energy)
+    box = open_sandbox(bundle, kind=options.sandbox, limits=options.limits or task.limits)
     if progress is not None:
         progress.begin(test_set.name, len(examples))
-    # codecarbon's start (milliseconds of set-up) overlaps the model's start-up; either
-    # way the meter runs before the first request and stops after the sandbox is gone.
-    metering = threading.Thread(target=energy_meter.start, name="energy-meter-start", daemon=True)
-    metering.start()
+    # The dataset's part of the meter begins while the model starts: the first part of a
+    # process waits for codecarbon's hardware probe (about 1.5 s), later ones take
+    # milliseconds. Either way the part begins before the first request and ends after
+    # the sandbox is gone.
+    beginning = threading.Thread(
+        target=energy_meter.begin_part,
+        args=(test_set.name,),
+        name="energy-part-begin",
+        daemon=True,
+    )
+    beginning.start()
     try:
         started = time.perf_counter()
         try:
             hello = box.start()
         finally:
-            metering.join()
+            beginning.join()
         startup_s = time.perf_counter() - started
-        size = batch_size or hello.batch_size
+        size = options.batch_size or hello.batch_size
         if test_set.perturbation and original_outputs is None:
             assert original is not None
             wanted = {str(example["input_id"]) for example in test_set.examples}
@@ -163,7 +235,7 @@ def evaluate_dataset(
             final = closing.result()
     except SandboxFailure as failure:
         _close_quietly(box)
-        energy = energy_meter.stop()
+        energy = energy_meter.end_part()
         if progress is not None:
             progress.end(test_set.name, f"failed: {failure.reason.value}")
         return DatasetRun(
@@ -181,9 +253,9 @@ def evaluate_dataset(
         )
     except BaseException:
         _close_quietly(box)
-        energy_meter.stop()
+        energy_meter.end_part()
         raise
-    energy = energy_meter.stop()
+    energy = energy_meter.end_part()
     peak = final.peak_memory_bytes or usage.peak_memory_bytes
     cpu = final.cpu_seconds if final.cpu_seconds is not None else usage.cpu_seconds
     throughputs = [t for t, _ in runs]
@@ -237,6 +309,17 @@ def _close_quietly(box: Sandbox) -> None:
         logger.warning("closing the sandbox after a failure failed", exc_info=True)
 
 
+def _loaded(bundle: Bundle | Path) -> Bundle | Path:
+    """The bundle read once for the whole evaluation; a directory that is not a usable
+    bundle stays a path, and each dataset's sandbox reports it as ``invalid_bundle``."""
+    if isinstance(bundle, Bundle):
+        return bundle
+    try:
+        return load_bundle(bundle)
+    except InvalidBundle:
+        return bundle
+
+
 def _within(task: TaskSpec, limits: SandboxLimits | None) -> SandboxLimits:
     """The task's limits, tightened by the caller's; loosening them is refused."""
     if limits is None:
@@ -270,95 +353,92 @@ def _total_energy(runs: Sequence[DatasetRun], country_iso_code: str) -> Energy:
 
 
 def evaluate(
-    bundle_dir: Path,
+    bundle: Bundle | Path,
     *,
     task: TaskSpec,
     datasets: Sequence[TestSet],
-    sandbox: str = "docker",
-    limits: SandboxLimits | None = None,
+    options: RunOptions = RunOptions(),
     predictions_dir: Path | None = None,
     progress: ProgressSink | None = None,
-    batch_size: int | None = None,
-    seed: int = 0,
-    country_iso_code: str = "USA",
-    measure_energy: bool = True,
 ) -> EvaluationResult:
-    """Evaluate an unpacked bundle on every dataset given (originals and their copies).
+    """Evaluate a bundle on every dataset given (originals and their copies).
 
     Args:
-        bundle_dir: the unpacked model bundle (with its ``evalboard.yaml``).
-        task: the task spec; its limits apply, tightened by ``limits`` (never loosened).
+        bundle: the bundle, or its unpacked directory (with its ``evalboard.yaml``), read
+            and hashed here once for every dataset.
+        task: the task spec; its limits apply, tightened by ``options.limits``.
         datasets: the task's datasets, perturbed copies included; gold stays on the host.
-        sandbox: ``gvisor``, ``docker``, ``local``, or ``auto`` (``gvisor`` where the
-            engine has it, else ``docker``; ``docker`` for a bundle given a GPU), chosen
-            once for every dataset.
         predictions_dir: where to write ``<dataset>.jsonl`` per-example predictions.
         progress: told about each dataset as it runs.
-        batch_size: override the model's own batch size.
-        seed: recorded in the provenance (the evaluator itself draws nothing at random).
     """
     started_at = datetime.now(UTC)
-    limits = _within(task, limits)
-    sandbox = resolve_sandbox(sandbox, bundle_dir=bundle_dir, limits=limits)
+    limits = _within(task, options.limits)
+    loaded = _loaded(bundle)
+    where = loaded.path if isinstance(loaded, Bundle) else loaded
+    options = replace(
+        options,
+        limits=limits,
+        sandbox=resolve_sandbox(options.sandbox, bundle_dir=where, limits=limits),
+    )
     runs: list[DatasetRun] = []
     outputs: dict[str, dict[str, dict[str, Any]]] = {}
     by_name = {test_set.name: test_set for test_set in datasets}
     fatal: DatasetOutcome | None = None
-    for test_set in in_evaluation_order(datasets):
-        if fatal is not None:
-            runs.append(
-                DatasetRun(
-                    outcome=DatasetOutcome.of(
-                        test_set,
-                        derived_from=test_set.derived_from,
-                        status="failed",
-                        failure=fatal.failure,
-                    ),
-                    energy=Energy(method="not run"),
+    # One meter for the whole evaluation, each dataset a part of it: codecarbon is set up
+    # once, not once per dataset.
+    with EnergyMeter(options.country_iso_code, enabled=options.measure_energy) as meter:
+        for test_set in in_evaluation_order(datasets):
+            if fatal is not None:
+                runs.append(
+                    DatasetRun(
+                        outcome=DatasetOutcome.of(
+                            test_set,
+                            derived_from=test_set.derived_from,
+                            status="failed",
+                            failure=fatal.failure,
+                        ),
+                        energy=Energy(method="not run"),
+                    )
                 )
+                continue
+            original = by_name.get(test_set.derived_from or "")
+            run = evaluate_dataset(
+                loaded,
+                test_set,
+                task,
+                options=options,
+                original=original,
+                original_outputs=outputs.get(test_set.derived_from or ""),
+                progress=progress,
+                energy_meter=meter,
             )
-            continue
-        original = by_name.get(test_set.derived_from or "")
-        run = evaluate_dataset(
-            bundle_dir,
-            test_set,
-            task,
-            sandbox=sandbox,
-            limits=limits,
-            original=original,
-            original_outputs=outputs.get(test_set.derived_from or ""),
-            batch_size=batch_size,
-            progress=progress,
-            country_iso_code=country_iso_code,
-            measure_energy=measure_energy,
-        )
-        runs.append(run)
-        if run.outputs is not None and test_set.perturbation is None:
-            outputs[test_set.name] = run.outputs
-        failure = run.outcome.failure
-        if failure is not None and FailureReason(failure.reason) in _FATAL:
-            fatal = run.outcome
-        if predictions_dir is not None and run.quality is not None:
-            predictions_dir.mkdir(parents=True, exist_ok=True)
-            path = predictions_dir / f"{test_set.name}.jsonl"
-            path.write_bytes(run.quality.jsonl())
-            run.outcome.predictions = str(path)
+            runs.append(run)
+            if run.outputs is not None and test_set.perturbation is None:
+                outputs[test_set.name] = run.outputs
+            failure = run.outcome.failure
+            if failure is not None and FailureReason(failure.reason) in _FATAL:
+                fatal = run.outcome
+            if predictions_dir is not None and run.quality is not None:
+                predictions_dir.mkdir(parents=True, exist_ok=True)
+                path = predictions_dir / f"{test_set.name}.jsonl"
+                path.write_bytes(run.quality.jsonl())
+                run.outcome.predictions = str(path)
     finished = [run for run in runs if run.outcome.status == "finished"]
     return EvaluationResult(
         task=task.id,
         model=next((run.model for run in finished if run.model), ""),
         datasets=[run.outcome for run in runs],
         summary=summarize([run.outcome for run in runs]),
-        energy=_total_energy(finished, country_iso_code),
+        energy=_total_energy(finished, options.country_iso_code),
         provenance=provenance.collect(
-            bundle_sha256=bundle_digest(bundle_dir),
+            bundle_sha256=loaded.sha256 if isinstance(loaded, Bundle) else bundle_digest(loaded),
             image_digest=next((r.image_digest for r in finished if r.image_digest), None),
             dataset_sha256={test_set.name: test_set.sha256 for test_set in datasets},
-            sandbox=sandbox,
+            sandbox=options.sandbox,
             sandbox_isolating=all(run.isolating for run in runs),
             limits=limits.model_dump(mode="json"),
             gpu=next((r.gpu for r in finished if r.gpu), None),
-            seed=seed,
+            seed=options.seed,
             started_at=started_at,
         ),
     )

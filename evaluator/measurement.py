@@ -20,11 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from datasets_registry.outputs import OutputProblem, output_problems
-from datasets_registry.taskspec import TaskSpec
+from datasets_registry import OutputProblem, TaskSpec, output_problems
 from evalboard.core.states import FailureReason
 from evaluator.testset import model_inputs
-from submission_sandbox.sandbox import Sandbox, SandboxFailure
+from submission_sandbox import Sandbox, SandboxFailure
 
 __all__ = [
     "IN_FLIGHT",

@@ -15,12 +15,17 @@ from typing import Any
 import numpy as np
 import orjson
 
-from datasets_registry.taskspec import TaskSpec
+from datasets_registry import TaskSpec
 from evaluator.result import DatasetOutcome, TaskMetrics
-from scoring.calibration import calibration_error
-from scoring.delta import delta_per_example
-from scoring.dynascore import weighted_mean
-from scoring.registry import FloatArray, compute, get_metric, per_example
+from scoring import (
+    FloatArray,
+    calibration_error,
+    compute,
+    delta_per_example,
+    get_metric,
+    per_example,
+    weighted_mean,
+)
 
 __all__ = [
     "Quality",

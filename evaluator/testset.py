@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets_registry.examples import canonical_jsonl, sha256_of
+from datasets_registry import canonical_jsonl, sha256_of
 from evalboard.core.context import Context
 from evalboard.core.errors import InvalidDataset
 from evalboard.core.tables import Dataset
@@ -62,7 +62,7 @@ class TestSet:
     ) -> TestSet:
         """Read a registered dataset through the registry (``derived_from``: the original's
         name, for a perturbed copy)."""
-        from datasets_registry.registry import read_examples
+        from datasets_registry import read_examples
 
         return cls(
             name=dataset.name,

@@ -6,10 +6,11 @@ that is about 70,000 objects and seconds per request. Instead the row is derived
 stored in ``board_entries`` with a digest of what it came from (:func:`source_digest`),
 and read back with the task's other rows in one query, which also computes, per
 submission, the facts the digest covers. A row whose digest no longer matches (a job
-finished, failed or was re-run, the submission was renamed, a dataset of the task was
-added or re-weighted) is derived again in that request and stored; nothing else has to
-invalidate it. The parsed rows are kept in the context's derived-data cache under their
-digest, so a warm request parses nothing.
+finished, failed or was re-run, the submission was renamed, its card was edited or it
+was published or unpublished, a dataset of the task was added or re-weighted) is derived
+again in that request and stored; nothing else has to invalidate it. The parsed rows are
+kept in the context's derived-data cache under their digest, so a warm request parses
+nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from evalboard.core.states import JobStatus
 from evalboard.core.tables import BoardEntry, Dataset, Job, Result, Submission, User
 from evaluator import DatasetOutcome
 from leaderboard.entry import ModelEntry, derive_entry
+from submission_sandbox import ModelCard
 
 __all__ = ["datasets_digest", "load_entries", "source_digest"]
 
@@ -80,6 +82,8 @@ def _board_query(task_id: str) -> Any:
             Submission.user_id,
             User.name.label("user"),
             Submission.is_baseline,
+            Submission.published,
+            Submission.card,
             BoardEntry.source,
             *counts,
         )
@@ -92,11 +96,12 @@ def _board_query(task_id: str) -> Any:
 
 
 def _facts(row: Row[Any]) -> tuple[Any, ...]:
-    """Who the submission is and how its jobs stand: the query's columns but its id and
-    the stored digest (sums are None for a submission without jobs, read as 0)."""
+    """Who the submission is, its card and whether it is published, and how its jobs
+    stand: the query's columns but its id and the stored digest (sums are None for a
+    submission without jobs, read as 0). An edited card thus refreshes the row."""
     values: tuple[Any, ...] = tuple(row)
-    counts: tuple[Any, ...] = tuple(int(n or 0) for n in values[6:-1])
-    return values[1:5] + counts + values[-1:]
+    counts: tuple[Any, ...] = tuple(int(n or 0) for n in values[8:-1])
+    return values[1:7] + counts + values[-1:]
 
 
 def load_entries(
@@ -173,6 +178,8 @@ def _to_stored(entry: ModelEntry) -> dict[str, Any]:
     return {
         "status": entry.status.value,
         "complete": entry.complete,
+        "runtime": entry.runtime,
+        "card": entry.card.model_dump(mode="json"),
         "metrics": entry.metrics,
         "per_dataset": entry.per_dataset,
         "predictions": entry.predictions,
@@ -190,6 +197,9 @@ def _from_stored(row: Row[Any], stored: dict[str, Any]) -> ModelEntry:
         is_baseline=bool(row.is_baseline),
         status=JobStatus(stored["status"]),
         complete=bool(stored["complete"]),
+        runtime=stored["runtime"],
+        card=ModelCard.model_validate(stored["card"]),
+        published=bool(row.published),
         metrics=stored["metrics"],
         per_dataset=stored["per_dataset"],
         predictions=stored["predictions"],

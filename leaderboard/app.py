@@ -32,6 +32,7 @@ from leaderboard.routes import (
     manage,
     pages,
     rounds,
+    snapshots,
     submissions,
     tasks,
     uploads,
@@ -106,9 +107,10 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     )
     app.add_middleware(SecurityHeadersMiddleware, hsts=ctx.settings.environment == "production")
     install_error_handlers(app)
-    for module in (tasks, datasets, leaderboards, uploads, submissions, rounds, users):
+    for module in (tasks, datasets, leaderboards, uploads, submissions, rounds, snapshots, users):
         app.include_router(module.router)
     app.include_router(pages.router)
+    app.include_router(snapshots.pages_router)
     app.include_router(manage.router)
     app.include_router(loop_router)  # rounds, collection, validation, failures + their pages
     app.include_router(health.router)
@@ -122,6 +124,15 @@ def create_app(ctx: Context | None = None) -> FastAPI:
         return FileResponse(
             PLOTLY_JS,
             media_type="text/javascript",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        # Browsers ask for it on pages that name no icon (the API docs, JSON): no 404.
+        return FileResponse(
+            _HERE / "static" / "favicon.svg",
+            media_type="image/svg+xml",
             headers={"Cache-Control": "public, max-age=86400"},
         )
 

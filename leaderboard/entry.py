@@ -19,8 +19,9 @@ from evalboard.core.states import JobStatus
 from evalboard.core.tables import Dataset, Submission
 from evaluator import DatasetOutcome, TaskMetrics, shown_metrics, stored_outcome, summarize
 from scoring import METRICS
+from submission_sandbox import ModelCard
 
-__all__ = ["ModelEntry", "board_metrics", "derive_entry", "summary_status"]
+__all__ = ["ModelEntry", "board_metrics", "derive_entry", "stored_card", "summary_status"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,10 @@ class ModelEntry:
     is_baseline: bool
     status: JobStatus
     complete: bool
+    runtime: str | None = None
+    #: What the model is, as its submitter last described it (``leaderboard.cards``).
+    card: ModelCard = field(default_factory=ModelCard)
+    published: bool = True
     metrics: dict[str, float | None] = field(default_factory=dict)
     per_dataset: dict[str, dict[str, Any]] = field(default_factory=dict)
     predictions: dict[str, str] = field(default_factory=dict)
@@ -93,6 +98,12 @@ def summary_status(statuses: list[str]) -> JobStatus:
     return JobStatus.FINISHED if JobStatus.FINISHED in found else JobStatus.CANCELLED
 
 
+def stored_card(submission: Submission) -> ModelCard:
+    """A submission's model card: as its submitter last edited it, else as its manifest
+    gave it (``leaderboard.cards`` edits it)."""
+    return ModelCard.of(submission.card if submission.card is not None else submission.manifest)
+
+
 def derive_entry(
     submission: Submission, users: dict[int, str], scoring: list[Dataset], by_id: dict[int, Dataset]
 ) -> ModelEntry:
@@ -107,6 +118,9 @@ def derive_entry(
         is_baseline=submission.is_baseline,
         status=summary_status([job.status for job in submission.jobs]),
         complete=False,
+        runtime=submission.manifest.get("runtime"),
+        card=stored_card(submission),
+        published=submission.published,
     )
     finished: set[int] = set()
     for job in submission.jobs:

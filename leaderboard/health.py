@@ -1,7 +1,7 @@
 """Liveness and readiness: ``/health`` says the process serves; ``/ready`` that it can do
 its work (the database answers and is migrated, the broker when one is configured, and the
 artifact store), and what the live workers last reported of their own parts (their sandbox
-engine, their view of the store) with their heartbeat (:mod:`evaluator.heartbeat`).
+engine, their view of the store) with their heartbeat (:mod:`evaluator.jobs.heartbeat`).
 
 A worker's fault does not make the server unready (it still serves pages and takes
 uploads, and the jobs wait): ``workers`` is reported beside the checks, not among them.
@@ -24,9 +24,7 @@ from fastapi.responses import JSONResponse
 from evalboard import __version__
 from evalboard.core.context import Context
 from evalboard.core.errors import PlatformError
-from evaluator import ping_broker
-from evaluator.faults import store_fault
-from evaluator.heartbeat import live_workers
+from evaluator import live_workers, ping_broker, store_fault
 from leaderboard.auth import CtxDep
 
 __all__ = ["router"]

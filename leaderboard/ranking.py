@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from evalboard.core.context import Context
 from evaluator import CONTENDED_SHARE
@@ -94,6 +94,7 @@ def build_leaderboard(
     dataset_weights: Mapping[str, float] | None = None,
     intervals: bool = True,
     query: BoardQuery | None = None,
+    keep: Callable[[ModelEntry], bool] | None = None,
 ) -> LeaderboardPublic:
     """Rank the complete models: by Dynascore, after the baseline floor
     (:mod:`scoring.floor`); baselines ranked with them, the majority row not ranked.
@@ -103,6 +104,8 @@ def build_leaderboard(
         dataset_weights: original scoring dataset -> weight; None: the owner's.
         intervals: bootstrap the intervals, ``rank_interval`` and ``p_first``.
         query: which ranked rows to send (every model is ranked all the same); None: all.
+        keep: which models may be sent at all (a card filter, ``leaderboard.cards``): the
+            others are ranked, but neither sent nor counted in ``total``.
     """
     table = table.reweighted(dataset_weights)
     metrics = weighable_metrics(table)
@@ -167,7 +170,7 @@ def build_leaderboard(
             order = floor_order(normalised.rank(used), flagged)
         positions = {key: position for position, key in enumerate(order, start=1)}
         total, page = query.select(
-            order,
+            order if keep is None else [key for key in order if keep(by_key[key])],
             names={m.key: m.name for m in ranked},
             value=lambda key, name: (
                 scores[key] if name == "dynascore" else by_key[key].metrics.get(name)
@@ -282,6 +285,10 @@ def _row(
         kind="baseline" if entry.is_baseline else "model",
         metrics=dict(entry.metrics),
         dynascore=score,
+        runtime=entry.runtime,
+        license=entry.card.license,
+        params=entry.card.params,
+        published=entry.published,
         contributions=dict(contributions),
     )
 

@@ -12,6 +12,7 @@ from evalboard.core.states import Access, JobStatus, Role, RoundStatus, UploadSt
 
 __all__ = [
     "BaselineUpdate",
+    "CardPublic",
     "DatasetPublic",
     "DatasetWeightUpdate",
     "IntervalPublic",
@@ -22,6 +23,8 @@ __all__ = [
     "RoleGrantCreate",
     "RoundPublic",
     "RowPublic",
+    "SnapshotCreate",
+    "SnapshotPublic",
     "SubmissionPublic",
     "SubmissionStatusPublic",
     "TaskCreate",
@@ -167,6 +170,7 @@ class SubmissionPublic(BaseModel):
     runtime: str | None
     bundle_sha256: str
     is_baseline: bool
+    published: bool = Field(True, description="False: off the public board.")
     status: JobStatus = Field(description="Summary of the per-dataset jobs.")
     created_at: Timestamp
 
@@ -178,6 +182,25 @@ class SubmissionStatusPublic(SubmissionPublic):
 
 class BaselineUpdate(_In):
     is_baseline: bool
+
+
+class CardPublic(BaseModel):
+    """A model's card as the caller may read it (see ``submission_sandbox.ModelCard``)."""
+
+    submission_id: int
+    task: str
+    name: str
+    user: str | None = Field(description="None when the model is anonymous to you.")
+    runtime: str | None
+    description: str
+    params: int | None
+    license: str | None
+    source_url: str | None
+    paper_url: str | None
+    languages: list[str]
+    card: str = Field(description="Markdown, as written (pages render it safely).")
+    anonymous: bool
+    published: bool
 
 
 # Leaderboards -------------------------------------------------------------------------------
@@ -209,6 +232,10 @@ class RowPublic(BaseModel):
     kind: Literal["model", "baseline", "majority"]
     metrics: dict[str, float | None]
     dynascore: float | None
+    runtime: str | None = None
+    license: str | None = None
+    params: int | None = Field(None, description="Number of parameters, where the card says.")
+    published: bool = Field(True, description="False: only you (and the owner) see this row.")
     contributions: dict[str, float] = Field(
         default_factory=dict, description="Each metric's share of the Dynascore."
     )
@@ -272,6 +299,29 @@ class LeaderboardPublic(BaseModel):
     warnings: list[str] = Field(
         default_factory=list, description="What makes the scores hard to read, in words."
     )
+
+
+# Snapshots ----------------------------------------------------------------------------------
+
+
+class SnapshotCreate(_In):
+    title: str = Field("", max_length=200, description="What the snapshot is for, in words.")
+
+
+class SnapshotPublic(BaseModel):
+    """A frozen board: its number, when, and where its bytes are."""
+
+    task: str
+    number: int
+    title: str
+    created_at: Timestamp
+    models: int = Field(description="Ranked models in the frozen board.")
+    json_sha256: str
+    csv_sha256: str
+    url: str = Field(description="The permalink of its page.")
+    csv_url: str
+    json_url: str
+    citation: str = Field(description="A BibTeX entry citing the permalink.")
 
 
 # Users --------------------------------------------------------------------------------------

@@ -18,14 +18,15 @@ from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, QuotaExceeded
 from evalboard.core.states import Access, JobStatus, UploadState
 from evalboard.core.tables import Job, Rerun, Submission, Upload, User, utcnow
-from evaluator import cancel_submission, enqueue_submission, shown_metrics
-from evaluator.queue import dispatcher_for
+from evaluator import cancel_submission, dispatcher_for, enqueue_submission, shown_metrics
 from leaderboard.accounts import Principal
-from leaderboard.schemas import JobPublic, SubmissionPublic, SubmissionStatusPublic
-from leaderboard.table import summary_status
+from leaderboard.cards import may_see, shown_user
+from leaderboard.schemas import CardPublic, JobPublic, SubmissionPublic, SubmissionStatusPublic
+from leaderboard.table import stored_card, summary_status
 
 __all__ = [
     "cancel",
+    "card_public",
     "check_quota",
     "create_submission",
     "get_submission",
@@ -36,6 +37,7 @@ __all__ = [
     "submission_public",
     "submission_status",
     "uploads_today",
+    "visible_submission",
 ]
 
 
@@ -180,20 +182,61 @@ def submission_public(
         runtime=submission.manifest.get("runtime"),
         bundle_sha256=submission.bundle_sha256,
         is_baseline=submission.is_baseline,
+        published=submission.published,
         status=summary_status(statuses),
         created_at=submission.created_at,
     )
 
 
+def _seen_user(ctx: Context, principal: Principal, submission: Submission) -> str | None:
+    return shown_user(
+        principal,
+        task_id=submission.task_id,
+        submitter_id=submission.user_id,
+        name=_user_name(ctx, submission.user_id),
+        anonymous=stored_card(submission).anonymous,
+    )
+
+
+def card_public(ctx: Context, principal: Principal, submission: Submission) -> CardPublic:
+    """The model card of ``submission`` as ``principal`` may read it."""
+    card = stored_card(submission)
+    return CardPublic(
+        submission_id=submission.id,
+        task=submission.task_id,
+        name=submission.name,
+        user=_seen_user(ctx, principal, submission),
+        runtime=submission.manifest.get("runtime"),
+        description=str(submission.manifest.get("description") or ""),
+        published=submission.published,
+        **card.model_dump(),
+    )
+
+
+def visible_submission(ctx: Context, principal: Principal, submission_id: int) -> Submission:
+    """The submission, if ``principal`` may see it (an unpublished one: its submitter, the
+    task owner, an admin); else NotFound, as if it did not exist."""
+    submission = get_submission(ctx, submission_id)
+    if not may_see(
+        principal,
+        task_id=submission.task_id,
+        submitter_id=submission.user_id,
+        published=submission.published,
+    ):
+        raise NotFound(f"No submission {submission_id}")
+    return submission
+
+
 def submission_status(
     ctx: Context, principal: Principal, submission_id: int
 ) -> SubmissionStatusPublic:
-    """Per-dataset status for anyone; messages, logs and hidden names for those allowed."""
-    submission = get_submission(ctx, submission_id)
+    """Per-dataset status for anyone who may see the submission; messages, logs and hidden
+    names for those allowed."""
+    submission = visible_submission(ctx, principal, submission_id)
     manage = principal.may_see_logs(task_id=submission.task_id, submitter_id=submission.user_id)
     see_hidden = principal.owns(submission.task_id)
     jobs = sorted(submission.jobs, key=lambda j: (j.dataset.round, j.dataset.name))
-    public = submission_public(submission, _user_name(ctx, submission.user_id), jobs)
+    public = submission_public(submission, _seen_user(ctx, principal, submission), jobs)
     views = []
     for index, job in enumerate(jobs, start=1):
         hidden = job.dataset.access == Access.HIDDEN and not see_hidden
@@ -219,7 +262,8 @@ def submission_status(
     return SubmissionStatusPublic(**public.model_dump(), jobs=views, may_manage=manage)
 
 
-def list_submissions(ctx: Context, task_id: str) -> list[SubmissionPublic]:
+def list_submissions(ctx: Context, principal: Principal, task_id: str) -> list[SubmissionPublic]:
+    """The task's submissions ``principal`` may see, anonymous submitters unnamed."""
     with ctx.db.session() as session:
         rows = session.scalars(
             select(Submission)
@@ -228,7 +272,20 @@ def list_submissions(ctx: Context, task_id: str) -> list[SubmissionPublic]:
             .order_by(Submission.id.desc())
         ).all()
         users = dict(session.execute(select(User.id, User.name)).all())
-    return [submission_public(s, users.get(s.user_id) if s.user_id else None) for s in rows]
+    return [
+        submission_public(
+            s,
+            shown_user(
+                principal,
+                task_id=task_id,
+                submitter_id=s.user_id,
+                name=users.get(s.user_id) if s.user_id else None,
+                anonymous=stored_card(s).anonymous,
+            ),
+        )
+        for s in rows
+        if may_see(principal, task_id=task_id, submitter_id=s.user_id, published=s.published)
+    ]
 
 
 def _manageable(ctx: Context, principal: Principal, submission_id: int) -> Submission:

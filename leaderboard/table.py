@@ -29,10 +29,10 @@ from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Task
 from evaluator import summarize
 from leaderboard.aggregates import load_entries
-from leaderboard.entry import ModelEntry, board_metrics, summary_status
+from leaderboard.entry import ModelEntry, board_metrics, stored_card, summary_status
 from scoring import InvalidWeightsError, check_weights, compute, weighted_mean
 
-__all__ = ["ModelEntry", "TaskTable", "load_table", "summary_status"]
+__all__ = ["ModelEntry", "TaskTable", "load_table", "stored_card", "summary_status"]
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -45,13 +44,13 @@ from evalboard.core.errors import (
     QuotaExceeded,
     UsageError,
 )
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import UploadState
 from evalboard.core.tables import Submission, Upload, utcnow
 from leaderboard.accounts import Principal, principal_for
 from leaderboard.schemas import UploadCreate, UploadPublic
 from leaderboard.submissions import check_quota, create_submission, lock_user
-from submission_sandbox.archive import ARCHIVE_SUFFIXES, ArchiveCaps
-from submission_sandbox.bundle import load_bundle
+from submission_sandbox import ARCHIVE_SUFFIXES, ArchiveCaps, load_bundle
 
 __all__ = [
     "CHUNK_SIZE",
@@ -371,7 +370,7 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
     joined_here = not ctx.artifacts.exists(key)
     try:
         _join_parts(ctx, upload, key)
-        with tempfile.TemporaryDirectory(prefix="evalboard-upload-") as tmp:
+        with scratch_tree("evalboard-upload") as tmp:
             local = ctx.artifacts.local_file(key, Path(tmp))
             caps = ArchiveCaps(max_bytes=max(ctx.settings.max_upload_bytes * 4, 1024**2))
             bundle = load_bundle(local, unpack_to=Path(tmp) / "unpacked", caps=caps)

@@ -25,6 +25,7 @@ from scoring.dynascore import (
 )
 from scoring.floor import BASELINE_TOLERANCE, floor_order, not_above_baseline, rank_interval
 from scoring.registry import (
+    FloatArray,
     Metric,
     ScoringError,
     UnknownMetric,
@@ -64,6 +65,7 @@ __all__ = [
     "WEIGHABLE_METRICS",
     "BoardMetric",
     "BootstrapResult",
+    "FloatArray",
     "Interval",
     "InvalidWeightsError",
     "LeaderStability",
@@ -95,8 +97,8 @@ __all__ = [
     "metric",
     "metric_names",
     "normalise",
-    "not_above_baseline",
     "normalize_answer",
+    "not_above_baseline",
     "order",
     "pareto_front",
     "pareto_fronts",

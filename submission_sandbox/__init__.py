@@ -11,9 +11,15 @@ Open a sandbox for an unpacked bundle and speak to the model through it::
 from submission_sandbox import docker_sandbox as _docker_sandbox  # noqa: F401 - registers
 from submission_sandbox import gvisor_sandbox as _gvisor_sandbox  # noqa: F401 - registers
 from submission_sandbox import local_sandbox as _local_sandbox  # noqa: F401 - registers
-from submission_sandbox.archive import ArchiveCaps, unpack_archive
+from submission_sandbox.archive import ARCHIVE_SUFFIXES, ArchiveCaps, is_archive, unpack_archive
 from submission_sandbox.build import BuiltImage, build_image
-from submission_sandbox.bundle import Bundle, bundle_digest, load_bundle, package_bundle
+from submission_sandbox.bundle import (
+    Bundle,
+    bundle_digest,
+    iter_bundle_files,
+    load_bundle,
+    package_bundle,
+)
 from submission_sandbox.dependencies import Dependencies
 from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.docker_sandbox import DockerSandbox, docker_client, reap_orphans
@@ -27,7 +33,7 @@ from submission_sandbox.gvisor_sandbox import (
     runsc_problem,
 )
 from submission_sandbox.local_sandbox import LocalSandbox
-from submission_sandbox.manifest import MANIFEST_NAME, Manifest, Runtime, load_manifest
+from submission_sandbox.manifest import MANIFEST_NAME, Manifest, ModelCard, Runtime, load_manifest
 from submission_sandbox.sandbox import (
     ModelHello,
     ResourceUsage,
@@ -41,6 +47,7 @@ from submission_sandbox.sandbox import (
 )
 
 __all__ = [
+    "ARCHIVE_SUFFIXES",
     "GVISOR_VISIBLE_DIFFERENCES",
     "MANIFEST_NAME",
     "RUNSC_ARGS",
@@ -52,6 +59,7 @@ __all__ = [
     "GvisorSandbox",
     "LocalSandbox",
     "Manifest",
+    "ModelCard",
     "ModelHello",
     "ResourceUsage",
     "Runtime",
@@ -62,6 +70,8 @@ __all__ = [
     "choose_default_sandbox",
     "docker_client",
     "gvisor_available",
+    "is_archive",
+    "iter_bundle_files",
     "known_sandboxes",
     "load_bundle",
     "load_manifest",

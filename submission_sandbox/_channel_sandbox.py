@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from evalboard.core.limits import SandboxLimits
 from submission_sandbox._failures import ExitInfo, classify
+from submission_sandbox.bundle import Bundle
 from submission_sandbox.contract import (
     ChannelError,
     ChannelTimeout,
@@ -42,12 +43,12 @@ class ChannelSandbox(Sandbox):
 
     def __init__(
         self,
-        bundle_dir: Path,
+        bundle: Bundle | Path,
         *,
         limits: SandboxLimits,
         channel: Literal["unix", "stdio"] = "unix",
     ) -> None:
-        super().__init__(bundle_dir, limits=limits)
+        super().__init__(bundle, limits=limits)
         if channel not in ("unix", "stdio"):
             raise ValueError(f"Unknown channel {channel!r}; known: unix, stdio")
         self.channel = channel

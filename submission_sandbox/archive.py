@@ -41,6 +41,7 @@ class ArchiveCaps:
 
 
 def is_archive(path: Path) -> bool:
+    """True for a file whose name says it is a bundle archive (.tar.gz, .tgz, .tar, .zip)."""
     return path.is_file() and path.name.lower().endswith(ARCHIVE_SUFFIXES)
 
 

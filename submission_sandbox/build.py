@@ -21,13 +21,13 @@ import hashlib
 import io
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalboard.core.errors import PlatformError
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import FailureReason
 from submission_sandbox.bundle import Bundle, iter_bundle_files
 from submission_sandbox.dependencies import Dependencies
@@ -201,9 +201,7 @@ def _deps_image(client: Any, dependencies: Dependencies, base: str, base_id: str
     labels = {f"{LABEL}.deps": dependencies.digest, f"{LABEL}.base": base_id}
     if _labelled(client, tag, labels) is None:
         # Beside the cache, so that the hard links below work (same file system).
-        with tempfile.TemporaryDirectory(
-            prefix="evalboard-deps-build-", dir=dependencies.site.parent
-        ) as context:
+        with scratch_tree("evalboard-deps", under=dependencies.site.parent) as context:
             (Path(context) / "Dockerfile").write_text(_DEPS_DOCKERFILE)
             # A hard-linked copy: the build context is read by the engine, never written.
             shutil.copytree(dependencies.site, Path(context) / "site", copy_function=_link_or_copy)
@@ -265,7 +263,7 @@ def build_image(
     started = time.monotonic()
     if dependencies is not None:
         base = _deps_image(client, dependencies, base, base_id)
-    with tempfile.TemporaryDirectory(prefix="evalboard-build-") as context:
+    with scratch_tree("evalboard-build") as context:
         _stage(bundle, Path(context))
         image_id = _docker_build(client, Path(context), tag=tag, base=base, labels=labels)
     return BuiltImage(tag, image_id, False, time.monotonic() - started)

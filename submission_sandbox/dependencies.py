@@ -22,13 +22,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.settings import get_settings
 from evalboard.core.states import FailureReason
 from submission_sandbox.sandbox import SandboxFailure
@@ -261,7 +261,7 @@ def resolve(
 
 
 def _resolve_and_install(bundle_dir: Path, cache_dir: Path, pip: list[str]) -> Dependencies:
-    with tempfile.TemporaryDirectory(prefix="evalboard-deps-", dir=cache_dir) as tmp:
+    with scratch_tree("evalboard-deps", under=cache_dir) as tmp:
         work = Path(tmp)
         resolved = _resolve_set(bundle_dir, work, pip)
         canonical = "".join(f"{n}=={v} sha256:{h}\n" for n, v, h, _ in resolved)

@@ -19,19 +19,19 @@ import math
 import os
 import shutil
 import socket
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from evalboard.core.errors import InvalidBundle, PlatformError
+from evalboard.core.errors import PlatformError
 from evalboard.core.limits import SandboxLimits
+from evalboard.core.scratch import scratch_dir
 from evalboard.core.settings import get_settings
 from evalboard.core.states import FailureReason
 from submission_sandbox._channel_sandbox import ChannelSandbox
 from submission_sandbox._failures import ExitInfo
 from submission_sandbox.build import LABEL, SANDBOX_USER, BuiltImage, build_image
-from submission_sandbox.bundle import Bundle, load_bundle
+from submission_sandbox.bundle import Bundle
 from submission_sandbox.cgroup import CgroupFiles, find_cgroup
 from submission_sandbox.contract import (
     ChannelError,
@@ -138,7 +138,7 @@ class DockerSandbox(ChannelSandbox):
     """A model in a hardened container, reached over a unix socket (or attached stdio).
 
     Args:
-        bundle_dir: an unpacked bundle directory.
+        bundle: the bundle (loaded), or an unpacked bundle directory read at start.
         limits: the run's limits.
         channel: ``unix`` (default; about 3x cheaper per message) or ``stdio``.
         client: a docker client (default: the local engine).
@@ -153,7 +153,7 @@ class DockerSandbox(ChannelSandbox):
 
     def __init__(
         self,
-        bundle_dir: Path,
+        bundle: Bundle | Path,
         *,
         limits: SandboxLimits,
         channel: Literal["unix", "stdio"] = "unix",
@@ -162,7 +162,7 @@ class DockerSandbox(ChannelSandbox):
         torch_image: str | None = None,
         gpu_available: bool | None = None,
     ) -> None:
-        super().__init__(bundle_dir, limits=limits, channel=channel)
+        super().__init__(bundle, limits=limits, channel=channel)
         settings = get_settings()
         self.base_image = base_image or settings.base_image
         self.torch_image = torch_image or settings.torch_image
@@ -181,10 +181,7 @@ class DockerSandbox(ChannelSandbox):
     # Start ---------------------------------------------------------------------------------
 
     def _start(self) -> ModelHello:
-        try:
-            self.bundle = load_bundle(self.bundle_dir)
-        except InvalidBundle as exc:
-            raise SandboxFailure(FailureReason.INVALID_BUNDLE, exc.message) from exc
+        self.bundle = self._bundle()
         self._client = self._client or docker_client()
         self.image = build_image(
             self.bundle,
@@ -279,7 +276,7 @@ class DockerSandbox(ChannelSandbox):
     def _launch(self) -> ModelHello:
         import docker.errors
 
-        self._run_dir = Path(tempfile.mkdtemp(prefix="evalboard-run-"))
+        self._run_dir = scratch_dir("evalboard-run")
         os.chmod(self._run_dir, 0o755)
         if self.channel == "unix":
             self._listener = UnixListener(self._run_dir)

@@ -25,14 +25,13 @@ from typing import IO, Literal
 
 import psutil
 
-from evalboard.core.errors import InvalidBundle
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.scratch import scratch_dir
 from evalboard.core.states import FailureReason
 from submission_sandbox._channel_sandbox import ChannelSandbox
 from submission_sandbox._failures import ExitInfo
 from submission_sandbox.build import RUNNER_PATH
-from submission_sandbox.bundle import load_bundle
+from submission_sandbox.bundle import Bundle
 from submission_sandbox.contract import (
     ChannelError,
     ContractClient,
@@ -52,7 +51,7 @@ class LocalSandbox(ChannelSandbox):
     """The runner as a subprocess of this Python; NOT isolating (see the module docstring).
 
     Args:
-        bundle_dir: an unpacked bundle directory.
+        bundle: the bundle (loaded), or an unpacked bundle directory read at start.
         limits: only ``timeout_s``, ``max_output_bytes`` and ``max_log_bytes`` apply.
         channel: ``unix`` (default) or ``stdio``.
         python: the interpreter to run the model with (default: this one).
@@ -62,13 +61,13 @@ class LocalSandbox(ChannelSandbox):
 
     def __init__(
         self,
-        bundle_dir: Path,
+        bundle: Bundle | Path,
         *,
         limits: SandboxLimits,
         channel: Literal["unix", "stdio"] = "unix",
         python: str | None = None,
     ) -> None:
-        super().__init__(bundle_dir, limits=limits, channel=channel)
+        super().__init__(bundle, limits=limits, channel=channel)
         self.python = python or sys.executable
         self._process: subprocess.Popen[bytes] | None = None
         self._run_dir: Path | None = None
@@ -82,10 +81,7 @@ class LocalSandbox(ChannelSandbox):
         self._site: Path | None = None
 
     def _start(self) -> ModelHello:
-        try:
-            bundle = load_bundle(self.bundle_dir)
-        except InvalidBundle as exc:
-            raise SandboxFailure(FailureReason.INVALID_BUNDLE, exc.message) from exc
+        bundle = self._bundle()
         if bundle.manifest.runtime is Runtime.IMAGE:
             raise SandboxFailure(
                 FailureReason.INVALID_BUNDLE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -12,7 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from evalboard.core.errors import InvalidBundle
 from evalboard.core.validation import describe_validation_error
 
-__all__ = ["MANIFEST_NAME", "Manifest", "Runtime", "load_manifest", "parse_manifest"]
+__all__ = [
+    "MANIFEST_NAME",
+    "Manifest",
+    "ModelCard",
+    "Runtime",
+    "load_manifest",
+    "parse_manifest",
+]
 
 MANIFEST_NAME = "evalboard.yaml"
 
@@ -35,10 +43,59 @@ def _relative_path(value: str, field: str) -> str:
     return value
 
 
-class Manifest(BaseModel):
-    """``evalboard.yaml``; see docs/researchers-bundles.md."""
+def _web_url(value: str | None, info: Any) -> str | None:
+    if value is None:
+        return value
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{info.field_name} must be an http(s) URL, got {value!r}")
+    return value
+
+
+class ModelCard(BaseModel):
+    """What a model is, for the people reading the board: the optional metadata of
+    ``evalboard.yaml``, which its submitter may edit after upload (Dynabench's model card).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    params: int | None = Field(
+        None, ge=1, le=10**13, description="Number of parameters, if known (filters by size)."
+    )
+    license: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9.+-]*$",
+        max_length=64,
+        description="The model's license as an SPDX id, e.g. apache-2.0, mit, cc-by-4.0.",
+    )
+    source_url: str | None = Field(
+        None, max_length=500, description="Where the model's code or weights live (http/https)."
+    )
+    paper_url: str | None = Field(None, max_length=500, description="The paper (http/https).")
+    languages: list[Annotated[str, Field(pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")]] = Field(
+        default_factory=list, max_length=50, description="Language codes, e.g. en, de, pt-BR."
+    )
+    card: str = Field(
+        "", max_length=20000, description="Free text in Markdown, shown on the model's page."
+    )
+    anonymous: bool = Field(
+        False, description="Hide the submitter's name on the public board and API."
+    )
+
+    @field_validator("source_url", "paper_url")
+    @classmethod
+    def _http_url(cls, value: str | None, info: Any) -> str | None:
+        return _web_url(value, info)
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> ModelCard:
+        """The card fields of a manifest (or of a stored card), other keys ignored."""
+        return cls.model_validate({k: v for k, v in data.items() if k in cls.model_fields})
+
+
+class Manifest(ModelCard):
+    """``evalboard.yaml``; see docs/researchers-bundles.md. The model card's fields
+    (:class:`ModelCard`) are optional keys of the same mapping."""
 
     name: Slug = Field(description="The model's name: lowercase letters, digits and dashes.")
     task: Slug = Field(description="The task id the model is for.")

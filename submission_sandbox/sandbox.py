@@ -26,9 +26,10 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, Field
 
-from evalboard.core.errors import EvalboardError, UsageError
+from evalboard.core.errors import EvalboardError, InvalidBundle, UsageError
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
+from submission_sandbox.bundle import Bundle, load_bundle
 
 __all__ = [
     "IMAGE_DIGEST",
@@ -108,11 +109,23 @@ class Sandbox(ABC):
     #: False for sandboxes that do not isolate the model (``local``): say so wherever used.
     isolating: ClassVar[bool] = True
 
-    def __init__(self, bundle_dir: Path, *, limits: SandboxLimits) -> None:
-        self.bundle_dir = bundle_dir
+    def __init__(self, bundle: Bundle | Path, *, limits: SandboxLimits) -> None:
+        # A loaded bundle is used as it is (read and hashed once per evaluation, not once
+        # per dataset); a directory is read when the sandbox starts (see _bundle).
+        self._loaded = bundle if isinstance(bundle, Bundle) else None
+        self.bundle_dir = bundle.path if isinstance(bundle, Bundle) else bundle
         self.limits = limits
         self.hello: ModelHello | None = None
         self._closed = False
+
+    def _bundle(self) -> Bundle:
+        """The bundle this sandbox runs, read once; an unusable one is ``invalid_bundle``."""
+        if self._loaded is None:
+            try:
+                self._loaded = load_bundle(self.bundle_dir)
+            except InvalidBundle as exc:
+                raise SandboxFailure(FailureReason.INVALID_BUNDLE, exc.message) from exc
+        return self._loaded
 
     # Lifecycle ---------------------------------------------------------------------------
 
@@ -348,12 +361,18 @@ def resolve_sandbox(
 
 
 def open_sandbox(
-    bundle_dir: Path, *, kind: str = "docker", limits: SandboxLimits | None = None, **options: Any
+    bundle: Bundle | Path,
+    *,
+    kind: str = "docker",
+    limits: SandboxLimits | None = None,
+    **options: Any,
 ) -> Sandbox:
-    """Make (not yet start) a sandbox of the named kind (or alias) for an unpacked bundle.
+    """Make (not yet start) a sandbox of the named kind (or alias) for a loaded bundle or an
+    unpacked bundle directory.
 
     The sandbox's ``kind`` attribute names what was chosen, an alias resolved.
     """
     limits = limits or SandboxLimits()
-    factory = _REGISTRY[resolve_sandbox(kind, bundle_dir=bundle_dir, limits=limits, **options)]
-    return factory(bundle_dir, limits=limits, **options)
+    where = bundle.path if isinstance(bundle, Bundle) else bundle
+    factory = _REGISTRY[resolve_sandbox(kind, bundle_dir=where, limits=limits, **options)]
+    return factory(bundle, limits=limits, **options)

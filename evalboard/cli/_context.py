@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from evalboard.core.context import Context
+if TYPE_CHECKING:
+    from evalboard.core.context import Context
 
 __all__ = ["context"]
 
 
 @lru_cache(maxsize=1)
 def context() -> Context:
+    # Imported here: the database layer loads only for a command that uses it.
+    from evalboard.core.context import Context
+
     return Context.from_settings()

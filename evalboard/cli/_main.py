@@ -9,7 +9,6 @@ import typer
 from evalboard import __version__
 from evalboard.cli._output import err_console
 from evalboard.core.errors import EvalboardError
-from scoring import ScoringError
 
 __all__ = ["app", "main"]
 
@@ -42,9 +41,10 @@ def _register() -> None:
     app.add_typer(task.app, name="task")
     app.add_typer(dataset.app, name="dataset")
     app.add_typer(model.app, name="model")
-    from evalboard.cli import upload
+    from evalboard.cli import card, upload
 
     model.app.command("upload")(upload.upload)
+    model.app.command("card")(card.card)
     from evalboard.cli import evaluate, worker
 
     app.command("evaluate")(evaluate.evaluate)
@@ -64,6 +64,9 @@ def _register() -> None:
     app.add_typer(loop.round_app, name="round")
     app.add_typer(loop.failures_app, name="failures")
     app.command("gate")(loop.gate)
+    from evalboard.cli import snapshot
+
+    app.add_typer(snapshot.app, name="snapshot")
 
 
 _register()
@@ -87,6 +90,16 @@ def _show_click_error(exc: typer.TyperException) -> None:
         )
 
 
+def _is_scoring_error(exc: Exception) -> bool:
+    """Whether scoring raised ``exc`` (it stays free of the core's error tree).
+
+    Only a command that scores imports scoring (and numpy with it); an error from scoring
+    means its module is loaded, so the check needs no import of its own.
+    """
+    registry = sys.modules.get("scoring.registry")
+    return registry is not None and isinstance(exc, registry.ScoringError)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; exit 0 done, 1 the evaluated thing failed, 2 bad usage or input."""
     try:
@@ -105,12 +118,14 @@ def main(argv: list[str] | None = None) -> int:
     except EvalboardError as exc:
         err_console.print(f"[bold red]error:[/bold red] {exc.message}", highlight=False)
         return exc.exit_code
-    except ScoringError as exc:  # scoring stays free of the core's error tree
-        err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
-        return 2
     except KeyboardInterrupt:
         err_console.print("Interrupted.")
         return 130
+    except Exception as exc:
+        if not _is_scoring_error(exc):
+            raise
+        err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        return 2
     return result if isinstance(result, int) else 0
 
 

@@ -9,7 +9,7 @@ from evalboard.cli._output import err_console, warn
 from evalboard.core.context import Context
 
 if TYPE_CHECKING:
-    from evaluator.heartbeat import WorkerHeartbeat
+    from evaluator import WorkerHeartbeat
 
 __all__ = ["start_heartbeat"]
 
@@ -18,7 +18,7 @@ def start_heartbeat(ctx: Context, *, sandbox: str | None) -> WorkerHeartbeat:
     """Start this worker's heartbeat (its row in ``worker_beats``, read by ``/ready``) and
     say its readiness once: what answers, and what it waits for before claiming. The
     caller stops it (``heartbeat.stop()``) when the worker stops."""
-    from evaluator.heartbeat import WorkerHeartbeat
+    from evaluator import WorkerHeartbeat
 
     heartbeat = WorkerHeartbeat(ctx, sandbox=sandbox)
     found = heartbeat.start()

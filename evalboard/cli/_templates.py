@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from datasets_registry import TaskSpec
 from evalboard.core.errors import UsageError
+from evalboard.core.scratch import scratch_tree
+
+if TYPE_CHECKING:
+    from datasets_registry import TaskSpec
 
 __all__ = ["TEMPLATES", "train_placeholder", "write_trained_template"]
 
@@ -263,7 +266,7 @@ def train_placeholder(directory: Path, spec: TaskSpec, sentences: list[str]) -> 
             for offset, field in enumerate(spec.input_names)
         }
         rows.append({**row, "label": labels[index % len(labels)]})
-    with tempfile.TemporaryDirectory(prefix="evalboard-init-") as tmp:
+    with scratch_tree("evalboard-init") as tmp:
         data = Path(tmp) / "placeholder.jsonl"
         data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
         done = subprocess.run(

@@ -5,27 +5,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import typer
 from rich.table import Table
 
-from datasets_registry import (
-    ColumnMapping,
-    add_dataset,
-    derive_perturbed,
-    export_examples,
-    get_dataset,
-    list_datasets,
-    parse_mapping,
-    set_dataset_weight,
-)
-from datasets_registry.importers import Format
 from evalboard.cli._context import context
 from evalboard.cli._output import console, print_json, print_table
 from evalboard.core.states import Access
-from evalboard.core.tables import Dataset
-from evaluator import queue_missing_jobs
+
+if TYPE_CHECKING:
+    from datasets_registry import Format
+    from evalboard.core.tables import Dataset
 
 __all__ = ["app"]
 
@@ -72,7 +63,10 @@ def add(
         raise typer.BadParameter(
             f"{format_!r}; allowed: jsonl, csv, tsv, squad", param_hint="--format"
         )
-    file_format = cast(Format | None, format_)
+    from datasets_registry import ColumnMapping, add_dataset, parse_mapping
+    from evaluator import queue_missing_jobs
+
+    file_format = cast("Format | None", format_)
     column_mapping = ColumnMapping(
         fields=parse_mapping(mapping),
         labels=parse_mapping(label_map, what="--label-map"),
@@ -120,6 +114,8 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """List a task's datasets with rows, access and short sha256."""
+    from datasets_registry import list_datasets
+
     datasets = list_datasets(context(), task)
     names = {d.id: d.name for d in datasets}
     if as_json:
@@ -144,6 +140,8 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Show one dataset's record."""
+    from datasets_registry import get_dataset, list_datasets
+
     ctx = context()
     dataset = get_dataset(ctx, task_id=task, name=name)
     names = {d.id: d.name for d in list_datasets(ctx, task)}
@@ -162,6 +160,8 @@ def weight_(
     task: str = typer.Option(..., "--task", help="Task id."),
 ) -> None:
     """Set a dataset's weight in the leaderboard's averages (the examples stay as they are)."""
+    from datasets_registry import set_dataset_weight
+
     dataset = set_dataset_weight(context(), task_id=task, name=name, weight=weight)
     console.print(
         f"{dataset.name} now weighs {dataset.weight:g} (its copies too).", highlight=False
@@ -179,6 +179,8 @@ def export(
     ),
 ) -> None:
     """Export a dataset as canonical JSON lines."""
+    from datasets_registry import export_examples, get_dataset
+
     ctx = context()
     dataset = get_dataset(ctx, task_id=task, name=name)
     examples = export_examples(ctx, dataset, labels=labels, may_see_hidden=as_owner)
@@ -196,6 +198,8 @@ def perturb(
     task: str = typer.Option(..., "--task", help="Task id."),
 ) -> None:
     """Derive the robustness and fairness copies of a dataset that lacks them."""
+    from datasets_registry import derive_perturbed
+
     derived = derive_perturbed(context(), task_id=task, name=name)
     for child in derived:
         console.print(f"{child.name}: {child.rows} perturbed examples")

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
-from datasets_registry.taskspec import TaskSpec, load_task_spec
 from evalboard.cli._context import context
 from evalboard.cli._output import console, err_console, print_json, print_table, progress, warn
 from evalboard.cli._sandbox import SANDBOX_HELP, chosen_sandbox
 from evalboard.core.errors import EvaluationFailed, UsageError
-from evaluator import EvaluationResult, TestSet
-from evaluator import evaluate as run_evaluation
+from evalboard.core.scratch import scratch_tree
+
+if TYPE_CHECKING:
+    from datasets_registry import TaskSpec
+    from evaluator import EvaluationResult, TestSet
 
 __all__ = ["evaluate"]
 
@@ -38,7 +39,8 @@ class _Bars:
 
 
 def _registered(task_id: str) -> tuple[TaskSpec, list[TestSet]]:
-    from datasets_registry.registry import get_task, list_datasets
+    from datasets_registry import get_task, list_datasets
+    from evaluator import TestSet
 
     ctx = context()
     spec = get_task(ctx, task_id)
@@ -208,14 +210,25 @@ def evaluate(
     Exit 0 when every dataset finished, 1 when the model failed on any (the reason and the
     model's last log lines are printed), 2 for bad usage or input.
     """
-    from submission_sandbox import load_bundle
-
     if task is not None and task_file is not None:
         raise UsageError("Give --task or --task-file, not both")
     if datasets and task_file is None:
         raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
+    if energy:
+        from evaluator import warm_up
+
+        # codecarbon's import and one-off hardware probe (about 2 s, mostly waiting on
+        # subprocesses) run while the evaluator loads and the bundle is unpacked.
+        warm_up(country)
+    # Imported here, not at the top: the evaluator, the sandboxes and their dependencies
+    # load only when a bundle is evaluated, not for --help or a usage error.
+    from datasets_registry import load_task_spec
+    from evaluator import RunOptions, TestSet
+    from evaluator import evaluate as run_evaluation
+    from submission_sandbox import load_bundle
+
     requested = chosen_sandbox(sandbox, choose=False)  # chosen once the bundle is read
-    with tempfile.TemporaryDirectory(prefix="evalboard-evaluate-") as tmp:
+    with scratch_tree("evalboard-evaluate") as tmp:
         loaded = load_bundle(bundle, unpack_to=Path(tmp) / "bundle")
         if task_file is not None:
             spec = load_task_spec(task_file)
@@ -231,16 +244,18 @@ def evaluate(
             warn("the local sandbox does not isolate the model: run only code you trust")
         with progress() as display:
             result = run_evaluation(
-                loaded.path,
+                loaded,
                 task=spec,
                 datasets=test_sets,
-                sandbox=kind,
+                options=RunOptions(
+                    sandbox=kind,
+                    batch_size=batch_size,
+                    seed=seed,
+                    country_iso_code=country,
+                    measure_energy=energy,
+                ),
                 predictions_dir=predictions,
                 progress=_Bars(display),
-                batch_size=batch_size,
-                seed=seed,
-                country_iso_code=country,
-                measure_energy=energy,
             )
     document = result.model_dump(mode="json")
     if json_out is not None and str(json_out) == "-":

@@ -38,12 +38,12 @@ def leaderboard(
     ),
 ) -> None:
     """Print a task's leaderboard: rank, Dynascore and every metric."""
-    from leaderboard import build_leaderboard, load_table, parse_dataset_weights, parse_weights
+    from leaderboard import build_leaderboard, parse_dataset_weights, parse_weights, public_table
     from scoring import DIRECTION_ARROWS
 
     ctx = context()
     metric_weights = parse_weights(weights)
-    table = load_table(ctx, task)
+    table = public_table(ctx, task)  # the public board, as the API shows it to a visitor
     board = build_leaderboard(
         ctx,
         table,

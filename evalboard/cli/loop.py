@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -10,17 +11,13 @@ from rich.table import Table
 from evalboard.cli._context import context
 from evalboard.cli._output import console, err_console, print_json, print_table, warn
 from evalboard.cli._sandbox import SANDBOX_HELP
-from evalboard.core.tables import Round
-from leaderboard.loop import (
-    GateReport,
-    capture_failures,
-    close_round,
-    list_rounds,
-    open_round,
-    read_failures,
-    round_vmer,
-    run_gate,
-)
+
+if TYPE_CHECKING:
+    from evalboard.core.tables import Round
+    from leaderboard.loop import GateReport
+
+# Each command imports what it needs from leaderboard.loop: the web service, the database
+# layer and the evaluator load only when a command runs, not for --help or a usage error.
 
 __all__ = ["failures_app", "gate", "promote", "round_app"]
 
@@ -53,6 +50,8 @@ def promote(
     as_json: bool = typer.Option(False, "--json", help="Print the round as JSON."),
 ) -> None:
     """Open the task's next round with target models (annotators then try to fool them)."""
+    from leaderboard.loop import open_round
+
     opened = open_round(context(), task, submission_ids=submissions or None, top=top)
     if as_json:
         print_json(_describe(opened))
@@ -71,6 +70,8 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Each round with its targets, its dataset and its vMER."""
+    from leaderboard.loop import list_rounds, round_vmer
+
     ctx = context()
     rows = []
     for round_ in list_rounds(ctx, task):
@@ -119,6 +120,8 @@ def close(
     ),
 ) -> None:
     """Close a round: its verified examples become dataset round-N, every model is queued."""
+    from leaderboard.loop import close_round
+
     closed = close_round(context(), task, number, weight=weight)
     if closed.dataset is None:
         console.print(f"Round {closed.round.number} closed with no verified example: no dataset.")
@@ -140,6 +143,8 @@ def add_failures(
     reporter: str | None = typer.Option(None, "--reporter", help="User name to record."),
 ) -> None:
     """Queue failures of a deployed model for validation (into the open or the next round)."""
+    from leaderboard.loop import capture_failures, read_failures
+
     ctx = context()
     reporter_id = None
     if reporter is not None:
@@ -197,6 +202,8 @@ def gate(
 ) -> int:
     """The release gate: exit 1 listing each example the baseline got right and the
     candidate got wrong, on every round and static set; exit 0 otherwise."""
+    from leaderboard.loop import run_gate
+
     ctx = context()
     if (sandbox or ctx.settings.sandbox) == "local":
         warn("the local sandbox does not isolate the model: run only code you trust")

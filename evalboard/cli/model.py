@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
-from datasets_registry import OutputProblem, TaskSpec, get_task, load_task_spec
 from evalboard.cli._output import console, err_console, print_table, warn
 from evalboard.cli._sandbox import SANDBOX_HELP, chosen_sandbox
 from evalboard.cli._templates import (
@@ -20,14 +18,10 @@ from evalboard.cli._templates import (
     write_transformers_template,
 )
 from evalboard.core.errors import InvalidBundle, UsageError
-from evaluator import measure
-from submission_sandbox import (
-    MANIFEST_NAME,
-    SandboxFailure,
-    load_bundle,
-    open_sandbox,
-    package_bundle,
-)
+from evalboard.core.scratch import scratch_tree
+
+if TYPE_CHECKING:
+    from datasets_registry import TaskSpec
 
 __all__ = ["app", "sample_inputs"]
 
@@ -71,6 +65,8 @@ def sample_inputs(spec: TaskSpec, count: int = 6) -> list[dict[str, Any]]:
 
 
 def _task(task_id: str | None, task_file: Path | None) -> TaskSpec:
+    from datasets_registry import get_task, load_task_spec
+
     if task_file is not None:
         return load_task_spec(task_file)
     if task_id is None:
@@ -130,6 +126,8 @@ def init(
     """Create a bundle for a task that passes `evalboard model test` as made."""
     if kind not in TEMPLATES:
         raise UsageError(f"Unknown template {kind!r}; known: {', '.join(TEMPLATES)}")
+    from submission_sandbox import MANIFEST_NAME
+
     spec = _task(task_id, task_file)
     if directory.exists() and any(directory.iterdir()):
         raise UsageError(f"{directory} is not empty; choose a new directory")
@@ -200,7 +198,11 @@ def test(
     timeout_s: float = typer.Option(600, help="Wall-clock limit for the whole test."),
 ) -> None:
     """Run the bundle in the server's sandbox on sample inputs and check every output."""
-    with tempfile.TemporaryDirectory(prefix="evalboard-test-") as scratch:
+    from datasets_registry import OutputProblem
+    from evaluator import measure
+    from submission_sandbox import SandboxFailure, load_bundle, open_sandbox
+
+    with scratch_tree("evalboard-test") as scratch:
         bundle = load_bundle(directory, unpack_to=Path(scratch) / "bundle")
         spec = _task(task_id or (None if task_file else bundle.manifest.task), task_file)
         if spec.id != bundle.manifest.task:
@@ -271,6 +273,8 @@ def package(
     output: Path | None = typer.Option(None, "-o", "--output", help="Archive to write."),
 ) -> None:
     """Write the bundle as a reproducible .tar.gz and print its sha256."""
+    from submission_sandbox import package_bundle
+
     if not directory.is_dir():
         raise UsageError(f"{directory} is not a bundle directory")
     archive, digest = package_bundle(directory, output)

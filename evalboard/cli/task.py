@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from datasets_registry import create_task, get_task, list_tasks, load_task_spec
 from evalboard.cli._context import context
 from evalboard.cli._output import console, print_json, print_table
 
@@ -23,6 +22,8 @@ def create(
     spec_file: Path = typer.Argument(..., help="Task YAML (see docs/task-owners.md)."),
 ) -> None:
     """Create a task from its YAML spec (the same spec again is a no-op)."""
+    from datasets_registry import create_task, load_task_spec
+
     spec = load_task_spec(spec_file)
     task, created = create_task(context(), spec)
     if created:
@@ -34,6 +35,8 @@ def create(
 @app.command("list")
 def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """List the tasks."""
+    from datasets_registry import list_tasks
+
     tasks = list_tasks(context())
     if as_json:
         print_json(
@@ -58,6 +61,8 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Show a task's spec."""
+    from datasets_registry import get_task
+
     spec = get_task(context(), task_id)
     if as_json:
         print_json(spec.model_dump(mode="json"))

@@ -9,13 +9,11 @@ and completes the upload, which queues the evaluation.
 from __future__ import annotations
 
 import hashlib
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import typer
 from rich.progress import (
     BarColumn,
@@ -36,6 +34,10 @@ from evalboard.core.errors import (
     QuotaExceeded,
     UsageError,
 )
+from evalboard.core.scratch import scratch_tree
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["upload", "upload_bundle"]
 
@@ -71,8 +73,7 @@ def _sha256(path: Path) -> str:
 
 
 def _archive_and_task(source: Path, workdir: Path) -> tuple[Path, str]:
-    from submission_sandbox.archive import is_archive
-    from submission_sandbox.bundle import load_bundle, package_bundle
+    from submission_sandbox import is_archive, load_bundle, package_bundle
 
     if is_archive(source):
         bundle = load_bundle(source, unpack_to=workdir / "check")
@@ -101,9 +102,11 @@ def upload_bundle(
         retries: attempts per chunk after a dropped connection or a server error.
         resume: the id of an earlier upload of the same file to continue.
     """
+    import httpx  # here: the CLI's start does without it (--help, usage errors)
+
     headers = {"Authorization": f"Bearer {token}"}
     with (
-        tempfile.TemporaryDirectory(prefix="evalboard-upload-") as tmp,
+        scratch_tree("evalboard-upload") as tmp,
         httpx.Client(
             base_url=server.rstrip("/"), headers=headers, timeout=120, transport=transport
         ) as client,

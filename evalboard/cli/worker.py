@@ -5,16 +5,18 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import typer
 
 from evalboard.cli._context import context
 from evalboard.cli._output import err_console, warn
 from evalboard.cli._sandbox import SANDBOX_HELP
-from evalboard.core.context import Context
 from evalboard.core.errors import UsageError
-from evaluator import WorkerPool
-from evaluator.queue import DEFAULT_LEASE_S
+from evalboard.core.states import DEFAULT_LEASE_S
+
+if TYPE_CHECKING:
+    from evalboard.core.context import Context
 
 __all__ = ["worker"]
 
@@ -52,7 +54,7 @@ def worker(
             f"known: {', '.join(_QUEUES)}"
         )
     if "gpu" in names:
-        from evaluator.provenance import gpu_name
+        from evaluator import gpu_name
 
         if gpu_name() is None:
             warn(
@@ -79,7 +81,7 @@ def _run(
     loglevel: str,
 ) -> None:
     if ctx.settings.broker_url:
-        from evaluator.broker import run_celery_worker
+        from evaluator import run_celery_worker
 
         run_celery_worker(
             ctx,
@@ -103,5 +105,7 @@ def _run(
         f"{', '.join(names)} with {workers} thread(s)",
         highlight=False,
     )
+    from evaluator import WorkerPool
+
     with WorkerPool(ctx, concurrency=workers, queues=names, lease_s=lease_s, sandbox=sandbox):
         stop.wait()

@@ -24,11 +24,27 @@ __all__ = [
     "scratch_dir",
     "scratch_full",
     "scratch_prefix",
+    "scratch_tree",
     "sweep_orphan_scratch",
 ]
 
-#: The kinds of scratch folder Evalboard makes.
-SCRATCH_PREFIXES = ("evalboard-job", "evalboard-local")
+#: The kinds of scratch folder Evalboard makes (one word after ``evalboard-``).
+SCRATCH_PREFIXES = (
+    "evalboard-build",  # a bundle's image build context
+    "evalboard-dataset",  # an uploaded dataset file, before it is imported
+    "evalboard-demo",  # the demo's bundles being packed for upload
+    "evalboard-deps",  # a bundle's dependency set being resolved (beside its cache)
+    "evalboard-evaluate",  # `evalboard evaluate`'s unpacked bundle and predictions
+    "evalboard-gate",  # the release gate's unpacked bundle
+    "evalboard-init",  # `evalboard model init`'s template being trained
+    "evalboard-job",  # a worker's job: the fetched bundle
+    "evalboard-local",  # the local sandbox's socket and log
+    "evalboard-round",  # a closing round's dataset file
+    "evalboard-run",  # the docker sandbox's channel socket
+    "evalboard-targets",  # the loop's warm target bundles
+    "evalboard-test",  # `evalboard model test`'s unpacked bundle
+    "evalboard-upload",  # an upload being joined and checked, or a bundle being packed
+)
 _NAME = re.compile(r"^(?P<prefix>evalboard-[a-z]+)-(?P<pid>\d+)-")
 
 
@@ -42,6 +58,12 @@ def scratch_prefix(kind: str) -> str:
 def scratch_dir(kind: str) -> Path:
     """A new scratch folder owned by this process (the caller removes it when done)."""
     return Path(tempfile.mkdtemp(prefix=scratch_prefix(kind)))
+
+
+def scratch_tree(kind: str, *, under: Path | None = None) -> tempfile.TemporaryDirectory[str]:
+    """A scratch folder of this process removed when closed (``with scratch_tree(...) as
+    name``); ``under`` puts it beside what it works on rather than in the temp dir."""
+    return tempfile.TemporaryDirectory(prefix=scratch_prefix(kind), dir=under)
 
 
 #: Errors that mean the disk (or the user's quota on it) has no room left.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 __all__ = [
+    "DEFAULT_LEASE_S",
     "Access",
     "ExampleStatus",
     "FailureReason",
@@ -14,6 +15,11 @@ __all__ = [
     "UploadState",
     "Verdict",
 ]
+
+#: How long a running job stays with a silent worker before it is queued again (seconds).
+#: Here beside JobStatus, not in the evaluator's queue, so that ``evalboard worker --help``
+#: can show it without loading the database layer.
+DEFAULT_LEASE_S = 60.0
 
 
 class JobStatus(StrEnum):

@@ -20,7 +20,9 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    true,
 )
+from sqlalchemy import false as sa_false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "Result",
     "Round",
     "RoleGrant",
+    "Snapshot",
     "Submission",
     "Task",
     "Upload",
@@ -149,6 +152,10 @@ class Submission(Base):
     is_baseline: Mapped[bool] = mapped_column(Boolean, default=False)
     # Set when a platform fault failed it, so it does not count against the quota.
     platform_fault: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The model card as its submitter last edited it; None: as the manifest gives it.
+    card: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # Unpublished: off the public board; its submitter, the task owner and admins see it.
+    published: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     created_at: Mapped[datetime] = _created()
 
     jobs: Mapped[list[Job]] = relationship(back_populates="submission")
@@ -257,6 +264,29 @@ class Round(Base):
     closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
+class Snapshot(Base):
+    """A frozen copy of a task's public board, numbered per task and never changed.
+
+    The board itself is two artifacts (its JSON and its CSV, written once), so that what a
+    paper cites stays byte-identical whatever models and rounds arrive later.
+    """
+
+    __tablename__ = "snapshots"
+    __table_args__ = (UniqueConstraint("task_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(String(200), default="")
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    json_key: Mapped[str] = mapped_column(String(256))
+    csv_key: Mapped[str] = mapped_column(String(256))
+    json_sha256: Mapped[str] = mapped_column(String(64))
+    csv_sha256: Mapped[str] = mapped_column(String(64))
+    models: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = _created()
+
+
 class Example(Base):
     """An example written by an annotator (or captured from production) for a round."""
 
@@ -289,6 +319,9 @@ class Validation(Base):
     example_id: Mapped[int] = mapped_column(ForeignKey("examples.id", ondelete="CASCADE"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     verdict: Mapped[str] = mapped_column(String(16))
+    # The task owner's verdict settles the example whatever the others said: recorded as
+    # such, so an override stays visible (issue 19).
+    by_owner: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
     created_at: Mapped[datetime] = _created()
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalboard.core.scratch import scratch_tree
 from evalboard.demo.data import LABELS, file_sha256, texts_and_labels
 
 __all__ = ["DEMO_MODELS", "BuiltModel", "DemoModel", "build_model", "build_models", "fingerprint"]
@@ -113,7 +113,7 @@ def build_model(model: DemoModel, cache_dir: Path, *, task_id: str) -> BuiltMode
     if target.is_dir() and stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == wanted:
         return BuiltModel(model.name, target, reused=True, seconds=time.monotonic() - started)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{model.name}-", dir=cache_dir) as tmp:
+    with scratch_tree("evalboard-demo", under=cache_dir) as tmp:
         staging = Path(tmp) / model.name
         model.build(staging, task_id)
         stamp.unlink(missing_ok=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import tarfile
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,14 +19,14 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from evalboard.core.context import Context
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import JobStatus
 from evalboard.core.tables import Job, Submission
 from evalboard.demo.models import BuiltModel
 from evaluator import WorkerPool, queue_missing_jobs
 from leaderboard.accounts import principal_for
 from leaderboard.submissions import create_submission
-from submission_sandbox import Bundle, load_bundle
-from submission_sandbox.bundle import iter_bundle_files
+from submission_sandbox import Bundle, iter_bundle_files, load_bundle
 
 __all__ = ["JobCounts", "count_jobs", "submit_models", "wait_for_jobs"]
 
@@ -77,7 +76,7 @@ def submit_models(
             continue
         key = f"bundles/{bundle.sha256}.tar"
         if not ctx.artifacts.exists(key):
-            with tempfile.TemporaryDirectory(prefix="evalboard-demo-") as tmp:
+            with scratch_tree("evalboard-demo") as tmp:
                 archive = Path(tmp) / f"{model.name}.tar"
                 _pack(bundle, archive)
                 ctx.artifacts.put_file(key, archive)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from datasets_registry.taskspec import TaskSpec
+from datasets_registry import TaskSpec
 from evalboard.core.errors import UsageError
 from scoring import per_example
 
@@ -95,6 +95,8 @@ def check_gold(
     if task.output.type == "span":
         return {"answers": _answers(task, inputs, gold)}
     label = gold.get("label")
+    if not label:
+        raise UsageError(f"Choose the label you intend: {', '.join(task.output.labels)}")
     if label not in task.output.labels:
         raise UsageError(
             f"Label {label!r} is not one of task {task.id!r}'s labels: "

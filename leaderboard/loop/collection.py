@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from datasets_registry import get_task
-from datasets_registry.taskspec import TaskSpec
+from datasets_registry import TaskSpec, get_task
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, UsageError
 from evalboard.core.states import ExampleStatus, RoundStatus

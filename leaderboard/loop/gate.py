@@ -11,7 +11,6 @@ regression; a dataset the candidate failed to run on fails the gate too.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,16 +18,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from datasets_registry import get_task, list_datasets
-from datasets_registry.taskspec import TaskSpec
+from datasets_registry import TaskSpec, get_task, list_datasets
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound, UsageError
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.tables import Dataset, Result, Submission
-from evaluator.evaluation import evaluate_dataset
-from evaluator.scorecard import outputs_by_uid, read_records
-from evaluator.testset import TestSet
+from evaluator import RunOptions, TestSet, evaluate_dataset, outputs_by_uid, read_records
 from leaderboard.loop.answers import gold_value, is_model_wrong
-from submission_sandbox.bundle import load_bundle
+from submission_sandbox import load_bundle
 
 __all__ = ["DatasetComparison", "GateReport", "Regression", "compare", "run_gate"]
 
@@ -131,11 +128,12 @@ def compare(
 def _evaluate(
     bundle: Path, task: TaskSpec, test_sets: Sequence[TestSet], sandbox: str, workdir: Path
 ) -> tuple[Outputs, dict[str, str]]:
-    unpacked = load_bundle(bundle, unpack_to=workdir).path
+    unpacked = load_bundle(bundle, unpack_to=workdir)
+    options = RunOptions(sandbox=sandbox, measure_energy=False)
     outputs: Outputs = {}
     failures: dict[str, str] = {}
     for test_set in test_sets:
-        run = evaluate_dataset(unpacked, test_set, task, sandbox=sandbox, measure_energy=False)
+        run = evaluate_dataset(unpacked, test_set, task, options=options)
         if run.outcome.failure is not None:
             failures[test_set.name] = f"{run.outcome.failure.reason}: {run.outcome.failure.message}"
         else:
@@ -198,7 +196,7 @@ def run_gate(
     if not baseline_path.exists() and not baseline.isdigit():
         raise UsageError(f"--baseline {baseline!r} is neither a submission id nor a bundle path")
     report = GateReport(task=task_id, baseline=baseline, candidate=str(candidate))
-    with tempfile.TemporaryDirectory(prefix="evalboard-gate-") as tmp:
+    with scratch_tree("evalboard-gate") as tmp:
         work = Path(tmp)
         new, failed = _evaluate(candidate, task, test_sets, kind, work / "candidate")
         if baseline_path.exists():

@@ -10,7 +10,6 @@ evaluation of every submission on the new datasets.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,15 +20,18 @@ from sqlalchemy.exc import IntegrityError
 from datasets_registry import add_dataset, canonical_jsonl, get_task
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, UsageError
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import Access, ExampleStatus, RoundStatus
 from evalboard.core.tables import Dataset, Example, Round, Submission, utcnow
-from evaluator.queue import Dispatcher, queue_missing_jobs
+from evaluator import Dispatcher, queue_missing_jobs
 from scoring import check_dataset_weight, default_dataset_weight
 
 __all__ = [
     "ClosedRound",
+    "ClosingPreview",
     "Ranking",
     "close_round",
+    "closing_preview",
     "current_round",
     "dataset_name",
     "get_round",
@@ -204,6 +206,33 @@ def round_examples(
         return list(session.scalars(query.order_by(Example.id)))
 
 
+@dataclass(frozen=True)
+class ClosingPreview:
+    """What closing a round would write, for the owner to see before the irreversible step."""
+
+    examples: int
+    weight: float  # the default weight (min(1, n/500)); 0 when nothing is verified
+    balance: dict[str, int]  # gold label -> count; empty for span tasks
+    sample: list[dict[str, object]]
+
+
+def closing_preview(
+    ctx: Context, task_id: str, round_: Round, *, sample: int = 3
+) -> ClosingPreview:
+    """The rows :func:`close_round` would write now (the same :func:`_rows`), counted."""
+    rows = _rows(ctx, task_id, round_)
+    labels = sorted(str(row["label"]) for row in rows if isinstance(row.get("label"), str))
+    balance: dict[str, int] = {}
+    for label in labels:
+        balance[label] = balance.get(label, 0) + 1
+    return ClosingPreview(
+        examples=len(rows),
+        weight=default_dataset_weight(len(rows)) if rows else 0.0,
+        balance=balance,
+        sample=rows[:sample],
+    )
+
+
 def _rows(ctx: Context, task_id: str, closing: Round) -> list[dict[str, object]]:
     spec = get_task(ctx, task_id)
     rows: list[dict[str, object]] = []
@@ -250,7 +279,7 @@ def close_round(
         rows = _rows(ctx, task_id, closing)
         added = None
         if rows:
-            with tempfile.TemporaryDirectory(prefix="evalboard-round-") as tmp:
+            with scratch_tree("evalboard-round") as tmp:
                 path = Path(tmp) / f"{dataset_name(closing.number)}.jsonl"
                 path.write_bytes(canonical_jsonl(rows))
                 added = add_dataset(

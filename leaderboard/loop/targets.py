@@ -12,7 +12,6 @@ next request.
 from __future__ import annotations
 
 import logging
-import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,15 +20,14 @@ from typing import Any
 
 from sqlalchemy import select
 
-from datasets_registry import get_task
-from datasets_registry.taskspec import TaskSpec
+from datasets_registry import TaskSpec, get_task
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import RoundStatus
 from evalboard.core.tables import Round, Submission
-from evaluator.measurement import check_outputs
-from submission_sandbox.bundle import load_bundle
-from submission_sandbox.sandbox import Sandbox, SandboxFailure, open_sandbox
+from evaluator import check_outputs
+from submission_sandbox import Sandbox, SandboxFailure, load_bundle, open_sandbox
 
 __all__ = ["BundleSandboxes", "SandboxFactory", "TargetPool", "warm_quietly"]
 
@@ -168,7 +166,7 @@ class BundleSandboxes:
     def __init__(self, ctx: Context, *, kind: str | None = None) -> None:
         self.ctx = ctx
         self.kind = kind or ctx.settings.sandbox
-        self._workdir = tempfile.TemporaryDirectory(prefix="evalboard-targets-")
+        self._workdir = scratch_tree("evalboard-targets")
         self._lock = threading.Lock()
         self._bundles: dict[int, Path] = {}
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
 from pathlib import Path as FilePath
 from typing import Annotated
 
@@ -29,6 +28,7 @@ from datasets_registry import (
 )
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound
+from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset
 from evaluator import queue_missing_jobs
@@ -104,7 +104,7 @@ def add_uploaded_dataset(
     suffix = FilePath(upload.filename or "").suffix.lower()
     if not _PLAIN_SUFFIX.fullmatch(suffix):
         suffix = ".jsonl"
-    with tempfile.TemporaryDirectory(prefix="evalboard-dataset-") as tmp:
+    with scratch_tree("evalboard-dataset") as tmp:
         path = FilePath(tmp) / f"upload{suffix}"
         with path.open("wb") as out:
             shutil.copyfileobj(upload.file, out)

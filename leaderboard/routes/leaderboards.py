@@ -8,7 +8,9 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from evalboard.core.context import Context
-from leaderboard.auth import CtxDep
+from leaderboard.accounts import Principal
+from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.cards import CardFilter, visible_table
 from leaderboard.errors import ERROR_RESPONSES, UNPROCESSABLE_RESPONSES
 from leaderboard.paging import DEFAULT_LIMIT, MAX_LIMIT, SORT_KEYS, BoardQuery, parse_board_query
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights, to_csv
@@ -62,20 +64,44 @@ Search = Annotated[
 ]
 
 
+RuntimeFilter = Annotated[
+    str | None,
+    Query(
+        max_length=32, description="Only models of this runtime: python, onnx, transformers, image."
+    ),
+]
+LicenseFilter = Annotated[
+    str | None, Query(max_length=64, description="Only models whose card gives this license.")
+]
+MinParams = Annotated[
+    int | None,
+    Query(ge=0, le=10**13, description="Only models with at least this many parameters."),
+]
+MaxParams = Annotated[
+    int | None,
+    Query(ge=0, le=10**13, description="Only models with at most this many parameters."),
+]
+
+
 def _board(
     ctx: Context,
+    principal: Principal,
     task_id: str,
     weights: str | None,
     dataset_weights: str | None,
     query: BoardQuery | None = None,
+    cards: CardFilter | None = None,
 ) -> LeaderboardPublic:
-    table = load_table(ctx, task_id)
+    # What the principal may see is ranked; the card filter then picks among those ranked
+    # rows (before paging and ``total``), so a row keeps its rank on the whole visible board.
+    table = visible_table(load_table(ctx, task_id), principal)
     return build_leaderboard(
         ctx,
         table,
         parse_weights(weights),
         dataset_weights=parse_dataset_weights(table, dataset_weights),
         query=query,
+        keep=cards.keeps if cards is not None and cards.active else None,
     )
 
 
@@ -87,15 +113,25 @@ def _board(
 def leaderboard(
     task_id: TaskId,
     ctx: CtxDep,
+    principal: PrincipalDep,
     weights: Weights = None,
     dataset_weights: DatasetWeights = None,
     limit: Limit = None,
     offset: Offset = None,
     sort: Sort = None,
     q: Search = None,
+    runtime: RuntimeFilter = None,
+    license: LicenseFilter = None,
+    min_params: MinParams = None,
+    max_params: MaxParams = None,
 ) -> LeaderboardPublic:
+    """Filters show part of the ranking: each row keeps its rank on the whole board, and
+    ``total`` counts the rows that match."""
     query = parse_board_query(limit=limit, offset=offset, sort=sort, q=q)
-    return _board(ctx, task_id, weights, dataset_weights, query)
+    cards = CardFilter(
+        runtime=runtime, license=license, min_params=min_params, max_params=max_params
+    )
+    return _board(ctx, principal, task_id, weights, dataset_weights, query, cards)
 
 
 @router.get(
@@ -110,9 +146,13 @@ def leaderboard(
     },
 )
 def leaderboard_csv(
-    task_id: TaskId, ctx: CtxDep, weights: Weights = None, dataset_weights: DatasetWeights = None
+    task_id: TaskId,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    weights: Weights = None,
+    dataset_weights: DatasetWeights = None,
 ) -> Response:
-    board = _board(ctx, task_id, weights, dataset_weights)
+    board = _board(ctx, principal, task_id, weights, dataset_weights)
     return Response(
         to_csv(board),
         media_type="text/csv",
@@ -126,9 +166,13 @@ def leaderboard_csv(
     response_model=LeaderboardPublic,
 )
 def leaderboard_json(
-    task_id: TaskId, ctx: CtxDep, weights: Weights = None, dataset_weights: DatasetWeights = None
+    task_id: TaskId,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    weights: Weights = None,
+    dataset_weights: DatasetWeights = None,
 ) -> Response:
-    board = _board(ctx, task_id, weights, dataset_weights)
+    board = _board(ctx, principal, task_id, weights, dataset_weights)
     return Response(
         board.model_dump_json(indent=2),
         media_type="application/json",

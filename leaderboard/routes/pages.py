@@ -12,16 +12,18 @@ from starlette.concurrency import run_in_threadpool
 from datasets_registry import list_tasks
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound
-from evalboard.core.states import Access
+from evalboard.core.states import Access, JobStatus
 from leaderboard.accounts import authenticate
 from leaderboard.auth import CtxDep, PrincipalDep, sign_in, sign_out
+from leaderboard.cards import CardFilter, render_markdown, visible_table
 from leaderboard.charts import contributions_figure, datasets_figure, pareto_figure, rounds_figure
 from leaderboard.drilldown import drilldown
 from leaderboard.paging import BoardQuery, parse_board_query
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights
-from leaderboard.routes._page import flash, form_csrf, redirect, render
+from leaderboard.routes._page import flash, form_csrf, local_path, redirect, render
 from leaderboard.routes.tasks import task_public
 from leaderboard.schemas import LeaderboardPublic
+from leaderboard.snapshots import list_snapshots
 from leaderboard.submissions import cancel, get_submission, rerun, submission_status
 from leaderboard.table import TaskTable, load_table
 from leaderboard.throttle import LoginThrottle
@@ -47,7 +49,7 @@ def index(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLRespons
 def login_form(
     request: Request, principal: PrincipalDep, next: Annotated[str, Query(max_length=300)] = "/ui"
 ) -> HTMLResponse:
-    return render(request, "login.html", principal, next=_local(next), error=None)
+    return render(request, "login.html", principal, next=local_path(next), error=None)
 
 
 @router.post("/login", response_class=HTMLResponse, response_model=None)
@@ -58,7 +60,7 @@ async def login(request: Request, ctx: CtxDep, principal: PrincipalDep) -> Any:
     throttle = _login_throttle(request)
     throttle.check(name, client)
     user = await run_in_threadpool(authenticate, ctx, name, password)
-    target = _local(str(form.get("next", "/ui")))
+    target = local_path(str(form.get("next", "/ui")))
     if user is None:
         throttle.failed(name, client)
         return render(
@@ -88,25 +90,13 @@ def _login_throttle(request: Request) -> LoginThrottle:
     return throttle
 
 
-def _local(path: str) -> str:
-    # Only same-site paths: no open redirect through ?next=. Browsers read a backslash as
-    # a slash ("/\\evil" is "//evil") and drop tabs and newlines: refuse both.
-    if (
-        not path.startswith("/")
-        or path.startswith("//")
-        or "\\" in path
-        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in path)
-    ):
-        return "/ui"
-    return path
-
-
 def _board(
     ctx: Context,
     table: TaskTable,
     weights: str | None,
     dataset_weights: str | None,
     query: BoardQuery | None = None,
+    cards: CardFilter | None = None,
 ) -> LeaderboardPublic:
     return build_leaderboard(
         ctx,
@@ -114,6 +104,8 @@ def _board(
         parse_weights(weights),
         dataset_weights=parse_dataset_weights(table, dataset_weights),
         query=query,
+        # Ranked on the whole visible board; the card filter picks rows before paging.
+        keep=cards.keeps if cards is not None and cards.active else None,
     )
 
 
@@ -137,7 +129,7 @@ def _pager(request: Request, query: BoardQuery, total: int) -> dict[str, Any]:
     }
 
 
-def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
+def _client_data(table: TaskTable, board: Any, owner_weights: dict[str, float]) -> dict[str, Any]:
     weighable = [m.name for m in board.metrics if m.weighable]
     # The same goods as the server's ranking (scoring.METRICS): dynascore.js has no copy.
     directions, offsets = goods_transform(weighable, memory_cap_gib=table.task.memory_cap_gib)
@@ -152,6 +144,8 @@ def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
         "directions": directions,
         "offsets": offsets,
         "weights": {m: board.weights.get(m, 0.0) for m in weighable},
+        # "Reset" goes back to these, not to what a shared ?weights= URL loaded.
+        "owner_weights": {m: owner_weights.get(m, 0.0) for m in weighable},
         # Flagged rows stay after the others whatever the metric weights (scoring.floor).
         "flagged": [r.key for r in board.rows if r.not_above_baseline],
         "dataset_weights": board.dataset_weights,
@@ -174,24 +168,34 @@ def task_page(
     offset: PagingQuery = None,
     sort: PagingQuery = None,
     q: SearchQuery = None,
+    runtime: Annotated[str | None, Query(max_length=32)] = None,
+    license: Annotated[str | None, Query(max_length=64)] = None,
 ) -> HTMLResponse:
     query = parse_board_query(limit=limit, offset=offset, sort=sort, q=q)
-    table = load_table(ctx, task_id)
-    board = _board(ctx, table, weights, dataset_weights, query)
+    cards = CardFilter(runtime=runtime or None, license=license or None)
+    table = visible_table(load_table(ctx, task_id), principal)
+    board = _board(ctx, table, weights, dataset_weights, query, cards)
     pager = _pager(request, query, board.total)
+    task = task_public(ctx, task_id)
     return render(
         request,
         "task.html",
         principal,
-        task=task_public(ctx, task_id),
+        task=task,
         board=board,
         pager=pager,
+        filters={"runtime": runtime or "", "license": license or ""},
+        snapshots=list_snapshots(ctx, task_id),
         # One page of several: the browser cannot re-rank what it was not sent, so moving
         # a weight slider asks the server for the ranking instead.
         data={
-            **_client_data(table, board),
+            **_client_data(table, board, task.default_weights),
             "paged": bool(pager["previous"] or pager["next"] or query.q or query.sort != "rank"),
         },
+        # A task nobody has been ranked on yet still shows every weight the owner set.
+        slider_metrics=[m for m in board.metrics if m.weighable]
+        if board.rows
+        else [METRICS[name] for name in WEIGHABLE_METRICS],
         dataset_max=max([1.0, *(2 * w for w in board.dataset_weights.values())]),
         owner=principal.owns(task_id),
         datasets=[
@@ -242,7 +246,7 @@ def model_page(
     offset: Annotated[int, Query(ge=0)] = 0,
     wrong_only: bool = False,
 ) -> HTMLResponse:
-    table = load_table(ctx, task_id)
+    table = visible_table(load_table(ctx, task_id), principal)
     entry = table.entry(submission_id)
     if entry is None:
         raise NotFound(f"Task {task_id!r} has no submission {submission_id}")
@@ -274,6 +278,8 @@ def model_page(
         principal,
         task=task_public(ctx, task_id),
         entry=entry,
+        card_html=render_markdown(entry.card.card),
+        description=str(get_submission(ctx, submission_id).manifest.get("description") or ""),
         row=row,
         board=board,
         charts=charts,
@@ -296,7 +302,26 @@ def submission_page(
     # A job's figures are the evaluator's, named as on the board (scoring.METRICS).
     metrics = [METRICS[name] for name in WEIGHABLE_METRICS]
     return render(
-        request, "submission.html", principal, status=status, active=active, metrics=metrics
+        request,
+        "submission.html",
+        principal,
+        status=status,
+        active=active,
+        metrics=metrics,
+        # static/submission.js writes a finished job's figures as the template does.
+        live={
+            "metrics": [
+                {
+                    "name": m.name,
+                    "label": m.label,
+                    "unit": m.unit,
+                    "direction": m.direction,
+                    "field": m.result_field,
+                }
+                for m in metrics
+            ],
+            "final": [s.value for s in JobStatus if s.is_final],
+        },
     )
 
 

@@ -11,17 +11,24 @@ from datasets_registry import get_task
 from evalboard.core.errors import NotFound
 from evalboard.core.states import Access
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
+from leaderboard.cards import CardUpdate, update_card
 from leaderboard.drilldown import drilldown
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.routes.tasks import TaskId
-from leaderboard.schemas import BaselineUpdate, SubmissionPublic, SubmissionStatusPublic
+from leaderboard.schemas import (
+    BaselineUpdate,
+    CardPublic,
+    SubmissionPublic,
+    SubmissionStatusPublic,
+)
 from leaderboard.submissions import (
     cancel,
-    get_submission,
+    card_public,
     list_submissions,
     rerun,
     set_baseline,
     submission_status,
+    visible_submission,
 )
 
 __all__ = ["router"]
@@ -32,9 +39,25 @@ SubmissionId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Submission i
 
 
 @router.get("/tasks/{task_id}/submissions", summary="A task's submissions, newest first")
-def list_(task_id: TaskId, ctx: CtxDep) -> list[SubmissionPublic]:
+def list_(task_id: TaskId, ctx: CtxDep, principal: PrincipalDep) -> list[SubmissionPublic]:
     get_task(ctx, task_id)
-    return list_submissions(ctx, task_id)
+    return list_submissions(ctx, principal, task_id)
+
+
+@router.get("/submissions/{submission_id}/card", summary="The model card")
+def card(submission_id: SubmissionId, ctx: CtxDep, principal: PrincipalDep) -> CardPublic:
+    return card_public(ctx, principal, visible_submission(ctx, principal, submission_id))
+
+
+@router.patch(
+    "/submissions/{submission_id}/card",
+    summary="Edit the model card, publish or unpublish (its submitter)",
+)
+def edit_card(
+    submission_id: SubmissionId, body: CardUpdate, ctx: CtxDep, principal: SignedInDep
+) -> CardPublic:
+    submission = visible_submission(ctx, principal, submission_id)
+    return card_public(ctx, principal, update_card(ctx, principal, submission, body))
 
 
 @router.get("/submissions/{submission_id}", summary="Status per dataset (logs: owner only)")
@@ -81,7 +104,7 @@ def examples(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     wrong_only: Annotated[bool, Query(description="Only examples the model got wrong.")] = False,
 ) -> list[dict[str, Any]]:
-    submission = get_submission(ctx, submission_id)
+    submission = visible_submission(ctx, principal, submission_id)
     job = next((j for j in submission.jobs if j.dataset.name == dataset), None)
     if job is None or (
         job.dataset.access == Access.HIDDEN and not principal.owns(submission.task_id)

@@ -36,5 +36,24 @@ def test_scratch_folders_name_their_owner() -> None:
 
 
 def test_an_unknown_kind_is_refused() -> None:
-    with pytest.raises(ValueError, match="known: evalboard-job, evalboard-local"):
+    with pytest.raises(
+        ValueError, match="known: evalboard-build, .*evalboard-job, evalboard-local"
+    ):
         scratch_prefix("evalboard-tmp")
+
+
+def test_no_scratch_folder_is_made_outside_core_scratch() -> None:
+    # Every scratch folder names its owner process, so a killed process's can be swept.
+    root = Path(__file__).resolve().parents[2]
+    packages = ("evalboard", "evaluator", "leaderboard", "submission_sandbox", "datasets_registry")
+    offenders = [
+        f"{path.relative_to(root)}:{number}"
+        for package in packages
+        for path in (root / package).rglob("*.py")
+        if path.name != "scratch.py"
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if "TemporaryDirectory(" in line or "mkdtemp(" in line
+    ]
+    assert offenders == [], "make scratch folders with evalboard.core.scratch: " + ", ".join(
+        offenders
+    )

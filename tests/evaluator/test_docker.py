@@ -14,7 +14,7 @@ import pytest
 
 from evalboard.core.context import Context
 from evalboard.core.settings import get_settings
-from evaluator import WorkerPool, evaluate
+from evaluator import RunOptions, WorkerPool, evaluate
 from tests.evaluator.conftest import BundleFactory
 from tests.evaluator.test_evaluation import _sets
 from tests.helpers.tasks import sentiment_spec
@@ -43,8 +43,7 @@ def test_docker_results_record_the_image_and_the_cgroup_peak(
         keyword_bundle(),
         task=sentiment_spec(),
         datasets=_sets(),
-        sandbox="docker",
-        measure_energy=False,
+        options=RunOptions(sandbox="docker", measure_energy=False),
     )
     assert not result.failed
     mini = result.outcome("mini").metrics
@@ -62,8 +61,7 @@ def test_a_crash_in_docker_keeps_the_reason_and_log(
         keyword_bundle(mode="crash"),
         task=sentiment_spec(),
         datasets=_sets()[1:],
-        sandbox="docker",
-        measure_energy=False,
+        options=RunOptions(sandbox="docker", measure_energy=False),
     )
     failure = result.outcome("mini").failure
     assert failure is not None and failure.reason == "crashed"
@@ -126,8 +124,7 @@ def test_auto_runs_in_gvisor_and_the_result_says_so(
         keyword_bundle(),
         task=sentiment_spec(),
         datasets=_sets()[1:],
-        sandbox="auto",
-        measure_energy=False,
+        options=RunOptions(sandbox="auto", measure_energy=False),
     )
     assert not result.failed
     assert result.provenance.sandbox == "gvisor" and result.provenance.sandbox_isolating

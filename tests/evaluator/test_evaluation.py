@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evalboard.core.errors import UsageError
-from evaluator import TestSet, evaluate, evaluate_dataset
+from evaluator import RunOptions, TestSet, evaluate, evaluate_dataset
 from evaluator.result import LOG_TAIL_BYTES, LOG_TAIL_LINES
 from scoring.registry import compute
 from submission_sandbox.bundle import bundle_digest
@@ -55,10 +55,8 @@ def test_every_dataset_is_scored_measured_and_traced(
         bundle,
         task=sentiment_spec(),
         datasets=_sets(),
-        sandbox="local",
         predictions_dir=tmp_path / "predictions",
-        measure_energy=False,
-        seed=7,
+        options=RunOptions(sandbox="local", measure_energy=False, seed=7),
     )
     assert [o.dataset for o in result.datasets] == ["mini", "robustness-mini"]
     assert not result.failed  # the model would answer "gold-leaked" had it seen a label
@@ -110,9 +108,8 @@ def test_a_copy_run_alone_predicts_the_originals_it_needs(
         keyword_bundle(),
         copy,
         sentiment_spec(),
-        sandbox="local",
         original=original,
-        measure_energy=False,
+        options=RunOptions(sandbox="local", measure_energy=False),
     )
     assert run.outcome.metrics is not None and run.outcome.metrics.robustness == 50.0
     assert run.outcome.metrics.examples == 2  # the originals are outside the timed phase
@@ -124,8 +121,7 @@ def test_a_copy_without_its_original_is_refused(keyword_bundle: BundleFactory) -
             keyword_bundle(),
             task=sentiment_spec(),
             datasets=_sets()[:1],
-            sandbox="local",
-            measure_energy=False,
+            options=RunOptions(sandbox="local", measure_energy=False),
         )
 
 
@@ -136,8 +132,7 @@ def test_unknown_label_fails_with_protocol_error_naming_it(
         keyword_bundle(mode="unknown_label"),
         task=sentiment_spec(),
         datasets=_sets()[1:],
-        sandbox="local",
-        measure_energy=False,
+        options=RunOptions(sandbox="local", measure_energy=False),
     )
     failure = result.outcome("mini").failure
     assert failure is not None and failure.reason == "protocol_error"
@@ -150,8 +145,7 @@ def test_a_crash_keeps_the_reason_and_the_log_tail(keyword_bundle: BundleFactory
         keyword_bundle(mode="crash"),
         task=sentiment_spec(),
         datasets=_sets(),
-        sandbox="local",
-        measure_energy=False,
+        options=RunOptions(sandbox="local", measure_energy=False),
     )
     assert [o.status for o in result.datasets] == ["failed", "failed"]
     failure = result.outcome("mini").failure
@@ -166,8 +160,7 @@ def test_energy_is_measured_and_labelled_an_estimate_without_rapl(
         keyword_bundle(),
         task=sentiment_spec(),
         datasets=_sets()[1:],
-        sandbox="local",
-        country_iso_code="FRA",
+        options=RunOptions(sandbox="local", country_iso_code="FRA"),
     )
     assert result.energy.kwh is not None and result.energy.kwh > 0
     assert result.energy.co2_kg is not None and result.energy.country_iso_code == "FRA"
@@ -185,9 +178,9 @@ def test_limits_may_tighten_the_tasks_never_loosen_them(keyword_bundle: BundleFa
         bundle,
         task=sentiment_spec(),
         datasets=_sets()[1:],
-        sandbox="local",
-        measure_energy=False,
-        limits=SandboxLimits(timeout_s=60),
+        options=RunOptions(
+            sandbox="local", measure_energy=False, limits=SandboxLimits(timeout_s=60)
+        ),
     )
     assert tight.provenance.limits["timeout_s"] == 60
     with pytest.raises(UsageError, match="loosens"):
@@ -195,8 +188,7 @@ def test_limits_may_tighten_the_tasks_never_loosen_them(keyword_bundle: BundleFa
             bundle,
             task=sentiment_spec(),
             datasets=_sets()[1:],
-            sandbox="local",
-            limits=SandboxLimits(cpus=8),
+            options=RunOptions(sandbox="local", limits=SandboxLimits(cpus=8)),
         )
 
 
@@ -206,7 +198,10 @@ def test_a_large_set_is_timed_in_three_segments_of_its_one_pass(
     rows = [{**r, "uid": f"{r['uid']}-{i}"} for i in range(6) for r in sentiment_rows()]
     test_set = TestSet(name="big", examples=rows, sha256="c" * 64)
     run = evaluate_dataset(
-        keyword_bundle(), test_set, task=sentiment_spec(), sandbox="local", measure_energy=False
+        keyword_bundle(),
+        test_set,
+        task=sentiment_spec(),
+        options=RunOptions(sandbox="local", measure_energy=False),
     )
     metrics = run.outcome.metrics
     assert metrics is not None and metrics.examples == 24  # one pass: 12 batches of 2
@@ -219,8 +214,7 @@ def test_a_finished_run_keeps_the_models_last_log_lines(keyword_bundle: BundleFa
         keyword_bundle(log_lines=120),
         task=sentiment_spec(),
         datasets=_sets()[1:],
-        sandbox="local",
-        measure_energy=False,
+        options=RunOptions(sandbox="local", measure_energy=False),
     )
     outcome = result.outcome("mini")
     assert outcome.status == "finished" and outcome.log_tail is not None
@@ -234,8 +228,7 @@ def test_the_kept_log_is_capped_in_bytes_at_a_line_boundary(keyword_bundle: Bund
         keyword_bundle(log_lines=40, log_width=1000),
         task=sentiment_spec(),
         datasets=_sets()[1:],
-        sandbox="local",
-        measure_energy=False,
+        options=RunOptions(sandbox="local", measure_energy=False),
     )
     tail = result.outcome("mini").log_tail
     assert tail is not None and len(tail.encode()) <= LOG_TAIL_BYTES
@@ -250,8 +243,22 @@ def test_no_log_is_kept_for_a_hidden_set(keyword_bundle: BundleFactory) -> None:
         keyword_bundle(log_lines=5),
         task=sentiment_spec(),
         datasets=[hidden],
-        sandbox="local",
-        measure_energy=False,
+        options=RunOptions(sandbox="local", measure_energy=False),
     )
     outcome = result.outcome("mini")
     assert outcome.status == "finished" and outcome.log_tail is None
+
+
+def test_each_dataset_has_its_share_of_the_evaluations_energy(
+    keyword_bundle: BundleFactory,
+) -> None:
+    result = evaluate(
+        keyword_bundle(),
+        task=sentiment_spec(),
+        datasets=_sets(),
+        options=RunOptions(sandbox="local"),
+    )
+    shares = [outcome.metrics.energy_kwh for outcome in result.datasets if outcome.metrics]
+    assert len(shares) == 2
+    assert all(kwh is not None and kwh > 0 for kwh in shares)
+    assert result.energy.kwh == pytest.approx(sum(kwh or 0 for kwh in shares))

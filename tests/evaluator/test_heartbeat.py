@@ -15,8 +15,8 @@ from sqlalchemy import select
 
 from evalboard.core.context import Context
 from evalboard.core.tables import WorkerBeat
-from evaluator import faults
-from evaluator.heartbeat import LIVE_BEATS, WorkerHeartbeat, live_workers
+from evaluator.jobs import faults
+from evaluator.jobs.heartbeat import LIVE_BEATS, WorkerHeartbeat, live_workers
 from tests.conftest import make_settings
 from tests.core.test_artifacts_s3 import S3Server, s3_server  # noqa: F401
 from tests.evaluator.test_platform_faults import engine_proxy  # noqa: F401
@@ -88,7 +88,7 @@ def test_a_part_watch_says_once_each_way_and_cleans_up_on_return(
 ) -> None:
     cleaned: list[bool] = []
     watch = faults.PartWatch(back="the store answers again", on_back=lambda: cleaned.append(True))
-    caplog.set_level(logging.WARNING, logger="evaluator.faults")
+    caplog.set_level(logging.WARNING, logger="evaluator.jobs.faults")
     watch.went_down("the artifact store s3://b/x")
     assert not watch.check(lambda: "the artifact store s3://b/x")  # still away
     watch.went_down("the artifact store s3://b/x")

@@ -13,6 +13,7 @@ from datasets_registry.registry import list_datasets
 from evalboard.core.context import Context
 from evalboard.core.tables import Dataset, Job, Result
 from evaluator import (
+    RunOptions,
     TestSet,
     WorkerPool,
     enqueue_submission,
@@ -53,12 +54,11 @@ def test_jobs_give_the_same_numbers_as_a_direct_evaluation(
     direct = evaluate(
         bundle,
         task=sentiment_spec(),
-        sandbox="local",
-        measure_energy=False,
         datasets=[
             TestSet.from_table(ctx, d, derived_from=names.get(d.derived_from_id or -1))
             for d in datasets
         ],
+        options=RunOptions(sandbox="local", measure_energy=False),
     )
     outcomes = []
     for job, dataset, result in rows:
@@ -96,7 +96,7 @@ def test_a_fault_of_ours_is_retried_then_failed_as_a_platform_error(
     ctx: Context, sentiment_task: str, keyword_bundle: BundleFactory
 ) -> None:
     from evalboard.core.tables import Submission
-    from evaluator.queue import MAX_ATTEMPTS
+    from evaluator.jobs.queue import MAX_ATTEMPTS
 
     submission = submit(ctx, keyword_bundle())
     with ctx.db.session() as session:
@@ -118,11 +118,11 @@ def test_a_reaper_cycle_without_a_docker_engine_does_not_fail(
     ctx: Context, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-engine.sock'}")
-    caplog.set_level(logging.DEBUG, logger="evaluator.lease")
+    caplog.set_level(logging.DEBUG, logger="evaluator.jobs.lease")
 
     WorkerPool(ctx, concurrency=1).reap()
 
-    [record] = [r for r in caplog.records if r.name == "evaluator.lease"]
+    [record] = [r for r in caplog.records if r.name == "evaluator.jobs.lease"]
     assert record.levelno == logging.DEBUG
     assert "not looking for orphaned sandbox containers" in record.getMessage()
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from evaluator import TestSet, evaluate
+from evaluator import RunOptions, TestSet, evaluate
 from tests.helpers.tasks import sentiment_spec, write_jsonl
 from tests.submission_sandbox.conftest import docker_engine  # noqa: F401 - a fixture
 
@@ -76,8 +76,7 @@ def _in_docker(bundle: Path, test_file: Path) -> float:
         bundle,
         task=sentiment_spec(),
         datasets=[TestSet.from_jsonl(test_file)],
-        sandbox="docker",
-        measure_energy=False,
+        options=RunOptions(sandbox="docker", measure_energy=False),
     )
     assert not result.failed, [o.failure for o in result.failed]
     metrics = result.datasets[0].metrics

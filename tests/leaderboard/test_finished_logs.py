@@ -20,7 +20,7 @@ async def test_the_submitter_sees_a_finished_runs_log_and_others_do_not(
 ) -> None:
     submission = seeded.submissions["roberta-large"]  # alice's
     with seeded.ctx.db.session() as session:
-        # As evaluator.queue.finish records them (test_pool checks that path).
+        # As evaluator.jobs.queue.finish records them (test_pool checks that path).
         session.execute(update(Job).where(Job.submission_id == submission).values(log_tail=LOG))
     async with make_client(app, seeded.tokens["alice"]) as alice:
         status = (await alice.get(f"/submissions/{submission}")).json()

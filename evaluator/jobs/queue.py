@@ -16,25 +16,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from evalboard.core.context import Context
-from evalboard.core.states import FailureReason, JobStatus
+from evalboard.core.states import DEFAULT_LEASE_S, FailureReason, JobStatus
 from evalboard.core.tables import Dataset, Job, Result, Submission, utcnow
+from evaluator.jobs.dispatch import Dispatcher, dispatcher_for
 
 __all__ = [
     "ACTIVE",
     "DEFAULT_LEASE_S",
     "MAX_ATTEMPTS",
-    "Dispatcher",
     "cancel_submission",
     "claim",
     "claim_next",
     "defer",
-    "dispatcher_for",
     "due_in",
     "enqueue_submission",
     "fail",
@@ -50,32 +49,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_LEASE_S = 60.0
 #: A job whose worker died this many times fails (a platform fault) instead of looping.
 MAX_ATTEMPTS = 3
 ACTIVE = (JobStatus.BUILDING.value, JobStatus.RUNNING.value)
-
-
-class Dispatcher(Protocol):
-    """Tells workers that a job is waiting (Celery sends a message; the pool polls)."""
-
-    def dispatch(self, job_id: int, queue: str, delay_s: float = 0.0) -> None: ...
-
-
-class _Polling:
-    """The embedded default: in-process workers poll the database; nothing to send."""
-
-    def dispatch(self, job_id: int, queue: str, delay_s: float = 0.0) -> None:
-        return None
-
-
-def dispatcher_for(ctx: Context) -> Dispatcher:
-    """Celery when a broker is configured, else polling workers."""
-    if not ctx.settings.broker_url:
-        return _Polling()
-    from evaluator.broker import CeleryDispatcher
-
-    return CeleryDispatcher(ctx.settings)
 
 
 def _dispatch(

@@ -2,7 +2,7 @@
 
 Every ``evalboard worker`` (pool or Celery) runs one :class:`WorkerHeartbeat` thread. Each
 beat probes the parts the worker needs (its sandbox engine, when its sandbox uses one, and
-the artifact store), updates :data:`evaluator.faults.ENGINE` / ``STORE`` (so an idle
+the artifact store), updates :data:`evaluator.jobs.faults.ENGINE` / ``STORE`` (so an idle
 worker stops claiming, and resumes, without a job having to fail first), and upserts one
 ``worker_beats`` row. A row lives ``LIVE_BEATS`` beats: a worker that dies, or that lost
 the database, drops out of :func:`live_workers` by itself. A clean stop removes its row.
@@ -24,7 +24,7 @@ from sqlalchemy import delete, select
 
 from evalboard.core.context import Context
 from evalboard.core.tables import WorkerBeat, utcnow
-from evaluator import faults
+from evaluator.jobs import faults
 
 __all__ = [
     "BEAT_S",
@@ -100,7 +100,7 @@ class WorkerHeartbeat:
 
     def beat(self) -> Readiness:
         """Probe the parts and write this worker's row (a database fault is told to
-        :data:`evaluator.faults.DATABASE` and retried at the next beat: the heartbeat never
+        :data:`evaluator.jobs.faults.DATABASE` and retried at the next beat: the heartbeat never
         stops the worker)."""
         found = probe_parts(self.ctx, self.sandbox)
         now = utcnow()

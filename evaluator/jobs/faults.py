@@ -11,7 +11,7 @@ exponential :func:`backoff_s`, and fails as ``platform_error`` only once the run
 has lasted ``EVALBOARD_PLATFORM_FAULT_BUDGET_S``. Meanwhile :data:`ENGINE` and
 :data:`STORE` tell the worker (pool thread or Celery task) to stop claiming until the part
 answers again, saying so once when it goes and once when it comes back. The worker's
-heartbeat (:mod:`evaluator.heartbeat`) probes both, so an idle worker notices too.
+heartbeat (:mod:`evaluator.jobs.heartbeat`) probes both, so an idle worker notices too.
 
 The database is the one part a job cannot be deferred through (the queue lives there):
 whoever meets it away (a pool thread, the reaper, a lease's heartbeat, the heartbeat, a job

@@ -5,13 +5,12 @@ holds the lease with a heartbeat, fetches and unpacks the bundle, evaluates the 
 in a fresh sandbox, and writes the result once. A model failure fails the job with its
 exact reason and log tail; a fault of ours puts it back in the queue for another worker,
 up to ``MAX_ATTEMPTS``, and never counts against the researcher. A part of the platform
-that does not answer (the engine, the store) is waited out instead (:mod:`evaluator.faults`).
+that does not answer (the engine, the store) is waited out instead (:mod:`evaluator.jobs.faults`).
 """
 
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,15 +19,16 @@ from typing import Any
 
 from sqlalchemy import select
 
-from datasets_registry.taskspec import parse_task_spec
+from datasets_registry import parse_task_spec
 from evalboard.core.context import Context
 from evalboard.core.errors import InvalidBundle, PlatformError
-from evalboard.core.scratch import scratch_full, scratch_prefix
+from evalboard.core.scratch import scratch_full, scratch_tree
 from evalboard.core.states import FailureReason, JobStatus
 from evalboard.core.tables import Dataset, Job, Result, Submission, Task
-from evaluator import faults, provenance, queue
-from evaluator.evaluation import DatasetRun, evaluate_dataset
-from evaluator.lease import Lease, worker_identity
+from evaluator import provenance
+from evaluator.evaluation import DatasetRun, RunOptions, evaluate_dataset
+from evaluator.jobs import faults, queue
+from evaluator.jobs.lease import Lease, worker_identity
 from evaluator.measurement import Aborted
 from evaluator.result import (
     SCHEMA_VERSION,
@@ -39,7 +39,7 @@ from evaluator.result import (
 )
 from evaluator.scorecard import outputs_by_uid, read_records
 from evaluator.testset import TestSet
-from submission_sandbox.bundle import load_bundle
+from submission_sandbox import Bundle, load_bundle
 
 __all__ = ["execute_claimed", "run_job", "stored_outcome"]
 
@@ -111,10 +111,9 @@ def _stored_original_outputs(
     return stored if wanted <= stored.keys() else None
 
 
-def _fetch_bundle(ctx: Context, submission: Submission, workdir: Path) -> Path:
+def _fetch_bundle(ctx: Context, submission: Submission, workdir: Path) -> Bundle:
     local = ctx.artifacts.local_file(submission.artifact_key, workdir)
-    bundle = load_bundle(local, unpack_to=workdir / "bundle")
-    return bundle.path
+    return load_bundle(local, unpack_to=workdir / "bundle")
 
 
 class _JobProgress:
@@ -185,18 +184,17 @@ def execute_claimed(
                 queue.finish(ctx, job_id, metrics={}, provenance={})
                 return JobStatus.FINISHED
             spec = parse_task_spec(work.task.spec, source=f"task {work.task.id}")
-            with tempfile.TemporaryDirectory(prefix=scratch_prefix("evalboard-job")) as tmp:
-                bundle_dir = _fetch_bundle(ctx, work.submission, Path(tmp))
+            with scratch_tree("evalboard-job") as tmp:
+                bundle = _fetch_bundle(ctx, work.submission, Path(tmp))
                 original = TestSet.from_table(ctx, work.original) if work.original else None
                 test_set = TestSet.from_table(
                     ctx, work.dataset, derived_from=original.name if original is not None else None
                 )
                 run = evaluate_dataset(
-                    bundle_dir,
+                    bundle,
                     test_set,
                     spec,
-                    sandbox=kind,
-                    limits=spec.limits,
+                    options=RunOptions(sandbox=kind, limits=spec.limits),
                     original=original,
                     original_outputs=_stored_original_outputs(ctx, work, test_set),
                     progress=_JobProgress(ctx, lease),

@@ -21,8 +21,8 @@ from typing import Self
 from evalboard.core.context import Context
 from evalboard.core.errors import PlatformError
 from evalboard.core.scratch import sweep_orphan_scratch
-from evaluator import faults
-from evaluator.queue import DEFAULT_LEASE_S, renew
+from evaluator.jobs import faults
+from evaluator.jobs.queue import DEFAULT_LEASE_S, renew
 from submission_sandbox import docker_client, reap_orphans
 
 __all__ = [

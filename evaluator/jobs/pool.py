@@ -2,12 +2,12 @@
 
 Used by the single-machine setup (``evalboard serve``/``demo`` with no broker) and by
 ``evalboard worker`` when no broker is configured. Each thread claims the oldest queued
-job of its queues and runs it with :func:`evaluator.job.execute_claimed`, the same code a
+job of its queues and runs it with :func:`evaluator.jobs.job.execute_claimed`, the same code a
 Celery worker runs. One of the threads also reaps expired leases now and then, so a job
 whose process died is picked up again.
 
 While the database does not answer, the threads back off (doubling up to
-``MAX_BACKOFF_S``) and :data:`evaluator.faults.DATABASE` says so once, and once more when
+``MAX_BACKOFF_S``) and :data:`evaluator.jobs.faults.DATABASE` says so once, and once more when
 it answers again.
 """
 
@@ -26,10 +26,10 @@ from sqlalchemy import func, select
 from evalboard.core.context import Context
 from evalboard.core.errors import PlatformError
 from evalboard.core.tables import Job
-from evaluator import faults, queue
 from evaluator.energy import warm_up
-from evaluator.job import execute_claimed
-from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphans_of_dead_workers, worker_identity
+from evaluator.jobs import faults, queue
+from evaluator.jobs.job import execute_claimed
+from evaluator.jobs.lease import ORPHAN_REAP_EVERY_S, reap_orphans_of_dead_workers, worker_identity
 
 __all__ = ["MAX_BACKOFF_S", "WorkerPool"]
 
@@ -39,7 +39,7 @@ MAX_BACKOFF_S = 30.0
 
 class _Outage:
     """The pool's shared view of the database: the wait before the next try while it does
-    not answer (the process's :data:`~evaluator.faults.DATABASE` watch says when it goes
+    not answer (the process's :data:`~evaluator.jobs.faults.DATABASE` watch says when it goes
     and when it comes back)."""
 
     def __init__(self, first_wait_s: float) -> None:

@@ -1,7 +1,7 @@
 """Beyond one machine: Celery over Redis or RabbitMQ, with the database as the truth.
 
 A message carries only a job id; the task claims the job in the database and runs it with
-:func:`evaluator.job.execute_claimed`, the same code as the in-process pool. Celery is set
+:func:`evaluator.jobs.job.execute_claimed`, the same code as the in-process pool. Celery is set
 up for work that must not be lost: late acknowledgement (a message is acked after the job,
 not before), prefetch 1 (a busy worker holds no waiting messages), and rejection when the
 worker process is lost. The leases do the rest: every ``evalboard worker`` runs a reaper
@@ -25,66 +25,17 @@ from typing import Any
 
 from evalboard.core.context import Context
 from evalboard.core.errors import PlatformError
-from evalboard.core.settings import Settings
-from evaluator import faults, queue
 from evaluator.energy import warm_up
-from evaluator.job import run_job
-from evaluator.lease import ORPHAN_REAP_EVERY_S, reap_orphans_of_dead_workers
+from evaluator.jobs import faults, queue
+from evaluator.jobs.dispatch import TASK_NAME, CeleryDispatcher, make_celery
+from evaluator.jobs.job import run_job
+from evaluator.jobs.lease import ORPHAN_REAP_EVERY_S, reap_orphans_of_dead_workers
 
-__all__ = ["TASK_NAME", "CeleryDispatcher", "make_celery", "ping_broker", "run_celery_worker"]
+__all__ = ["run_celery_worker"]
 
 logger = logging.getLogger(__name__)
 
-TASK_NAME = "evalboard.run_job"
-
-_apps: dict[str, Any] = {}
-_apps_lock = threading.Lock()
 _worker: dict[str, Any] = {}  # the worker process's context and options
-
-
-def ping_broker(settings: Settings) -> None:
-    """Raise :class:`PlatformError` unless the configured broker accepts a connection
-    (none configured: nothing to check). The message never names the broker's host."""
-    if not settings.broker_url:
-        return
-    from kombu.connection import Connection
-
-    try:
-        with Connection(settings.broker_url, connect_timeout=2) as connection:  # type: ignore[no-untyped-call]
-            connection.ensure_connection(max_retries=1, interval_start=0, timeout=2)
-    except Exception as exc:
-        logger.warning("broker check failed: %s", exc)
-        raise PlatformError(
-            "The job broker does not answer; check EVALBOARD_BROKER_URL and that the broker "
-            "runs (the server log has details)"
-        ) from None
-
-
-def make_celery(settings: Settings) -> Any:
-    """The Celery app for a broker URL (one per URL and process)."""
-    with _apps_lock:
-        app = _apps.get(settings.broker_url)
-        if app is not None:
-            return app
-        from celery import Celery
-
-        app = Celery("evalboard", broker=settings.broker_url, set_as_current=False)
-        app.conf.update(
-            task_acks_late=True,
-            worker_prefetch_multiplier=1,
-            task_reject_on_worker_lost=True,
-            task_ignore_result=True,
-            task_default_queue="cpu",
-            task_create_missing_queues=True,
-            broker_connection_retry_on_startup=True,
-            worker_hijack_root_logger=False,
-            worker_cancel_long_running_tasks_on_connection_loss=True,
-            task_serializer="json",
-            accept_content=["json"],
-        )
-        app.task(name=TASK_NAME, ignore_result=True)(_run_job_task)
-        _apps[settings.broker_url] = app
-        return app
 
 
 def _run_job_task(job_id: int) -> str:
@@ -121,27 +72,6 @@ def _send_again(ctx: Context, job_id: int, delay_s: float) -> None:
     queue_name = queue.queue_of_job(ctx, job_id)
     if queue_name is not None:
         CeleryDispatcher(ctx.settings).dispatch(job_id, queue_name, max(delay_s, 0.1))
-
-
-class CeleryDispatcher:
-    """Sends "job N is waiting" to the job's queue."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.app = make_celery(settings)
-
-    def dispatch(self, job_id: int, queue: str, delay_s: float = 0.0) -> None:
-        # A deferred job's message arrives when its back-off is over (``countdown``).
-        try:
-            self.app.send_task(
-                TASK_NAME, args=[job_id], queue=queue, countdown=delay_s if delay_s > 0 else None
-            )
-        except Exception as exc:  # kombu's message names the broker's host: log it only
-            logger.warning("sending job %s to the broker failed: %s", job_id, exc)
-            raise PlatformError(
-                "The job broker does not answer; what was asked for is stored and its jobs "
-                "wait in the queue (an operator re-sends them with resend_queued once the "
-                "broker is back)"
-            ) from None
 
 
 def _reap_forever(ctx: Context, every_s: float, stop: threading.Event) -> None:
@@ -186,6 +116,8 @@ def run_celery_worker(
     )
     reaper.start()
     app = make_celery(ctx.settings)
+    if TASK_NAME not in app.tasks:  # the worker side runs what the dispatcher announces
+        app.task(name=TASK_NAME, ignore_result=True)(_run_job_task)
     try:
         app.worker_main(
             [

@@ -1,0 +1,105 @@
+"""``evalboard snapshot create|list|show``: freeze a task's public board on the server, list
+the frozen ones, show one (its citation) or download its CSV/JSON byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from evalboard.cli._output import console, print_json, print_table
+from evalboard.cli.card import SERVER, TOKEN, server_client
+from evalboard.cli.upload import _check
+from evalboard.core.errors import UsageError
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="Citable snapshots of a task's board: create (task owner), list, show.",
+    no_args_is_help=True,
+)
+
+TASK = typer.Option(..., "--task", "-t", help="Task id.")
+
+
+def _describe(snapshot: dict[str, Any]) -> None:
+    title = f": {snapshot['title']}" if snapshot["title"] else ""
+    console.print(
+        f"Snapshot {snapshot['number']} of {snapshot['task']}{title}\n"
+        f"  taken {snapshot['created_at']}, {snapshot['models']} ranked model(s)\n"
+        f"  page  {snapshot['url']}\n"
+        f"  CSV   {snapshot['csv_url']} (sha256 {snapshot['csv_sha256']})\n"
+        f"  JSON  {snapshot['json_url']}\n\n{snapshot['citation']}",
+        highlight=False,
+        markup=False,
+    )
+
+
+@app.command("create")
+def create(
+    task: str = TASK,
+    title: str = typer.Option("", "--title", help="What it is for, e.g. 'ACL 2027 paper'."),
+    server: str = SERVER,
+    token: str | None = TOKEN,
+    as_json: bool = typer.Option(False, "--json", help="Print the snapshot as JSON."),
+) -> None:
+    """Freeze the task's public board as its next numbered snapshot (task owner)."""
+    with server_client(server, token) as client:
+        snapshot = _check(client.post(f"/tasks/{task}/snapshots", json={"title": title}))
+    if as_json:
+        print_json(snapshot)
+        return
+    _describe(snapshot)
+
+
+@app.command("list")
+def list_(
+    task: str = TASK,
+    server: str = SERVER,
+    as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
+) -> None:
+    """The task's snapshots, oldest first."""
+    with server_client(server, None) as client:
+        response = client.get(f"/tasks/{task}/snapshots")
+        if not response.is_success:
+            _check(response)
+        snapshots: list[dict[str, Any]] = response.json()
+    if as_json:
+        print_json(snapshots)
+        return
+    table = Table("number", "taken", "models", "title", "csv sha256", title=f"Snapshots of {task}")
+    for s in snapshots:
+        table.add_row(
+            str(s["number"]), s["created_at"], str(s["models"]), s["title"], s["csv_sha256"]
+        )
+    print_table(table)
+
+
+@app.command("show")
+def show(
+    number: int = typer.Argument(..., min=1, help="The snapshot's number."),
+    task: str = TASK,
+    server: str = SERVER,
+    csv_out: Path | None = typer.Option(None, "--csv", help="Save its CSV here, byte for byte."),
+    json_out: Path | None = typer.Option(None, "--json-file", help="Save its JSON here."),
+    as_json: bool = typer.Option(False, "--json", help="Print the snapshot as JSON."),
+) -> None:
+    """One snapshot: when, its hashes, its BibTeX; optionally its CSV/JSON downloaded."""
+    with server_client(server, None) as client:
+        snapshot = _check(client.get(f"/tasks/{task}/snapshots/{number}"))
+        for kind, target in (("csv", csv_out), ("json", json_out)):
+            if target is None:
+                continue
+            response = client.get(f"/tasks/{task}/snapshots/{number}.{kind}")
+            if not response.is_success:
+                _check(response)
+            try:
+                target.write_bytes(response.content)
+            except OSError as exc:
+                raise UsageError(f"Cannot write {target}: {exc}") from None
+    if as_json:
+        print_json(snapshot)
+        return
+    _describe(snapshot)

@@ -1,0 +1,41 @@
+"""Package facades whose names load on first use (PEP 562 module ``__getattr__``).
+
+A facade that imported every module it re-exports would make ``import package`` cost
+what its heaviest module costs (sqlalchemy, docker, codecarbon...), and the CLI's start
+pays that for every package it touches. With ``lazy_exports`` each name's module loads
+when the name is first read; ``__all__`` and the ``TYPE_CHECKING`` imports beside it keep
+what the facade exports visible to readers and to mypy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Mapping
+
+__all__ = ["lazy_exports"]
+
+
+def lazy_exports(
+    package: str, homes: Mapping[str, tuple[str, ...]]
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """A facade's ``__getattr__`` and ``__dir__``, from each module's exported names.
+
+    Args:
+        package: the facade's ``__name__``.
+        homes: module (absolute) -> the names the facade takes from it.
+    """
+    home_of = {name: module for module, names in homes.items() for name in names}
+
+    def __getattr__(name: str) -> object:
+        home = home_of.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home), name)
+        vars(sys.modules[package])[name] = value  # later lookups skip this function
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[package]), *home_of})
+
+    return __getattr__, __dir__

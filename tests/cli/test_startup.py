@@ -1,0 +1,77 @@
+"""The CLI's start stays light: help and usage errors load no server, database, sandbox,
+energy meter or numeric stack.
+
+Every command's ``--help`` and one usage error per command run in one fresh interpreter
+(the walk of tests/cli/test_usage_errors.py); then its ``sys.modules`` is read. A command
+module that imports one of these at its top fails here, naming the module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+#: What a command may load only when it runs: each costs tenths of a second to import.
+#: (pydantic is not here: typer itself coerces parameters with it.)
+HEAVY = (
+    "celery",
+    "codecarbon",
+    "docker",
+    "fastapi",
+    "httpx",
+    "numpy",
+    "pandas",
+    "sqlalchemy",
+    "torch",
+    "uvicorn",
+)
+
+_SCRIPT = textwrap.dedent(
+    """
+    import contextlib, io, json, sys
+
+    import typer.main
+
+    from evalboard.cli import app, main
+
+    def walk(command, path):
+        yield path, command
+        for name, sub in sorted((getattr(command, "commands", None) or {}).items()):
+            yield from walk(sub, (*path, name))
+
+    codes = {}
+    for path, command in walk(typer.main.get_command(app), ()):
+        mistake = "no-such-command" if hasattr(command, "commands") else "--no-such-option"
+        for argv in ((*path, "--help"), (*path, mistake)):
+            quiet = io.StringIO()
+            with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+                codes[" ".join(argv)] = main(list(argv))
+    heavy = sorted(name for name in json.loads(sys.argv[1]) if name in sys.modules)
+    print(json.dumps({"codes": codes, "heavy": heavy}))
+    """
+)
+
+
+def test_help_and_usage_errors_load_no_heavy_module() -> None:
+    env = {**os.environ, "COLUMNS": "80"}
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, json.dumps(HEAVY)],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=True,
+    )
+    report = json.loads(done.stdout)
+    codes: dict[str, int] = report["codes"]
+    # The walk reached every group and command, and each answered as a user would see it.
+    assert {"--help", "evaluate --help", "dataset add --help", "model upload --help"} <= set(codes)
+    assert {argv: code for argv, code in codes.items() if argv.endswith("--help")} == {
+        argv: 0 for argv in codes if argv.endswith("--help")
+    }
+    assert {code for argv, code in codes.items() if not argv.endswith("--help")} == {2}
+    assert report["heavy"] == []
