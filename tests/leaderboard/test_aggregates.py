@@ -89,3 +89,23 @@ def test_a_renamed_submission_shows_its_new_name(seeded: Seeded) -> None:
             update(Submission).where(Submission.id == roberta).values(name="roberta-xl")
         )
     assert load_table(seeded.ctx, TASK).entry(roberta).name == "roberta-xl"  # type: ignore[union-attr]
+
+
+def test_an_edited_card_or_unpublishing_refreshes_the_stored_row(seeded: Seeded) -> None:
+    roberta = seeded.submissions["roberta-large"]
+    before = load_table(seeded.ctx, TASK).entry(roberta)
+    assert before is not None and before.published and before.card.license != "mit"
+    with seeded.ctx.db.session() as session:
+        session.execute(
+            update(Submission)
+            .where(Submission.id == roberta)
+            .values(card={"license": "mit", "params": 355_000_000}, published=False)
+        )
+    reader = _fresh(seeded.ctx)  # the stored row, not this process's cached one
+    try:
+        after = load_table(reader, TASK).entry(roberta)
+    finally:
+        reader.db.dispose()
+    assert after is not None and not after.published
+    assert (after.card.license, after.card.params) == ("mit", 355_000_000)
+    assert [asdict(m) for m in load_table(seeded.ctx, TASK).models] == _slow_path(seeded.ctx)
