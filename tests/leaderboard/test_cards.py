@@ -186,9 +186,7 @@ async def test_a_filtered_board_counts_and_pages_only_its_matches(
     async with _as(app, seeded, None) as client:
         whole = (await client.get(url)).json()
         first = (await client.get(url, params={"license": "mit", "limit": 1})).json()
-        second = (
-            await client.get(url, params={"license": "mit", "limit": 1, "offset": 1})
-        ).json()
+        second = (await client.get(url, params={"license": "mit", "limit": 1, "offset": 1})).json()
     ranks = {r["name"]: r["rank"] for r in whole["rows"] if r["rank"] is not None}
     assert whole["total"] == len(ranks) > 2
     # The filter picks before paging: total counts the matches, ranks stay the whole board's.
