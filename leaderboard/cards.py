@@ -12,7 +12,7 @@ over the manifest. Two rules live here and everything that shows a submission as
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -30,6 +30,7 @@ from leaderboard.table import ModelEntry, TaskTable, load_table, stored_card
 from submission_sandbox import ModelCard, Runtime
 
 __all__ = [
+    "CardFilter",
     "CardUpdate",
     "filter_board",
     "may_see",
@@ -177,6 +178,52 @@ def render_markdown(text: str) -> Markup:
     return Markup(html)  # noqa: S704 - markdown-it escaped the text and checked the links
 
 
+@dataclass(frozen=True)
+class CardFilter:
+    """Which models a board shows by their card: the one rule for the API, the pages and
+    already built boards (:func:`filter_board`). A size bound leaves out models whose card
+    gives no size.
+
+    Raises:
+        UsageError: an unknown runtime (the known ones are listed).
+    """
+
+    runtime: str | None = None
+    license: str | None = None
+    min_params: int | None = None
+    max_params: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.runtime is not None and self.runtime not in {r.value for r in Runtime}:
+            known = ", ".join(r.value for r in Runtime)
+            raise UsageError(f"Unknown runtime {self.runtime!r}; known: {known}")
+
+    @property
+    def active(self) -> bool:
+        """Whether any model may be left out."""
+        return any(
+            v is not None for v in (self.runtime, self.license, self.min_params, self.max_params)
+        )
+
+    def matches(self, *, runtime: str | None, license: str | None, params: int | None) -> bool:
+        """Whether a model of this runtime, license and size is shown."""
+        if self.runtime is not None and runtime != self.runtime:
+            return False
+        if self.license is not None and (license or "").lower() != self.license.lower():
+            return False
+        if (self.min_params is not None or self.max_params is not None) and params is None:
+            return False
+        if self.min_params is not None and params is not None and params < self.min_params:
+            return False
+        return not (self.max_params is not None and params is not None and params > self.max_params)
+
+    def keeps(self, entry: ModelEntry) -> bool:
+        """Whether the model of ``entry`` is shown (``build_leaderboard``'s ``keep``)."""
+        return self.matches(
+            runtime=entry.runtime, license=entry.card.license, params=entry.card.params
+        )
+
+
 def filter_board(
     board: LeaderboardPublic,
     *,
@@ -192,24 +239,15 @@ def filter_board(
     Raises:
         UsageError: an unknown runtime (the known ones are listed).
     """
-    if runtime is not None and runtime not in {r.value for r in Runtime}:
-        known = ", ".join(r.value for r in Runtime)
-        raise UsageError(f"Unknown runtime {runtime!r}; known: {known}")
-    sized = min_params is not None or max_params is not None
+    wanted = CardFilter(
+        runtime=runtime, license=license, min_params=min_params, max_params=max_params
+    )
+    if not wanted.active:
+        return board
 
     def keep(row: RowPublic) -> bool:
-        if row.kind == "majority":
-            return True
-        if runtime is not None and row.runtime != runtime:
-            return False
-        if license is not None and (row.license or "").lower() != license.lower():
-            return False
-        if sized and row.params is None:
-            return False
-        if min_params is not None and row.params is not None and row.params < min_params:
-            return False
-        return not (max_params is not None and row.params is not None and row.params > max_params)
+        return row.kind == "majority" or wanted.matches(
+            runtime=row.runtime, license=row.license, params=row.params
+        )
 
-    if runtime is None and license is None and not sized:
-        return board
     return board.model_copy(update={"rows": [r for r in board.rows if keep(r)]})

@@ -23,13 +23,33 @@ from leaderboard.auth import session_principal
 from leaderboard.routes._page import local_path
 from scoring import InvalidWeightsError, ScoringError
 
-__all__ = ["ERROR_RESPONSES", "ErrorPublic", "install_error_handlers"]
+__all__ = [
+    "ERROR_RESPONSES",
+    "UNPROCESSABLE_RESPONSES",
+    "ErrorPublic",
+    "UnprocessablePublic",
+    "install_error_handlers",
+]
 
 
 class ErrorPublic(BaseModel):
     """Every error the API returns on purpose."""
 
     detail: str = Field(description="What was wrong and how to fix it.")
+
+
+class UnprocessablePublic(BaseModel):
+    """A 422: one line from our own checks, or the list FastAPI's validation gives."""
+
+    detail: str | list[dict[str, Any]] = Field(
+        description="What was wrong and how to fix it, or one entry per bad field."
+    )
+
+
+#: For routes whose parameters are checked by our code as well as by FastAPI's.
+UNPROCESSABLE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    422: {"model": UnprocessablePublic, "description": "A parameter that cannot be used."}
+}
 
 
 def _described(description: str) -> dict[str, Any]:

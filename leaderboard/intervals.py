@@ -79,6 +79,13 @@ def _constant_statistics(
     return found
 
 
+def has_predictions(table: TaskTable, models: list[ModelEntry]) -> bool:
+    """Whether every model kept its per-example predictions on every original scoring
+    dataset: the bootstrap needs them all."""
+    originals = table.originals
+    return bool(originals) and all(d.name in m.predictions for m in models for d in originals)
+
+
 def leaderboard_intervals(
     ctx: Context,
     table: TaskTable,
@@ -94,9 +101,7 @@ def leaderboard_intervals(
     """Perf intervals, gaps to the leader, rank intervals and ``p_first`` of ``models``,
     with the baseline floor at ``baseline``; None when they cannot be computed."""
     originals = table.originals
-    if not models or not originals:
-        return None
-    if any(d.name not in m.predictions for m in models for d in originals):
+    if not models or not has_predictions(table, models):
         return None
     cache_key = (
         "bootstrap",

@@ -11,11 +11,12 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from evalboard.core.context import Context
 from evaluator import CONTENDED_SHARE
-from leaderboard.intervals import leaderboard_intervals
+from leaderboard.intervals import has_predictions, leaderboard_intervals
+from leaderboard.paging import BoardQuery
 from leaderboard.schemas import (
     IntervalPublic,
     LeaderboardPublic,
@@ -92,6 +93,8 @@ def build_leaderboard(
     *,
     dataset_weights: Mapping[str, float] | None = None,
     intervals: bool = True,
+    query: BoardQuery | None = None,
+    keep: Callable[[ModelEntry], bool] | None = None,
 ) -> LeaderboardPublic:
     """Rank the complete models: by Dynascore, after the baseline floor
     (:mod:`scoring.floor`); baselines ranked with them, the majority row not ranked.
@@ -100,6 +103,9 @@ def build_leaderboard(
         weights: metric -> weight; None: the task owner's.
         dataset_weights: original scoring dataset -> weight; None: the owner's.
         intervals: bootstrap the intervals, ``rank_interval`` and ``p_first``.
+        query: which ranked rows to send (every model is ranked all the same); None: all.
+        keep: which models may be sent at all (a card filter, ``leaderboard.cards``): the
+            others are ranked, but neither sent nor counted in ``total``.
     """
     table = table.reweighted(dataset_weights)
     metrics = weighable_metrics(table)
@@ -108,6 +114,8 @@ def build_leaderboard(
     directions, offsets = goods_transform(metrics, memory_cap_gib=table.task.memory_cap_gib)
     ranked = table.ranked
     baseline = table.majority_perf
+    query = query or BoardQuery()
+    total = 0
     rows: list[RowPublic] = []
     amrs: dict[str, float | None] = {}
     warnings: list[str] = []
@@ -118,8 +126,14 @@ def build_leaderboard(
         terms = contributions(normalised, used)
         amrs = {k: (v if math.isfinite(v) else None) for k, v in normalised.amrs_by_metric.items()}
         by_key = {m.key: m for m in ranked}
-        others = {k: {n: v for n, v in row.items() if n != "perf"} for k, row in grid.items()}
-        runs = {m.key: m.throughput_runs(table.dataset_weights) for m in ranked}
+        bootstrapped = intervals and "perf" in metrics and has_predictions(table, ranked)
+        # A row's throughput runs are re-averaged for the rows sent, unless the bootstrap
+        # needs every model's.
+        runs = (
+            {m.key: m.throughput_runs(table.dataset_weights) for m in ranked}
+            if bootstrapped
+            else {}
+        )
         repeats = (
             {k: {"throughput": r} for k, r in runs.items() if r} if "throughput" in metrics else {}
         )
@@ -128,14 +142,16 @@ def build_leaderboard(
                 ctx,
                 table,
                 ranked,
-                other_metrics=others,
+                other_metrics={
+                    k: {n: v for n, v in row.items() if n != "perf"} for k, row in grid.items()
+                },
                 weights=used,
                 directions=directions,
                 offsets=offsets,
                 baseline=baseline,
                 repeats=repeats,
             )
-            if intervals and "perf" in metrics
+            if bootstrapped
             else None
         )
         if boot is not None:
@@ -152,8 +168,18 @@ def build_leaderboard(
                 else set()
             )
             order = floor_order(normalised.rank(used), flagged)
-        for position, key in enumerate(order, start=1):
-            row = _row(by_key[key], position, scores[key], terms[key])
+        positions = {key: position for position, key in enumerate(order, start=1)}
+        total, page = query.select(
+            order if keep is None else [key for key in order if keep(by_key[key])],
+            names={m.key: m.name for m in ranked},
+            value=lambda key, name: (
+                scores[key] if name == "dynascore" else by_key[key].metrics.get(name)
+            ),
+        )
+        for key in page:
+            row = _row(by_key[key], positions[key], scores[key], terms[key])
+            if key not in runs:
+                runs[key] = by_key[key].throughput_runs(table.dataset_weights)
             if runs[key]:
                 row.spread = {"throughput": IntervalPublic(low=min(runs[key]), high=max(runs[key]))}
             share = by_key[key].busiest_load()
@@ -180,7 +206,7 @@ def build_leaderboard(
                 row.rank_interval = boot.rank_interval[key]
             rows.append(row)
         warnings = _warnings(terms, table)
-    if baseline is not None:
+    if baseline is not None and query.offset == 0 and not query.q:  # on the first page
         rows.append(
             RowPublic(
                 rank=None,
@@ -211,6 +237,7 @@ def build_leaderboard(
             if name in metrics or any(m.metrics.get(name) is not None for m in ranked)
         ],
         rows=rows,
+        total=total,
         pending=[
             PendingPublic(submission_id=m.submission_id, name=m.name, user=m.user, status=m.status)
             for m in table.models

@@ -280,7 +280,12 @@ class LeaderboardPublic(BaseModel):
     perf_metric: str
     weights: dict[str, float] = Field(description="The weights used (not normalised).")
     metrics: list[MetricPublic]
-    rows: list[RowPublic]
+    rows: list[RowPublic] = Field(
+        description="This page's ranked rows, then the majority-class baseline's (first page)."
+    )
+    total: int = Field(
+        0, description="Ranked models matching the search, over all pages (rows sends a page)."
+    )
     pending: list[PendingPublic] = Field(description="Submissions not yet ranked.")
     amrs: dict[str, float | None] = Field(
         description="Each metric's AMRS: how many of its units one perf point is worth."

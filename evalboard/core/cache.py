@@ -24,6 +24,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
+from enum import Enum
 from typing import Any
 
 __all__ = ["DEFAULT_CACHE_BYTES", "MemoryCache", "approximate_size"]
@@ -42,6 +43,8 @@ def approximate_size(value: Any) -> int:
     if isinstance(nbytes, int):
         return nbytes + 112  # an ndarray's header
     size = sys.getsizeof(value)
+    if isinstance(value, str | bytes | int | float | Enum):
+        return size  # a StrEnum member has a __dict__ that leads back to its class
     if isinstance(value, Mapping):
         size += sum(approximate_size(k) + approximate_size(v) for k, v in value.items())
     elif isinstance(value, list | tuple | set | frozenset):

@@ -6,7 +6,8 @@
     │   ├── InvalidDataset            a dataset file that does not fit its task
     │   ├── InvalidBundle             a model bundle or manifest that cannot be used
     │   ├── InvalidWeights            Dynascore weights that cannot be used: HTTP 422
-    │   └── InvalidText               text no column can hold (NUL, lone surrogate): HTTP 422
+    │   ├── InvalidText               text no column can hold (NUL, lone surrogate): HTTP 422
+    │   └── InvalidQuery              a listing's paging, sorting or search: HTTP 422
     ├── NotFound                      the named thing does not exist: exit 2, 404
     ├── Conflict                      clashes with what is stored (immutability): exit 2, 409
     ├── PermissionDenied              the caller may not do this: exit 2, 403
@@ -26,6 +27,7 @@ __all__ = [
     "EvaluationFailed",
     "InvalidBundle",
     "InvalidDataset",
+    "InvalidQuery",
     "InvalidTaskSpec",
     "InvalidText",
     "InvalidWeights",
@@ -68,6 +70,12 @@ class InvalidBundle(UsageError):
 
 class InvalidWeights(UsageError):
     """Dynascore weights that name unknown metrics or are not usable numbers."""
+
+    http_status = 422
+
+
+class InvalidQuery(UsageError):
+    """A listing's limit, offset, sort or search that cannot be used."""
 
     http_status = 422
 

@@ -28,6 +28,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 __all__ = [
     "ApiToken",
     "Base",
+    "BoardEntry",
     "Dataset",
     "Example",
     "Job",
@@ -226,6 +227,25 @@ class Result(Base):
     created_at: Mapped[datetime] = _created()
 
     job: Mapped[Job] = relationship(back_populates="result")
+
+
+class BoardEntry(Base):
+    """A submission's row of its task's leaderboard, derived once from its jobs' results.
+
+    Kept until what it was derived from changes: ``source`` is a digest of the
+    submission's name and owner, its jobs' statuses and results, and the task's datasets
+    with their weights; a row whose digest no longer matches is derived again on the next
+    read (``leaderboard.aggregates``), so no writer has to remember to invalidate it.
+    """
+
+    __tablename__ = "board_entries"
+
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True
+    )
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    source: Mapped[str] = mapped_column(String(64))
+    entry: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
 class Round(Base):

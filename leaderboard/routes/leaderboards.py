@@ -10,8 +10,9 @@ from fastapi.responses import Response
 from evalboard.core.context import Context
 from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep
-from leaderboard.cards import filter_board, visible_table
-from leaderboard.errors import ERROR_RESPONSES
+from leaderboard.cards import CardFilter, visible_table
+from leaderboard.errors import ERROR_RESPONSES, UNPROCESSABLE_RESPONSES
+from leaderboard.paging import DEFAULT_LIMIT, MAX_LIMIT, SORT_KEYS, BoardQuery, parse_board_query
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights, to_csv
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import LeaderboardPublic
@@ -37,6 +38,29 @@ DatasetWeights = Annotated[
         "r1-test:1,round-2:0.25; perturbed copies follow their original. Datasets not named "
         "keep the task owner's weight.",
     ),
+]
+
+# Read as text and checked by parse_board_query, so that a bad value is one line of 422.
+Limit = Annotated[
+    str | None,
+    Query(
+        max_length=20,
+        description=f"Ranked rows to send, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}); "
+        "`total` says how many there are.",
+    ),
+]
+Offset = Annotated[str | None, Query(max_length=20, description="Ranked rows to skip (default 0).")]
+Sort = Annotated[
+    str | None,
+    Query(
+        max_length=50,
+        description=f"Order of the rows: one of {', '.join(SORT_KEYS)}; a leading - sorts "
+        "descending (e.g. -perf). Default: rank. Ranks stay those of the whole board.",
+    ),
+]
+Search = Annotated[
+    str | None,
+    Query(max_length=200, description="Only models whose name contains this (any case)."),
 ]
 
 
@@ -65,33 +89,49 @@ def _board(
     task_id: str,
     weights: str | None,
     dataset_weights: str | None,
+    query: BoardQuery | None = None,
+    cards: CardFilter | None = None,
 ) -> LeaderboardPublic:
+    # What the principal may see is ranked; the card filter then picks among those ranked
+    # rows (before paging and ``total``), so a row keeps its rank on the whole visible board.
     table = visible_table(load_table(ctx, task_id), principal)
     return build_leaderboard(
         ctx,
         table,
         parse_weights(weights),
         dataset_weights=parse_dataset_weights(table, dataset_weights),
+        query=query,
+        keep=cards.keeps if cards is not None and cards.active else None,
     )
 
 
-@router.get("/leaderboard", summary="The ranking for the given weights")
+@router.get(
+    "/leaderboard",
+    summary="The ranking for the given weights, a page at a time",
+    responses=UNPROCESSABLE_RESPONSES,
+)
 def leaderboard(
     task_id: TaskId,
     ctx: CtxDep,
     principal: PrincipalDep,
     weights: Weights = None,
     dataset_weights: DatasetWeights = None,
+    limit: Limit = None,
+    offset: Offset = None,
+    sort: Sort = None,
+    q: Search = None,
     runtime: RuntimeFilter = None,
     license: LicenseFilter = None,
     min_params: MinParams = None,
     max_params: MaxParams = None,
 ) -> LeaderboardPublic:
-    """Filters show part of the ranking: each row keeps its rank on the whole board."""
-    board = _board(ctx, principal, task_id, weights, dataset_weights)
-    return filter_board(
-        board, runtime=runtime, license=license, min_params=min_params, max_params=max_params
+    """Filters show part of the ranking: each row keeps its rank on the whole board, and
+    ``total`` counts the rows that match."""
+    query = parse_board_query(limit=limit, offset=offset, sort=sort, q=q)
+    cards = CardFilter(
+        runtime=runtime, license=license, min_params=min_params, max_params=max_params
     )
+    return _board(ctx, principal, task_id, weights, dataset_weights, query, cards)
 
 
 @router.get(

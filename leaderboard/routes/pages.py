@@ -15,9 +15,10 @@ from evalboard.core.errors import NotFound
 from evalboard.core.states import Access, JobStatus
 from leaderboard.accounts import authenticate
 from leaderboard.auth import CtxDep, PrincipalDep, sign_in, sign_out
-from leaderboard.cards import filter_board, render_markdown, visible_table
+from leaderboard.cards import CardFilter, render_markdown, visible_table
 from leaderboard.charts import contributions_figure, datasets_figure, pareto_figure, rounds_figure
 from leaderboard.drilldown import drilldown
+from leaderboard.paging import BoardQuery, parse_board_query
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights
 from leaderboard.routes._page import flash, form_csrf, local_path, redirect, render
 from leaderboard.routes.tasks import task_public
@@ -34,6 +35,8 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 
 WeightsQuery = Annotated[str | None, Query(max_length=500)]
 DatasetWeightsQuery = Annotated[str | None, Query(max_length=2000)]
+PagingQuery = Annotated[str | None, Query(max_length=50)]
+SearchQuery = Annotated[str | None, Query(max_length=200)]
 
 
 @router.get("", response_class=HTMLResponse)
@@ -88,14 +91,42 @@ def _login_throttle(request: Request) -> LoginThrottle:
 
 
 def _board(
-    ctx: Context, table: TaskTable, weights: str | None, dataset_weights: str | None
+    ctx: Context,
+    table: TaskTable,
+    weights: str | None,
+    dataset_weights: str | None,
+    query: BoardQuery | None = None,
+    cards: CardFilter | None = None,
 ) -> LeaderboardPublic:
     return build_leaderboard(
         ctx,
         table,
         parse_weights(weights),
         dataset_weights=parse_dataset_weights(table, dataset_weights),
+        query=query,
+        # Ranked on the whole visible board; the card filter picks rows before paging.
+        keep=cards.keeps if cards is not None and cards.active else None,
     )
+
+
+def _pager(request: Request, query: BoardQuery, total: int) -> dict[str, Any]:
+    """Where this page of the ranking starts and ends, and links to its neighbours (the
+    request's other parameters, weights included, kept)."""
+    limit = query.limit or max(total, 1)
+
+    def at(offset: int) -> str:
+        url = request.url.include_query_params(offset=offset, limit=limit)
+        return f"{url.path}?{url.query}"
+
+    return {
+        "first": query.offset + 1,
+        "last": min(query.offset + limit, total),
+        "total": total,
+        "previous": at(max(query.offset - limit, 0)) if query.offset > 0 else None,
+        "next": at(query.offset + limit) if query.offset + limit < total else None,
+        "q": query.q or "",
+        "sort": ("-" if query.descending else "") + query.sort,
+    }
 
 
 def _client_data(table: TaskTable, board: Any, owner_weights: dict[str, float]) -> dict[str, Any]:
@@ -133,15 +164,18 @@ def task_page(
     principal: PrincipalDep,
     weights: WeightsQuery = None,
     dataset_weights: DatasetWeightsQuery = None,
+    limit: PagingQuery = None,
+    offset: PagingQuery = None,
+    sort: PagingQuery = None,
+    q: SearchQuery = None,
     runtime: Annotated[str | None, Query(max_length=32)] = None,
     license: Annotated[str | None, Query(max_length=64)] = None,
 ) -> HTMLResponse:
+    query = parse_board_query(limit=limit, offset=offset, sort=sort, q=q)
+    cards = CardFilter(runtime=runtime or None, license=license or None)
     table = visible_table(load_table(ctx, task_id), principal)
-    board = filter_board(
-        _board(ctx, table, weights, dataset_weights),
-        runtime=runtime or None,
-        license=license or None,
-    )
+    board = _board(ctx, table, weights, dataset_weights, query, cards)
+    pager = _pager(request, query, board.total)
     task = task_public(ctx, task_id)
     return render(
         request,
@@ -149,9 +183,15 @@ def task_page(
         principal,
         task=task,
         board=board,
+        pager=pager,
         filters={"runtime": runtime or "", "license": license or ""},
         snapshots=list_snapshots(ctx, task_id),
-        data=_client_data(table, board, task.default_weights),
+        # One page of several: the browser cannot re-rank what it was not sent, so moving
+        # a weight slider asks the server for the ranking instead.
+        data={
+            **_client_data(table, board, task.default_weights),
+            "paged": bool(pager["previous"] or pager["next"] or query.q or query.sort != "rank"),
+        },
         # A task nobody has been ranked on yet still shows every weight the owner set.
         slider_metrics=[m for m in board.metrics if m.weighable]
         if board.rows

@@ -2,7 +2,8 @@
  * The formula is static/dynascore.js (the same as the server's), and so is the baseline
  * floor; the table data, the directions and the offsets come from the page (#board-data).
  * Dataset weights change every average, the intervals and the baseline: releasing a
- * dataset slider loads the page again for them. The URL carries both kinds of weights. */
+ * dataset slider loads the page again for them. The URL carries both kinds of weights.
+ * On one page of several (data.paged) a metric slider does the same on release. */
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("board-data").textContent);
@@ -103,6 +104,16 @@
   }
 
   sliders.forEach(function (s) {
+    if (data.paged) {
+      // One page of a larger board: the server ranks every model with the new weights.
+      s.addEventListener("input", function () {
+        document.getElementById("o-" + s.dataset.metric).textContent = s.value;
+      });
+      s.addEventListener("change", function () {
+        window.location.assign(window.location.pathname + query());
+      });
+      return;
+    }
     s.addEventListener("input", function () { rerank(true); });
   });
   datasetSliders.forEach(function (s, i) {

@@ -174,3 +174,36 @@ async def test_the_model_page_shows_the_card_inert(app: FastAPI, seeded: Seeded)
     assert "<script>alert(1)</script>" not in page.text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
     assert 'href="javascript' not in page.text
+
+
+async def test_a_filtered_board_counts_and_pages_only_its_matches(
+    app: FastAPI, seeded: Seeded
+) -> None:
+    for name in ("roberta-large", "bow-logreg"):
+        patched = await _patch(app, seeded, "alice", seeded.submissions[name], {"license": "mit"})
+        assert patched.status_code == 200
+    url = f"/tasks/{TASK}/leaderboard"
+    async with _as(app, seeded, None) as client:
+        whole = (await client.get(url)).json()
+        first = (await client.get(url, params={"license": "mit", "limit": 1})).json()
+        second = (await client.get(url, params={"license": "mit", "limit": 1, "offset": 1})).json()
+    ranks = {r["name"]: r["rank"] for r in whole["rows"] if r["rank"] is not None}
+    assert whole["total"] == len(ranks) > 2
+    # The filter picks before paging: total counts the matches, ranks stay the whole board's.
+    assert first["total"] == second["total"] == 2
+    paged = [(r["name"], r["rank"]) for r in first["rows"] + second["rows"] if r["rank"]]
+    assert paged == [(n, ranks[n]) for n in ("roberta-large", "bow-logreg")]
+
+
+async def test_an_unpublished_model_is_neither_sent_nor_counted_for_others(
+    app: FastAPI, seeded: Seeded
+) -> None:
+    bow = seeded.submissions["bow-logreg"]
+    assert (await _patch(app, seeded, "alice", bow, {"published": False})).status_code == 200
+    url = f"/tasks/{TASK}/leaderboard"
+    async with _as(app, seeded, None) as client:
+        public = (await client.get(url, params={"q": "bow"})).json()
+    async with _as(app, seeded, "alice") as client:
+        own = (await client.get(url, params={"q": "bow"})).json()
+    assert public["total"] == 0 and public["rows"] == []
+    assert own["total"] == 1 and own["rows"][0]["published"] is False

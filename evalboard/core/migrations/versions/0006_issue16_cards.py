@@ -1,7 +1,7 @@
 """model cards (card, published) on submissions; leaderboard snapshots
 
 Revision ID: 0006_issue16_cards
-Revises: 0004_issue21_workers
+Revises: 0005_issue20_board
 Create Date: 2026-12-01 22:20:00
 """
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 
 revision = '0006_issue16_cards'
-down_revision = '0004_issue21_workers'
+down_revision = '0005_issue20_board'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,300 @@
+"""Benchmark the leaderboard at scale: the API and the task page at 1k and 10k submissions.
+
+Synthetic rows go through the project's own storage (the real tables via SQLAlchemy, on
+SQLite in a temporary folder): one task, one 500-example scoring round and its perturbed
+copies, and ``n`` finished submissions with a result on each. Each request goes through
+the whole app in process (httpx's ASGI transport): ``GET /tasks/T/leaderboard`` (the API)
+and ``GET /ui/tasks/T`` (the page, time to the last byte, which bounds its first byte since
+the page is rendered in one piece). Cold: the first request after a fresh
+:class:`~evalboard.core.context.Context` (empty derived-data cache); warm: the requests
+after it, with default and with new dataset weights. One request's time is also split
+into loading the table, ranking and JSON, so the figure says where the time goes.
+
+Run: ``.venv/bin/python benchmarks/bench_leaderboard.py [--sizes 1000 10000] [--repeats N]``.
+Writes ``benchmarks/results/leaderboard.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import insert, select  # noqa: E402
+
+from datasets_registry import (  # noqa: E402
+    add_dataset,
+    create_task,
+    list_datasets,
+    parse_task_spec,
+    read_examples,
+)
+from evalboard.core.context import Context  # noqa: E402
+from evalboard.core.settings import Settings  # noqa: E402
+from evalboard.core.states import JobStatus  # noqa: E402
+from evalboard.core.tables import Job, Result, Submission, utcnow  # noqa: E402
+from evaluator.result import SCHEMA_VERSION, DatasetMetrics  # noqa: E402
+from leaderboard import build_leaderboard, create_app  # noqa: E402
+from leaderboard.table import load_table  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "leaderboard.json"
+TASK_ID = "bench"
+EXAMPLES = 500
+LABELS = ["negative", "neutral", "positive"]
+TASK = {
+    "id": TASK_ID,
+    "name": "Benchmark",
+    "input": [{"name": "statement"}],
+    "output": {"type": "multiclass", "labels": LABELS},
+    "perf_metric": "macro_f1",
+}
+_SUBJECTS = ["She", "He", "Mary", "John", "My sister", "Her brother"]
+_PHRASES = {
+    "positive": "said the food was wonderful",
+    "negative": "said the service was terrible",
+    "neutral": "said the hotel is on Main Street",
+}
+
+
+def _dataset_file(folder: Path) -> Path:
+    path = folder / "r1-test.jsonl"
+    rows = []
+    for i in range(EXAMPLES):
+        label = LABELS[(i * 7) % 3]
+        text = f"{_SUBJECTS[i % len(_SUBJECTS)]} {_PHRASES[label]} ({i})."
+        rows.append({"uid": f"u{i}", "statement": text, "label": label})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _metrics(i: int, perturbation: str | None) -> dict[str, Any]:
+    """A plausible result for submission ``i`` on one dataset (deterministic)."""
+    spread = (i * 2654435761) % 1000 / 1000  # a cheap well-mixed number in [0, 1)
+    throughput = 10 + 4000 * spread
+    figures: dict[str, Any] = {}
+    if perturbation is None:
+        figures["perf"] = 35 + 55 * ((i * 40503) % 997 / 997)
+    else:
+        figures[perturbation] = 60 + 40 * spread
+    metrics = DatasetMetrics(
+        perf_metric="macro_f1",
+        examples=EXAMPLES,
+        throughput=throughput,
+        batch_size=32,
+        predict_s=EXAMPLES / throughput,
+        startup_s=1.0,
+        latency_p50_s=32 / throughput,
+        latency_p95_s=40 / throughput,
+        memory_gib=0.1 + 8 * ((i * 7919) % 101 / 101),
+        cpu_seconds=EXAMPLES / 50,
+        throughput_runs=[throughput * f for f in (0.97, 1.0, 1.03)],
+        **figures,
+    )
+    return {"schema_version": SCHEMA_VERSION, **metrics.model_dump(mode="json")}
+
+
+def _predictions(ctx: Context, sid: int, examples: list[dict[str, Any]]) -> str:
+    """Submission ``sid``'s per-example predictions on the original, stored as the
+    evaluator stores them; returns the artifact key."""
+    records = []
+    for i, example in enumerate(examples):
+        right = (sid * 31 + i * 17) % 100 < 50 + sid % 40
+        label = example["label"] if right else LABELS[(LABELS.index(example["label"]) + 1) % 3]
+        records.append(
+            {"uid": example["uid"], "gold": example["label"], "output": {"label": label}}
+        )
+    key = f"predictions/{sid}/r1-test.jsonl"
+    ctx.artifacts.put_bytes(key, "".join(json.dumps(r) + "\n" for r in records).encode())
+    return key
+
+
+def seed_board(
+    ctx: Context, folder: Path, submissions: int, *, predictions: bool = False
+) -> dict[str, int]:
+    """The task, its round and copies, and ``submissions`` finished models, in bulk
+    inserts through the real tables (with per-example predictions on the original when
+    ``predictions``, so the board bootstraps intervals). Returns the count of rows."""
+    create_task(ctx, parse_task_spec(TASK))
+    add_dataset(ctx, task_id=TASK_ID, name="r1-test", path=_dataset_file(folder), round=1)
+    datasets = list_datasets(ctx, TASK_ID)
+    now = utcnow()
+    with ctx.db.session() as session:
+        session.execute(
+            insert(Submission),
+            [
+                {
+                    "task_id": TASK_ID,
+                    "name": f"model-{i:06d}",
+                    "bundle_sha256": "0" * 64,
+                    "artifact_key": f"bundles/{i}.tar.gz",
+                    "manifest": {"name": f"model-{i:06d}", "task": TASK_ID},
+                    "is_baseline": False,
+                }
+                for i in range(submissions)
+            ],
+        )
+        ids = list(session.scalars(select(Submission.id).order_by(Submission.id)))
+        session.execute(
+            insert(Job),
+            [
+                {
+                    "submission_id": sid,
+                    "dataset_id": d.id,
+                    "status": JobStatus.FINISHED.value,
+                    "progress": 1.0,
+                    "attempts": 1,
+                    "finished_at": now,
+                }
+                for sid in ids
+                for d in datasets
+            ],
+        )
+        jobs = session.execute(select(Job.id, Job.submission_id, Job.dataset_id)).all()
+        by_id = {d.id: d for d in datasets}
+        examples = list(read_examples(ctx, datasets[0])) if predictions else []
+        session.execute(
+            insert(Result),
+            [
+                {
+                    "job_id": job_id,
+                    "submission_id": sid,
+                    "dataset_id": did,
+                    "metrics": _metrics(sid, by_id[did].perturbation),
+                    "provenance": {"seeded": True},
+                    "predictions_key": (
+                        _predictions(ctx, sid, examples)
+                        if predictions and by_id[did].perturbation is None
+                        else None
+                    ),
+                }
+                for job_id, sid, did in jobs
+            ],
+        )
+    return {"submissions": len(ids), "datasets": len(datasets), "results": len(jobs)}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def _summary(seconds: list[float]) -> dict[str, float]:
+    ms = [s * 1000 for s in seconds]
+    return {
+        "p50_ms": round(statistics.median(ms), 1),
+        "p95_ms": round(_percentile(ms, 0.95), 1),
+        "min_ms": round(min(ms), 1),
+        "max_ms": round(max(ms), 1),
+        "n": len(ms),
+    }
+
+
+async def _timed(client: httpx.AsyncClient, url: str) -> tuple[float, int]:
+    start = time.perf_counter()
+    response = await client.get(url)
+    seconds = time.perf_counter() - start
+    response.raise_for_status()
+    return seconds, len(response.content)
+
+
+async def _measure(settings: Settings, repeats: int) -> dict[str, Any]:
+    ctx = Context.from_settings(settings)
+    app = create_app(ctx)
+    transport = httpx.ASGITransport(app=app)
+    api = f"/tasks/{TASK_ID}/leaderboard"
+    page = f"/ui/tasks/{TASK_ID}"
+    reweighted = f"{api}?dataset_weights=r1-test:0.5"
+    out: dict[str, Any] = {}
+    async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+        cold_api, api_bytes = await _timed(client, api)
+        cold_page, page_bytes = await _timed(client, page)
+        runs: dict[str, list[float]] = {"api": [], "page": [], "api_new_weights": []}
+        for _ in range(repeats):  # interleaved, so a neighbour's load falls on all alike
+            runs["api"].append((await _timed(client, api))[0])
+            runs["page"].append((await _timed(client, page))[0])
+            runs["api_new_weights"].append((await _timed(client, reweighted))[0])
+    out["cold"] = {"api_ms": round(cold_api * 1000, 1), "page_ms": round(cold_page * 1000, 1)}
+    out["warm"] = {name: _summary(seconds) for name, seconds in runs.items()}
+    out["bytes"] = {"api": api_bytes, "page": page_bytes}
+    out["split_ms"] = _split(ctx)
+    ctx.db.dispose()
+    return out
+
+
+def _split(ctx: Context) -> dict[str, float]:
+    """One warm request's parts: loading the table, ranking, JSON."""
+    start = time.perf_counter()
+    table = load_table(ctx, TASK_ID)
+    loaded = time.perf_counter()
+    board = build_leaderboard(ctx, table)
+    ranked = time.perf_counter()
+    board.model_dump_json()
+    dumped = time.perf_counter()
+    return {
+        "load_table": round((loaded - start) * 1000, 1),
+        "build_leaderboard": round((ranked - loaded) * 1000, 1),
+        "json": round((dumped - ranked) * 1000, 1),
+    }
+
+
+def run_size(submissions: int, repeats: int, *, predictions: bool = False) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp:
+        folder = Path(tmp)
+        settings = Settings(data_dir=folder / "data", sandbox="local")
+        ctx = Context.from_settings(settings)
+        start = time.perf_counter()
+        counts = seed_board(ctx, folder, submissions, predictions=predictions)
+        seeded_s = time.perf_counter() - start
+        ctx.db.dispose()
+        result = asyncio.run(_measure(settings, repeats))
+        return {"rows": counts, "seed_s": round(seeded_s, 1), **result}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--interval-sizes",
+        type=int,
+        nargs="*",
+        default=[1_000],
+        help="sizes also run with per-example predictions, so the board bootstraps intervals",
+    )
+    args = parser.parse_args()
+    report: dict[str, Any] = {
+        "benchmark": "leaderboard",
+        "what": "GET /tasks/T/leaderboard (default page of 100) and GET /ui/tasks/T in "
+        "process, SQLite; sizes: no predictions, with_intervals: predictions on the original",
+        "repeats": args.repeats,
+        "sizes": {str(n): run_size(n, args.repeats) for n in args.sizes},
+        "with_intervals": {
+            str(n): run_size(n, args.repeats, predictions=True) for n in args.interval_sizes
+        },
+        "goal": {"api_p95_ms_below": 100, "page_first_byte_ms_below": 200, "at": 10_000},
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

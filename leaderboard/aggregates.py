@@ -1,0 +1,232 @@
+"""Each submission's leaderboard row, derived once and read back with one query.
+
+Deriving a row (:func:`leaderboard.entry.derive_entry`) loads every job, result and
+dataset of the submission as ORM objects and parses each result: at 10,000 submissions
+that is about 70,000 objects and seconds per request. Instead the row is derived once,
+stored in ``board_entries`` with a digest of what it came from (:func:`source_digest`),
+and read back with the task's other rows in one query, which also computes, per
+submission, the facts the digest covers. A row whose digest no longer matches (a job
+finished, failed or was re-run, the submission was renamed, its card was edited or it
+was published or unpublished, a dataset of the task was added or re-weighted) is derived
+again in that request and stored; nothing else has to invalidate it. The parsed rows are
+kept in the context's derived-data cache under their digest, so a warm request parses
+nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Row, case, delete, func, insert, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload
+
+from evalboard.core.context import Context
+from evalboard.core.states import JobStatus
+from evalboard.core.tables import BoardEntry, Dataset, Job, Result, Submission, User
+from evaluator import DatasetOutcome
+from leaderboard.entry import ModelEntry, derive_entry
+from submission_sandbox import ModelCard
+
+__all__ = ["datasets_digest", "load_entries", "source_digest"]
+
+logger = logging.getLogger(__name__)
+
+#: Submissions derived per query on the slow path (well under SQLite's bound on parameters).
+_CHUNK = 500
+
+
+def datasets_digest(datasets: Iterable[Dataset]) -> str:
+    """What of the task's datasets a row depends on: which count, and their weights."""
+    facts = sorted(
+        (d.id, d.name, d.sha256, d.access, float(d.weight), d.derived_from_id, d.perturbation)
+        for d in datasets
+    )
+    return hashlib.sha256(repr(facts).encode()).hexdigest()
+
+
+def source_digest(datasets: str, facts: Sequence[Any]) -> str:
+    """The digest of one row's inputs: the datasets' digest and the submission's facts."""
+    return hashlib.sha256(f"{datasets}|{facts!r}".encode()).hexdigest()
+
+
+def _board_query(task_id: str) -> Any:
+    """One row per submission of the task: who, its stored entry, and per-status job
+    counts with its results' count and newest id (what a stored entry must still match)."""
+    per_status = [
+        func.sum(case((Job.status == status.value, 1), else_=0)).label(f"n_{status.value}")
+        for status in JobStatus
+    ]
+    jobs = (
+        select(
+            Job.submission_id.label("submission_id"),
+            func.count(Job.id).label("n_jobs"),
+            *per_status,
+            func.count(Result.id).label("n_results"),
+            func.max(Result.id).label("last_result"),
+        )
+        .outerjoin(Result, Result.job_id == Job.id)
+        .join(Submission, Submission.id == Job.submission_id)
+        .where(Submission.task_id == task_id)
+        .group_by(Job.submission_id)
+        .subquery()
+    )
+    counts = [c for c in jobs.c if c.name != "submission_id"]
+    return (
+        select(
+            Submission.id,
+            Submission.name,
+            Submission.user_id,
+            User.name.label("user"),
+            Submission.is_baseline,
+            Submission.published,
+            Submission.card,
+            BoardEntry.source,
+            *counts,
+        )
+        .outerjoin(User, User.id == Submission.user_id)
+        .outerjoin(BoardEntry, BoardEntry.submission_id == Submission.id)
+        .outerjoin(jobs, jobs.c.submission_id == Submission.id)
+        .where(Submission.task_id == task_id)
+        .order_by(Submission.id)
+    )
+
+
+def _facts(row: Row[Any]) -> tuple[Any, ...]:
+    """Who the submission is, its card and whether it is published, and how its jobs
+    stand: the query's columns but its id and the stored digest (sums are None for a
+    submission without jobs, read as 0). An edited card thus refreshes the row."""
+    values: tuple[Any, ...] = tuple(row)
+    counts: tuple[Any, ...] = tuple(int(n or 0) for n in values[8:-1])
+    return values[1:7] + counts + values[-1:]
+
+
+def load_entries(
+    ctx: Context,
+    task_id: str,
+    *,
+    datasets: list[Dataset],
+    scoring: list[Dataset],
+) -> list[ModelEntry]:
+    """The task's rows in submission order: stored ones whose digest still matches,
+    the others derived now (and stored for the next request)."""
+    by_id = {d.id: d for d in datasets}
+    digest = datasets_digest(datasets)
+    with ctx.db.session() as session:
+        rows = session.execute(_board_query(task_id)).all()
+        sources = {row.id: source_digest(digest, _facts(row)) for row in rows}
+        stale = [row.id for row in rows if row.source != sources[row.id]]
+        derived = _derive(session, stale, scoring, by_id) if stale else {}
+    if derived:  # written once the reading session is closed: SQLite has one writer
+        _store(ctx, task_id, {sid: (sources[sid], entry) for sid, entry in derived.items()})
+    entries: dict[int, ModelEntry] = {}
+    for row in rows:
+        found = derived.get(row.id) or ctx.cache.get(("board-entry", row.id, sources[row.id]))
+        if found is not None:
+            entries[row.id] = found
+    unparsed = [row for row in rows if row.id not in entries]
+    if unparsed:  # stored rows this process has not read yet: the JSON is read only now
+        for row, stored in zip(unparsed, _stored(ctx, [r.id for r in unparsed]), strict=True):
+            entry = _from_stored(row, stored)
+            ctx.cache.put(("board-entry", row.id, sources[row.id]), entry)
+            entries[row.id] = entry
+    for sid, entry in derived.items():
+        ctx.cache.put(("board-entry", sid, sources[sid]), entry)
+    return [entries[row.id] for row in rows]
+
+
+def _stored(ctx: Context, ids: list[int]) -> list[dict[str, Any]]:
+    """The stored rows of these submissions, in the order given."""
+    found: dict[int, dict[str, Any]] = {}
+    with ctx.db.session() as session:
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            rows = session.execute(
+                select(BoardEntry.submission_id, BoardEntry.entry).where(
+                    BoardEntry.submission_id.in_(chunk)
+                )
+            )
+            found.update((sid, entry) for sid, entry in rows)
+    return [found[sid] for sid in ids]
+
+
+def _derive(
+    session: Session, ids: list[int], scoring: list[Dataset], by_id: dict[int, Dataset]
+) -> dict[int, ModelEntry]:
+    derived: dict[int, ModelEntry] = {}
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        submissions = session.scalars(
+            select(Submission)
+            .where(Submission.id.in_(chunk))
+            .options(
+                selectinload(Submission.jobs).selectinload(Job.result),
+                selectinload(Submission.jobs).selectinload(Job.dataset),
+            )
+        ).all()
+        user_ids = {s.user_id for s in submissions if s.user_id is not None}
+        users = dict(session.execute(select(User.id, User.name).where(User.id.in_(user_ids))).all())
+        for submission in submissions:
+            derived[submission.id] = derive_entry(submission, users, scoring, by_id)
+    return derived
+
+
+def _to_stored(entry: ModelEntry) -> dict[str, Any]:
+    return {
+        "status": entry.status.value,
+        "complete": entry.complete,
+        "runtime": entry.runtime,
+        "card": entry.card.model_dump(mode="json"),
+        "metrics": entry.metrics,
+        "per_dataset": entry.per_dataset,
+        "predictions": entry.predictions,
+        "outcomes": [o.model_dump(mode="json") for o in entry.outcomes],
+    }
+
+
+def _from_stored(row: Row[Any], stored: dict[str, Any]) -> ModelEntry:
+    return ModelEntry(
+        key=str(row.id),
+        submission_id=row.id,
+        name=row.name,
+        user=row.user,
+        user_id=row.user_id,
+        is_baseline=bool(row.is_baseline),
+        status=JobStatus(stored["status"]),
+        complete=bool(stored["complete"]),
+        runtime=stored["runtime"],
+        card=ModelCard.model_validate(stored["card"]),
+        published=bool(row.published),
+        metrics=stored["metrics"],
+        per_dataset=stored["per_dataset"],
+        predictions=stored["predictions"],
+        outcomes=[DatasetOutcome.model_validate(o) for o in stored["outcomes"]],
+    )
+
+
+def _store(ctx: Context, task_id: str, rows: dict[int, tuple[str, ModelEntry]]) -> None:
+    """Replace the stored rows of these submissions, in a transaction of its own.
+
+    Two requests may derive the same row at once; the loser's insert fails on the key and
+    is dropped: the winner stored the same row, and the store only saves work.
+    """
+    try:
+        with ctx.db.session() as session:
+            session.execute(delete(BoardEntry).where(BoardEntry.submission_id.in_(list(rows))))
+            session.execute(
+                insert(BoardEntry),
+                [
+                    {
+                        "submission_id": sid,
+                        "task_id": task_id,
+                        "source": source,
+                        "entry": _to_stored(entry),
+                    }
+                    for sid, (source, entry) in rows.items()
+                ],
+            )
+    except IntegrityError:
+        logger.info("board rows of task %s were stored by another request", task_id)

@@ -1,0 +1,145 @@
+"""A submission's row of the leaderboard, derived from its jobs' stored results.
+
+The one place that reads ``Result.metrics`` for the board: a result holds one dataset's
+figures (``evaluator.result.DatasetMetrics``); a model's row averages them over the
+task's scoring datasets with the dataset weights, exactly as the evaluator's own summary
+does (:func:`evaluator.scorecard.summarize`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalboard.core.states import JobStatus
+from evalboard.core.tables import Dataset, Submission
+from evaluator import DatasetOutcome, TaskMetrics, shown_metrics, stored_outcome, summarize
+from scoring import METRICS
+from submission_sandbox import ModelCard
+
+__all__ = ["ModelEntry", "board_metrics", "derive_entry", "stored_card", "summary_status"]
+
+logger = logging.getLogger(__name__)
+
+
+def board_metrics(summary: TaskMetrics) -> dict[str, float | None]:
+    """The evaluator's summary under the board's metric names (``scoring.METRICS``)."""
+    return {name: getattr(summary, metric.result_field) for name, metric in METRICS.items()}
+
+
+@dataclass
+class ModelEntry:
+    """One submission's row: its averaged metrics, per-dataset figures and status."""
+
+    key: str
+    submission_id: int
+    name: str
+    user: str | None
+    user_id: int | None
+    is_baseline: bool
+    status: JobStatus
+    complete: bool
+    runtime: str | None = None
+    #: What the model is, as its submitter last described it (``leaderboard.cards``).
+    card: ModelCard = field(default_factory=ModelCard)
+    published: bool = True
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    per_dataset: dict[str, dict[str, Any]] = field(default_factory=dict)
+    predictions: dict[str, str] = field(default_factory=dict)
+    #: The finished results on scoring datasets, kept to re-average with other weights.
+    outcomes: list[DatasetOutcome] = field(default_factory=list)
+
+    def throughput_runs(self, weights: Mapping[str, float]) -> list[float]:
+        """The model's throughput per timed run, each averaged over the originals with
+        ``weights`` (run j of every dataset together); empty without repeated runs."""
+        originals = [o for o in self.outcomes if o.perturbation is None and o.metrics]
+        runs = [o.metrics.throughput_runs for o in originals if o.metrics is not None]
+        if not runs or any(len(r) < 2 for r in runs):
+            return []
+        total = sum(weights.get(o.dataset, o.weight) for o in originals)
+        if not total > 0:
+            return []
+        return [
+            sum(
+                weights.get(o.dataset, o.weight) * r[j]
+                for o, r in zip(originals, runs, strict=True)
+            )
+            / total
+            for j in range(min(len(r) for r in runs))
+        ]
+
+    def busiest_load(self) -> float | None:
+        """The largest share of the worker's CPU other processes used while this model was
+        timed on an original dataset; None when no load was recorded."""
+        shares = [
+            o.metrics.load.others_cpu_share
+            for o in self.outcomes
+            if o.perturbation is None and o.metrics is not None and o.metrics.load is not None
+        ]
+        return max(shares) if shares else None
+
+
+def summary_status(statuses: list[str]) -> JobStatus:
+    """One status for a submission's jobs: active beats queued beats failed."""
+    found = {JobStatus(s) for s in statuses}
+    for status in (JobStatus.RUNNING, JobStatus.BUILDING, JobStatus.QUEUED):
+        if status in found:
+            return status
+    if not found:
+        return JobStatus.QUEUED
+    if JobStatus.FAILED in found:
+        return JobStatus.FAILED
+    if found == {JobStatus.CANCELLED}:
+        return JobStatus.CANCELLED
+    return JobStatus.FINISHED if JobStatus.FINISHED in found else JobStatus.CANCELLED
+
+
+def stored_card(submission: Submission) -> ModelCard:
+    """A submission's model card: as its submitter last edited it, else as its manifest
+    gave it (``leaderboard.cards`` edits it)."""
+    return ModelCard.of(submission.card if submission.card is not None else submission.manifest)
+
+
+def derive_entry(
+    submission: Submission, users: dict[int, str], scoring: list[Dataset], by_id: dict[int, Dataset]
+) -> ModelEntry:
+    scoring_ids = {d.id for d in scoring}
+    outcomes: list[DatasetOutcome] = []
+    entry = ModelEntry(
+        key=str(submission.id),
+        submission_id=submission.id,
+        name=submission.name,
+        user=users.get(submission.user_id) if submission.user_id is not None else None,
+        user_id=submission.user_id,
+        is_baseline=submission.is_baseline,
+        status=summary_status([job.status for job in submission.jobs]),
+        complete=False,
+        runtime=submission.manifest.get("runtime"),
+        card=stored_card(submission),
+        published=submission.published,
+    )
+    finished: set[int] = set()
+    for job in submission.jobs:
+        if job.status != JobStatus.FINISHED or job.result is None:
+            continue
+        original = by_id.get(job.dataset.derived_from_id or -1)
+        try:
+            outcome = stored_outcome(job.result, job.dataset, original)
+        except ValidationError as exc:
+            logger.warning("result of job %s does not fit DatasetMetrics: %s", job.id, exc)
+            continue
+        entry.per_dataset[job.dataset.name] = shown_metrics(job.result.metrics)
+        if job.result.predictions_key:
+            entry.predictions[job.dataset.name] = job.result.predictions_key
+        if job.dataset_id in scoring_ids:
+            finished.add(job.dataset_id)
+            outcomes.append(outcome)
+    entry.complete = bool(scoring_ids) and finished == scoring_ids
+    entry.outcomes = outcomes
+    if entry.complete:
+        entry.metrics = board_metrics(summarize(outcomes))
+    return entry

@@ -1,0 +1,111 @@
+"""Stored board rows: the same figures as deriving them from the results, kept fresh."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import selectinload
+
+from datasets_registry import list_datasets, scoring_datasets, set_dataset_weight
+from evalboard.core.context import Context
+from evalboard.core.states import JobStatus
+from evalboard.core.tables import BoardEntry, Job, Submission, User
+from leaderboard.entry import derive_entry
+from leaderboard.table import load_table
+from tests.leaderboard.seeding import TASK, Seeded
+
+
+def _slow_path(ctx: Context) -> list[dict[str, Any]]:
+    """Every row derived straight from the ORM objects, as the board did before."""
+    datasets = list_datasets(ctx, TASK)
+    scoring = scoring_datasets(datasets)
+    by_id = {d.id: d for d in datasets}
+    with ctx.db.session() as session:
+        users = dict(session.execute(select(User.id, User.name)).all())
+        submissions = session.scalars(
+            select(Submission)
+            .where(Submission.task_id == TASK)
+            .options(
+                selectinload(Submission.jobs).selectinload(Job.result),
+                selectinload(Submission.jobs).selectinload(Job.dataset),
+            )
+            .order_by(Submission.id)
+        ).all()
+        return [asdict(derive_entry(s, users, scoring, by_id)) for s in submissions]
+
+
+def _stored_sources(ctx: Context) -> dict[int, str]:
+    with ctx.db.session() as session:
+        return dict(session.execute(select(BoardEntry.submission_id, BoardEntry.source)).all())
+
+
+def _fresh(ctx: Context) -> Context:
+    """A context on the same storage with an empty cache: what a new process reads."""
+    return Context.from_settings(ctx.settings)
+
+
+def test_stored_rows_equal_the_rows_derived_from_the_results(seeded: Seeded) -> None:
+    first = load_table(seeded.ctx, TASK)  # derives and stores
+    assert len(_stored_sources(seeded.ctx)) == len(first.models)
+    reader = _fresh(seeded.ctx)
+    try:
+        stored = load_table(reader, TASK)  # reads the stored rows back
+    finally:
+        reader.db.dispose()
+    expected = _slow_path(seeded.ctx)
+    assert [asdict(m) for m in first.models] == expected
+    assert [asdict(m) for m in stored.models] == expected
+    assert any(m.complete for m in stored.models) and any(not m.complete for m in stored.models)
+
+
+def test_a_dataset_weight_change_derives_the_rows_again(seeded: Seeded) -> None:
+    before = load_table(seeded.ctx, TASK)
+    sources = _stored_sources(seeded.ctx)
+    set_dataset_weight(seeded.ctx, task_id=TASK, name="test", weight=3.0)
+    after = load_table(seeded.ctx, TASK)
+    assert set(_stored_sources(seeded.ctx).values()).isdisjoint(sources.values())
+    assert [asdict(m) for m in after.models] == _slow_path(seeded.ctx)
+    perf = {m.name: m.metrics.get("perf") for m in before.ranked}
+    assert {m.name: m.metrics.get("perf") for m in after.ranked} != perf
+
+
+def test_a_job_sent_back_to_the_queue_makes_its_model_pending(seeded: Seeded) -> None:
+    roberta = seeded.submissions["roberta-large"]
+    assert load_table(seeded.ctx, TASK).entry(roberta).complete  # type: ignore[union-attr]
+    with seeded.ctx.db.session() as session:
+        job_id = session.scalars(select(Job.id).where(Job.submission_id == roberta)).first()
+        session.execute(update(Job).where(Job.id == job_id).values(status=JobStatus.QUEUED.value))
+    entry = load_table(seeded.ctx, TASK).entry(roberta)
+    assert entry is not None and not entry.complete and entry.status == JobStatus.QUEUED
+
+
+def test_a_renamed_submission_shows_its_new_name(seeded: Seeded) -> None:
+    roberta = seeded.submissions["roberta-large"]
+    load_table(seeded.ctx, TASK)
+    with seeded.ctx.db.session() as session:
+        session.execute(
+            update(Submission).where(Submission.id == roberta).values(name="roberta-xl")
+        )
+    assert load_table(seeded.ctx, TASK).entry(roberta).name == "roberta-xl"  # type: ignore[union-attr]
+
+
+def test_an_edited_card_or_unpublishing_refreshes_the_stored_row(seeded: Seeded) -> None:
+    roberta = seeded.submissions["roberta-large"]
+    before = load_table(seeded.ctx, TASK).entry(roberta)
+    assert before is not None and before.published and before.card.license != "mit"
+    with seeded.ctx.db.session() as session:
+        session.execute(
+            update(Submission)
+            .where(Submission.id == roberta)
+            .values(card={"license": "mit", "params": 355_000_000}, published=False)
+        )
+    reader = _fresh(seeded.ctx)  # the stored row, not this process's cached one
+    try:
+        after = load_table(reader, TASK).entry(roberta)
+    finally:
+        reader.db.dispose()
+    assert after is not None and not after.published
+    assert (after.card.license, after.card.params) == ("mit", 355_000_000)
+    assert [asdict(m) for m in load_table(seeded.ctx, TASK).models] == _slow_path(seeded.ctx)
