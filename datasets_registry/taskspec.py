@@ -13,7 +13,7 @@ from datasets_registry.outputs import OutputSpec
 from evalboard.core.errors import InvalidTaskSpec
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.validation import describe_validation_error
-from scoring import WEIGHABLE_METRICS, check_weights, default_weights
+from scoring import TEXT_METRICS, WEIGHABLE_METRICS, check_weights, default_weights
 
 __all__ = [
     "InputField",
@@ -61,7 +61,9 @@ class TaskSpec(BaseModel):
     description: str = ""
     input: list[InputField] = Field(min_length=1)
     output: OutputSpec
-    perf_metric: Literal["accuracy", "macro_f1", "squad_f1"]
+    perf_metric: Literal[
+        "accuracy", "macro_f1", "squad_f1", "chrf", "bleu", "rouge_l", "text_f1", "exact_match"
+    ]
     delta_metrics: list[Literal["fairness", "robustness"]] = Field(
         default_factory=lambda: ["fairness", "robustness"]  # type: ignore[arg-type]
     )
@@ -94,14 +96,17 @@ class TaskSpec(BaseModel):
         names = [field.name for field in self.input]
         if len(set(names)) != len(names):
             raise ValueError(f"input field names repeat: {names}")
-        reserved = {"uid", "label", "answers", "input_id"} & set(names)
+        reserved = {"uid", "label", "answers", "references", "input_id"} & set(names)
         if reserved:
             raise ValueError(f"input field name(s) {sorted(reserved)} are reserved")
         is_span = self.output.type == "span"
-        if is_span != (self.perf_metric == "squad_f1"):
+        is_text = self.output.type == "text"
+        if is_span != (self.perf_metric == "squad_f1") or is_text != (
+            self.perf_metric in TEXT_METRICS
+        ):
             raise ValueError(
-                "perf_metric squad_f1 goes with output type span, accuracy or macro_f1 "
-                "with multiclass"
+                "perf_metric squad_f1 goes with output type span, "
+                f"{' or '.join(TEXT_METRICS)} with text, accuracy or macro_f1 with multiclass"
             )
         if is_span and "context" not in names:
             raise ValueError("a span task needs an input field named `context`")
@@ -117,8 +122,8 @@ class TaskSpec(BaseModel):
 
     @property
     def gold_field(self) -> str:
-        """``label`` for classification, ``answers`` for QA."""
-        return "answers" if self.output.type == "span" else "label"
+        """``label`` for classification, ``answers`` for QA, ``references`` for text."""
+        return self.output.gold_field
 
     def prediction(self, output: Mapping[str, Any]) -> Any:
         """The part of a checked output the metric scores (:meth:`OutputSpec.prediction`)."""
