@@ -2,8 +2,9 @@
 
 A canonical example holds ``uid``, the task's input fields and the gold output
 (``label``, ``answers`` for QA, or ``references`` for text generation); perturbed copies
-add ``input_id`` and ``perturbation``. The canonical JSONL (sorted keys, compact separators, one example per line) is what the
-dataset's sha256 is taken over, so the same content always has the same address.
+add ``input_id`` and ``perturbation``. The canonical JSONL (sorted keys, compact
+separators, one example per line) is what the dataset's sha256 is taken over, so the same
+content always has the same address.
 """
 
 from __future__ import annotations
