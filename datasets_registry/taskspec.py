@@ -37,11 +37,13 @@ class InputField(BaseModel):
 
 
 class ModelWrongRule(BaseModel):
-    """When a target model counts as fooled: a wrong label, or QA string F1 under a threshold."""
+    """When a target model counts as fooled: a wrong label or answer (``exact_match``), QA
+    string F1 under a threshold, or a generated text's sentence chrF (a fraction in
+    [0, 1]) against the annotator's references under a threshold (``chrf_below``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    rule: Literal["exact_match", "string_f1"] = "exact_match"
+    rule: Literal["exact_match", "string_f1", "chrf_below"] = "exact_match"
     threshold: float = Field(0.4, ge=0, le=1)
 
 
@@ -78,11 +80,13 @@ class TaskSpec(BaseModel):
     @field_validator("model_wrong", mode="before")
     @classmethod
     def _model_wrong_shorthand(cls, value: Any) -> Any:
-        # YAML says `exact_match` or `{string_f1: 0.4}`.
+        # YAML says `exact_match`, `{string_f1: 0.4}` or `{chrf_below: 0.5}`.
         if isinstance(value, str):
             return {"rule": value}
-        if isinstance(value, dict) and set(value) == {"string_f1"}:
-            return {"rule": "string_f1", "threshold": value["string_f1"]}
+        if isinstance(value, dict) and len(value) == 1:
+            [(rule, threshold)] = value.items()
+            if rule in ("string_f1", "chrf_below"):
+                return {"rule": rule, "threshold": threshold}
         return value
 
     @field_validator("default_weights")
@@ -112,6 +116,8 @@ class TaskSpec(BaseModel):
             raise ValueError("a span task needs an input field named `context`")
         if self.model_wrong.rule == "string_f1" and not is_span:
             raise ValueError("model_wrong string_f1 is for span tasks; use exact_match")
+        if self.model_wrong.rule == "chrf_below" and not is_text:
+            raise ValueError("model_wrong chrf_below is for text tasks; use exact_match")
         return self
 
     # Convenience ---------------------------------------------------------------------------

@@ -58,7 +58,7 @@ def delta_per_example(
     """
     name = delta_metric(perf_metric)
     if get_metric(name).kind == "text":
-        return sentence_chrfs(perturbed, original)
+        return sentence_chrfs(perturbed, [[text] for text in original])
     if get_metric(name).kind == "span":
         return per_example(name, perturbed, [[answer] for answer in original])
     return per_example(name, perturbed, original)

@@ -148,13 +148,18 @@ def rouge_ls(predictions: Sequence[str], golds: Sequence[Any]) -> FloatArray:
     )
 
 
-def sentence_chrfs(predictions: Sequence[str], originals: Sequence[str]) -> FloatArray:
-    """Per example, chrF in [0, 1] of a prediction against one text (the delta metric of
-    text tasks: the perturbed output against the original output)."""
+def sentence_chrfs(predictions: Sequence[str], references: Sequence[Any]) -> FloatArray:
+    """Per example, sentence chrF in [0, 1] of a prediction against its references (the
+    best one, as sacrebleu picks it): the delta metric of text tasks (the perturbed output
+    against the original output) and the loop's ``chrf_below`` rule.
+
+    >>> sentence_chrfs(["Rollo"], [["Rollo", "Hrolf"]])
+    array([1.])
+    """
     scorer = _chrf()
     return np.asarray(
         [
-            scorer.sentence_score(p, [o]).score / 100.0
-            for p, o in zip(predictions, originals, strict=True)
+            scorer.sentence_score(p, refs).score / 100.0
+            for p, refs in zip(predictions, _references(references), strict=True)
         ]
     )
