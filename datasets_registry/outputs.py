@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "PROBS_TOLERANCE",
+    "GOLD_FIELDS",
     "BadOutput",
     "GenerationSettings",
     "LabelOutput",
@@ -50,6 +51,11 @@ __all__ = [
 #: How far from 1 a classifier's probabilities may sum: float32 softmax rounding, not
 #: a model that forgot a label.
 PROBS_TOLERANCE = 1e-3
+
+
+#: The example fields that hold a gold output, of any output type: what an inputs-only
+#: export, a drill-down's inputs and a sandbox never see.
+GOLD_FIELDS: tuple[str, ...] = ("label", "answers", "references")
 
 
 @dataclass(frozen=True, slots=True)
