@@ -161,6 +161,11 @@ class TaskMetrics(_Model):
     startup_s: float | None = None
     cpu_seconds: float | None = None
     ece: float | None = None
+    extra: dict[str, float] = Field(
+        default_factory=dict,
+        description="The task's other metrics x100 (for a text task every text metric "
+        "beside perf), averaged like perf; a metric some original lacks is left out.",
+    )
 
 
 class Energy(_Model):

@@ -220,4 +220,17 @@ def summarize(outcomes: Sequence[DatasetOutcome]) -> TaskMetrics:
         startup_s=_weighted(originals, of("startup_s")),
         cpu_seconds=_weighted(originals, of("cpu_seconds")),
         ece=_weighted(originals, of("ece")),
+        extra=_extra_averages(originals),
     )
+
+
+def _extra_averages(originals: Sequence[DatasetOutcome]) -> dict[str, float]:
+    """Each extra metric that every original has, averaged with the dataset weights."""
+    extras = [(o.metrics.extra, o.weight) for o in originals if o.metrics is not None]
+    shared = set.intersection(*(set(extra) for extra, _ in extras)) if extras else set()
+    averages: dict[str, float] = {}
+    for name in sorted(shared):
+        value = weighted_mean((extra[name], weight) for extra, weight in extras)
+        if value is not None:
+            averages[name] = value
+    return averages

@@ -103,6 +103,9 @@ def check_the_two_models(task: TaskSpec, sandbox: str, tmp_path: Path) -> None:
         assert metrics.extra["bleu"] == sacrebleu.corpus_bleu(texts, streams).score
         assert metrics.extra["rouge_l"] == pytest.approx(compute("rouge_l", texts, references))
         figures[name] = {"chrf": metrics.perf, **metrics.extra}
+        # The summary carries every text metric: perf (chrF) and the others beside it.
+        assert result.summary.perf == metrics.perf
+        assert set(result.summary.extra) == set(TEXT_METRICS) - {"chrf"}
         copy = result.outcome("squad-gen-lower").metrics
         assert copy is not None and copy.robustness is not None and 0 <= copy.robustness <= 100
     # The template model beats copying the first sentence on every text metric.

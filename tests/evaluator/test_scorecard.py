@@ -155,3 +155,14 @@ def test_text_tasks_report_every_text_metric_and_chrf_for_the_copies() -> None:
     copies = [{**rows[0], "uid": "a-t", "input_id": "a"}]
     delta = score(task, copies, [{"text": "Rollo the viking"}], originals={"a": outputs[0]})
     assert delta.delta is not None and 0 < delta.delta < 100
+
+
+def test_summary_averages_the_extra_metrics_every_original_has() -> None:
+    a = _finished("a", 1.0, 60.0, 10.0)
+    b = _finished("b", 3.0, 80.0, 30.0)
+    copy = _finished("robustness-a", 1.0, 90.0, 10.0, perturbation="robustness")
+    assert a.metrics is not None and b.metrics is not None and copy.metrics is not None
+    a.metrics.extra = {"bleu": 20.0, "rouge_l": 40.0}
+    b.metrics.extra = {"bleu": 40.0}
+    copy.metrics.extra = {"bleu": 0.0}  # copies have no perf figures; never averaged in
+    assert summarize([a, b, copy]).extra == {"bleu": pytest.approx((20 + 3 * 40) / 4)}
