@@ -1,11 +1,13 @@
 """An example's inputs and gold answer, checked against the task, and the model-wrong rule.
 
 A classification example's gold is ``{"label": L}``; a QA example's is
-``{"answers": [{"text": T, "answer_start": S}]}``, a span of the context. The same rule
-decides whether a target was fooled while collecting and whether a model got an example
-right in the release gate: for ``exact_match`` the predicted label (or normalised answer)
-differs from the gold one; for ``string_f1`` the best SQuAD token F1 against the gold
-answers is below the task's threshold.
+``{"answers": [{"text": T, "answer_start": S}]}``, a span of the context; a text task's is
+``{"references": [T, ...]}``. The same rule decides whether a target was fooled while
+collecting and whether a model got an example right in the release gate: for
+``exact_match`` the predicted label (or normalised answer or text) differs from the gold
+one; for ``string_f1`` the best SQuAD token F1 against the gold answers, for
+``chrf_below`` the sentence chrF of a text against the references, is below the task's
+threshold.
 """
 
 from __future__ import annotations
