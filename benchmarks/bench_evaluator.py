@@ -29,7 +29,6 @@ import argparse
 import importlib.util
 import json
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -45,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import func, select  # noqa: E402
 
+from benchmarks._report import machine, save  # noqa: E402
 from datasets_registry.registry import add_dataset, create_task  # noqa: E402
 from datasets_registry.taskspec import parse_task_spec  # noqa: E402
 from evalboard.core.context import Context  # noqa: E402
@@ -383,13 +383,11 @@ def main() -> None:
         "repeats": args.repeats,
         # Other work on the machine skews every figure; this says how busy it was.
         "load_average_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
-        "python": platform.python_version(),
+        **machine(),
         "cpu": cpu_model(),
         "cpus": cpu_count(),
-        "machine": platform.machine(),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(document, indent=2) + "\n")
+    save(RESULTS, document)
     print(f"wrote {RESULTS}")
 
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -31,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
+from benchmarks._report import machine, save  # noqa: E402
 from datasets_registry import parse_task_spec  # noqa: E402
 from evalboard.core.context import Context  # noqa: E402
 from evalboard.core.states import JobStatus  # noqa: E402
@@ -162,13 +161,9 @@ def main() -> None:
         "max_ms": {str(n): round(max(r) * 1000, 3) for n, r in runs.items()},
         "ratio_10x_rows": round(medians[large] / medians[small], 2),
         "goal": {"ratio_10x_rows_below": 20.0},
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "cpus": os.cpu_count(),
-        "machine": platform.machine(),
+        **machine(),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    save(RESULTS, report)
     print(json.dumps(report, indent=2))
 
 

@@ -8,8 +8,6 @@ milliseconds, over several repeats, timed with ``time.perf_counter``) to
 from __future__ import annotations
 
 import json
-import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -19,6 +17,7 @@ from typing import Any
 import numpy as np
 
 import scoring
+from benchmarks._report import machine, save
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scoring.json"
 METRICS = ["perf", "throughput", "memory", "fairness", "robustness", "latency", "energy", "co2"]
@@ -143,13 +142,9 @@ def main() -> None:
         "benchmark": "scoring",
         "medians_ms": {k: round(v, 3) for k, v in results.items()},
         "goal": {"rerank_ms": 20.0},
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "cpus": os.cpu_count(),
-        "machine": platform.machine(),
+        **machine(),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    save(RESULTS, report)
     print(json.dumps(report, indent=2))
 
 

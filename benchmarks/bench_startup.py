@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -37,6 +36,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from benchmarks._report import machine, save
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -225,11 +226,9 @@ def main() -> None:
         "per_dataset": per_dataset,
         # Other work on the machine skews every figure; this says how busy it was.
         "load_average_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
-        "python": platform.python_version(),
-        "machine": platform.machine(),
+        **machine(),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(document, indent=2) + "\n")
+    save(RESULTS, document)
     print(f"wrote {RESULTS}")
 
 

@@ -127,6 +127,15 @@ def create_app(ctx: Context | None = None) -> FastAPI:
             headers={"Cache-Control": "public, max-age=86400"},
         )
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        # Browsers ask for it on pages that name no icon (the API docs, JSON): no 404.
+        return FileResponse(
+            _HERE / "static" / "favicon.svg",
+            media_type="image/svg+xml",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
     install_api_docs(app)
     app.mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static")
     return app

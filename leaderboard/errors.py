@@ -9,6 +9,7 @@ rendered as HTML.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -19,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from evalboard.core.errors import EvalboardError
 from leaderboard.auth import session_principal
+from leaderboard.routes._page import local_path
 from scoring import InvalidWeightsError, ScoringError
 
 __all__ = ["ERROR_RESPONSES", "ErrorPublic", "install_error_handlers"]
@@ -54,6 +56,16 @@ def _wants_html(request: Request) -> bool:
     )
 
 
+def _way_back(request: Request) -> str | None:
+    """The page of this site the user came from (its Referer), to return to; None when it
+    is another site's, absent, or this very page."""
+    came_from = urlsplit(request.headers.get("referer", ""))
+    if came_from.netloc != request.url.netloc or not came_from.path:
+        return None
+    back = local_path(came_from.path + (f"?{came_from.query}" if came_from.query else ""))
+    return None if back == request.url.path and request.method == "GET" else back
+
+
 def _response(request: Request, status: int, message: str) -> Response:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if _wants_html(request):
@@ -66,6 +78,8 @@ def _response(request: Request, status: int, message: str) -> Response:
             {
                 "status": status,
                 "message": message,
+                "posted": request.method == "POST",
+                "back": _way_back(request),
                 "principal": principal,
                 "csrf": session.get("csrf", ""),
                 "flash": None,

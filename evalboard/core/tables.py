@@ -22,6 +22,7 @@ from sqlalchemy import (
     UniqueConstraint,
     true,
 )
+from sqlalchemy import false as sa_false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 __all__ = [
@@ -298,6 +299,9 @@ class Validation(Base):
     example_id: Mapped[int] = mapped_column(ForeignKey("examples.id", ondelete="CASCADE"))
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     verdict: Mapped[str] = mapped_column(String(16))
+    # The task owner's verdict settles the example whatever the others said: recorded as
+    # such, so an override stays visible (issue 19).
+    by_owner: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
     created_at: Mapped[datetime] = _created()
 
 

@@ -100,6 +100,8 @@ def check_gold(
     if task.output.type == "text":
         return {"references": _references(gold)}
     label = gold.get("label")
+    if not label:
+        raise UsageError(f"Choose the label you intend: {', '.join(task.output.labels)}")
     if label not in task.output.labels:
         raise UsageError(
             f"Label {label!r} is not one of task {task.id!r}'s labels: "

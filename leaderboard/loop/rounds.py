@@ -28,8 +28,10 @@ from scoring import check_dataset_weight, default_dataset_weight
 
 __all__ = [
     "ClosedRound",
+    "ClosingPreview",
     "Ranking",
     "close_round",
+    "closing_preview",
     "current_round",
     "dataset_name",
     "get_round",
@@ -202,6 +204,33 @@ def round_examples(
         if status is not None:
             query = query.where(Example.status == status.value)
         return list(session.scalars(query.order_by(Example.id)))
+
+
+@dataclass(frozen=True)
+class ClosingPreview:
+    """What closing a round would write, for the owner to see before the irreversible step."""
+
+    examples: int
+    weight: float  # the default weight (min(1, n/500)); 0 when nothing is verified
+    balance: dict[str, int]  # gold label -> count; empty for span tasks
+    sample: list[dict[str, object]]
+
+
+def closing_preview(
+    ctx: Context, task_id: str, round_: Round, *, sample: int = 3
+) -> ClosingPreview:
+    """The rows :func:`close_round` would write now (the same :func:`_rows`), counted."""
+    rows = _rows(ctx, task_id, round_)
+    labels = sorted(str(row["label"]) for row in rows if isinstance(row.get("label"), str))
+    balance: dict[str, int] = {}
+    for label in labels:
+        balance[label] = balance.get(label, 0) + 1
+    return ClosingPreview(
+        examples=len(rows),
+        weight=default_dataset_weight(len(rows)) if rows else 0.0,
+        balance=balance,
+        sample=rows[:sample],
+    )
 
 
 def _rows(ctx: Context, task_id: str, closing: Round) -> list[dict[str, object]]:

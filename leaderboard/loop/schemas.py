@@ -134,6 +134,9 @@ class ValidationPublic(BaseModel):
     example_id: int
     status: ExampleStatus
     verdicts: dict[str, int] = Field(description="Verdicts so far, by kind.")
+    owner_verdict: str | None = Field(
+        None, description="The task owner's verdict, which settles the example, if given."
+    )
 
 
 class FailureItem(_In):

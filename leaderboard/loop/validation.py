@@ -5,7 +5,8 @@ Each validator gives one verdict per example, never on their own example: ``corr
 ``flagged`` (unclear, offensive or off-task: for the owner to look at). When
 ``num_matching`` verdicts (the task's ``validation.num_matching``, 3 by default) agree,
 the example becomes ``verified``, ``rejected`` or ``flagged``. The task owner decides
-alone: one owner verdict settles the example, also one that others flagged. Once the
+alone: one owner verdict settles the example, also one that others flagged; it is
+recorded with ``by_owner`` set, and the owner sees the earlier votes first. Once the
 round is closed its dataset is fixed, and verdicts are refused.
 """
 
@@ -119,8 +120,13 @@ def validate_example(
             )
             assert mine is not None
             mine.verdict = verdict.value
+            mine.by_owner = as_owner
         else:
-            session.add(Validation(example_id=example_id, user_id=user_id, verdict=verdict.value))
+            session.add(
+                Validation(
+                    example_id=example_id, user_id=user_id, verdict=verdict.value, by_owner=as_owner
+                )
+            )
         try:
             session.flush()
         except IntegrityError:  # the same user's verdict in a concurrent request

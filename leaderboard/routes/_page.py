@@ -11,7 +11,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from leaderboard.accounts import Principal
 from leaderboard.auth import check_csrf, csrf_token
 
-__all__ = ["flash", "form_csrf", "redirect", "render"]
+__all__ = ["FORM_AGAIN", "flash", "form_csrf", "local_path", "redirect", "render"]
+
+
+#: The status of a form shown again with its error beside it (issue 19). It is a page the
+#: user goes on with, not a dead end: 200, as Chromium logs every 4xx page load as a
+#: console error. The JSON API keeps its 4xx answers for the same mistakes.
+FORM_AGAIN = 200
 
 
 def render(
@@ -50,3 +56,17 @@ async def form_csrf(request: Request) -> dict[str, Any]:
 
 def login_path(next_path: str) -> str:
     return f"/ui/login?next={quote(next_path)}"
+
+
+def local_path(path: str) -> str:
+    """``path`` if it stays on this site, else ``/ui``."""
+    # Only same-site paths: no open redirect through ?next=. Browsers read a backslash as
+    # a slash ("/\\evil" is "//evil") and drop tabs and newlines: refuse both.
+    if (
+        not path.startswith("/")
+        or path.startswith("//")
+        or "\\" in path
+        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in path)
+    ):
+        return "/ui"
+    return path

@@ -228,9 +228,14 @@ def validate(
         as_owner=principal.owns(task_id),
     )
     counts: dict[str, int] = {}
+    owner_verdict = None
     for verdict in verdicts_of(ctx, example_id):
         counts[verdict.verdict] = counts.get(verdict.verdict, 0) + 1
-    return ValidationPublic(example_id=example.id, status=example.status, verdicts=counts)
+        if verdict.by_owner:
+            owner_verdict = verdict.verdict
+    return ValidationPublic(
+        example_id=example.id, status=example.status, verdicts=counts, owner_verdict=owner_verdict
+    )
 
 
 def _failure(item: FailureItem) -> Failure:

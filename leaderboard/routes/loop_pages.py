@@ -18,17 +18,23 @@ from datasets_registry import get_task
 from evalboard.core.context import Context
 from evalboard.core.errors import InvalidWeights, UsageError
 from evalboard.core.states import RoundStatus, Verdict
-from evalboard.core.tables import Example, Submission
+from evalboard.core.tables import Example, Submission, User
 from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep
 from leaderboard.loop.access import may_annotate
 from leaderboard.loop.collection import collect_example, explain_example, get_example
-from leaderboard.loop.rounds import close_round, current_round, list_rounds, open_round
+from leaderboard.loop.rounds import (
+    close_round,
+    closing_preview,
+    current_round,
+    list_rounds,
+    open_round,
+)
 from leaderboard.loop.targets import warm_quietly
-from leaderboard.loop.validation import validate_example, validation_queue
+from leaderboard.loop.validation import validate_example, validation_queue, verdicts_of
 from leaderboard.loop.vmer import round_vmer
 from leaderboard.routes._loop_deps import PoolDep
-from leaderboard.routes._page import flash, form_csrf, login_path, redirect, render
+from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
 
 __all__ = ["router"]
 
@@ -52,7 +58,12 @@ def _my_examples(ctx: Context, round_id: int, user_id: int | None) -> list[Examp
 
 
 def _collect_page(
-    request: Request, ctx: CtxDep, principal: Principal, task_id: str, **extra: Any
+    request: Request,
+    ctx: CtxDep,
+    principal: Principal,
+    task_id: str,
+    status_code: int = 200,
+    **extra: Any,
 ) -> HTMLResponse:
     spec = get_task(ctx, task_id)
     open_round_ = current_round(ctx, task_id)
@@ -64,6 +75,7 @@ def _collect_page(
         task=spec,
         round=open_round_,
         mine=mine,
+        status_code=status_code,
         **extra,
     )
 
@@ -95,17 +107,30 @@ async def collect(
         gold: dict[str, Any] = {"answer": str(form.get("answer", "")).strip()}
     else:
         gold = {"label": str(form.get("label", ""))}
-    collected = await run_in_threadpool(
-        collect_example,
-        ctx,
-        task_id,
-        open_round_.number,
-        author_id=principal.user_id,
-        inputs=inputs,
-        gold=gold,
-        explanation=str(form.get("explanation", "")),
-        predictor=pool,
-    )
+    explanation = str(form.get("explanation", ""))
+    try:
+        collected = await run_in_threadpool(
+            collect_example,
+            ctx,
+            task_id,
+            open_round_.number,
+            author_id=principal.user_id,
+            inputs=inputs,
+            gold=gold,
+            explanation=explanation,
+            predictor=pool,
+        )
+    except UsageError as error:
+        # The form again, with what was written and the error beside it: nothing is lost.
+        return _collect_page(
+            request,
+            ctx,
+            principal,
+            task_id,
+            status_code=FORM_AGAIN,
+            error=str(error),
+            kept={"inputs": inputs, **gold, "explanation": explanation},
+        )
     return _collect_page(
         request,
         ctx,
@@ -145,16 +170,31 @@ def validate_page(
         principal.require_owner(task_id, doing="review flagged examples")
     assert principal.user_id is not None
     waiting = validation_queue(ctx, task_id, user_id=principal.user_id, limit=1, flagged=flagged)
+    is_owner = principal.owns(task_id)
     return render(
         request,
         "loop/validate.html",
         principal,
         task=spec,
         example=waiting[0] if waiting else None,
+        # The owner's verdict settles the example: they see what the others said first.
+        votes=_votes(ctx, waiting[0].id) if waiting and is_owner else [],
         flagged=flagged,
-        is_owner=principal.owns(task_id),
+        is_owner=is_owner,
         verdicts=[v.value for v in Verdict],
     )
+
+
+def _votes(ctx: Context, example_id: int) -> list[tuple[str, str, bool]]:
+    """(validator, verdict, by the owner) for each verdict on the example, oldest first."""
+    verdicts = verdicts_of(ctx, example_id)
+    with ctx.db.session() as session:
+        names = dict(
+            session.execute(
+                select(User.id, User.name).where(User.id.in_([v.user_id for v in verdicts]))
+            ).all()
+        )
+    return [(names.get(v.user_id, "unknown"), v.verdict, v.by_owner) for v in verdicts]
 
 
 @router.post("/examples/{example_id}/validate")
@@ -196,12 +236,15 @@ def rounds_page(
             .where(Submission.task_id == task_id)
             .order_by(Submission.id)
         ).all()
+    opened = next((r for r in rounds if r.status == RoundStatus.OPEN.value), None)
     return render(
         request,
         "loop/rounds.html",
         principal,
         task=spec,
         rounds=[(r, round_vmer(ctx, task_id, r.number)) for r in reversed(rounds)],
+        # Closing is irreversible: the owner sees what it would write first.
+        preview=closing_preview(ctx, task_id, opened) if opened else None,
         submissions=submissions,
         open_status=RoundStatus.OPEN.value,
     )

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.datastructures import UploadFile
 
 from datasets_registry import get_task, set_dataset_weight
-from evalboard.core.errors import InvalidDataset, InvalidWeights
+from evalboard.core.errors import Conflict, InvalidDataset, InvalidWeights, UsageError
 from evalboard.core.states import Access
 from leaderboard.auth import CtxDep, PrincipalDep
-from leaderboard.routes._page import flash, form_csrf, login_path, redirect, render
+from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
 from leaderboard.routes.datasets import add_uploaded_dataset, visible_datasets
 from leaderboard.routes.tasks import set_default_weights, task_public
 from leaderboard.submissions import list_submissions, set_baseline
-from scoring import METRICS, WEIGHABLE_METRICS, check_weights
+from scoring import METRICS, WEIGHABLE_METRICS, ScoringError, check_weights
 
 __all__ = ["router"]
 
@@ -29,16 +31,33 @@ def manage_page(
     if not principal.signed_in:
         return redirect(login_path(f"/ui/tasks/{task_id}/manage"))
     principal.require_owner(task_id, doing="manage it")
+    return _manage_page(request, ctx, principal, task_id)
+
+
+def _manage_page(
+    request: Request,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    task_id: str,
+    status_code: int = 200,
+    **extra: Any,
+) -> HTMLResponse:
     return render(
         request,
         "manage.html",
         principal,
+        status_code=status_code,
         task=task_public(ctx, task_id),
         datasets=visible_datasets(ctx, principal, task_id),
         submissions=list_submissions(ctx, principal, task_id),
         metrics=[METRICS[name] for name in WEIGHABLE_METRICS],
         accesses=[a.value for a in Access],
+        **extra,
     )
+
+
+#: What an owner can fix in a form: shown beside it, with what was typed (issue 19).
+_FIXABLE = (UsageError, Conflict, ScoringError)
 
 
 def _number(text: object, what: str) -> float:
@@ -48,50 +67,76 @@ def _number(text: object, what: str) -> float:
         raise InvalidWeights(f"{what} must be a number, got {text!r}") from None
 
 
-@router.post("/weights")
+@router.post("/weights", response_model=None)
 async def weights(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> RedirectResponse:
+) -> HTMLResponse | RedirectResponse:
     form = await form_csrf(request)
     principal.require_owner(task_id, doing="set its default weights")
-    # The one weight check reads the form's text too (scoring.check_weights).
-    values = check_weights(
-        {m: str(form.get(f"w_{m}", 0)) for m in WEIGHABLE_METRICS}, known=WEIGHABLE_METRICS
-    )
+    typed = {m: str(form.get(f"w_{m}", 0)) for m in WEIGHABLE_METRICS}
+    try:
+        # The one weight check reads the form's text too (scoring.check_weights).
+        values = check_weights(typed, known=WEIGHABLE_METRICS)
+    except _FIXABLE as error:
+        return _manage_page(
+            request,
+            ctx,
+            principal,
+            task_id,
+            FORM_AGAIN,
+            weights_error=str(error),
+            kept_weights=typed,
+        )
     set_default_weights(ctx, task_id, {m: w for m, w in values.items() if w > 0})
     flash(request, "Default weights saved.")
     return redirect(f"/ui/tasks/{task_id}/manage")
 
 
-@router.post("/datasets")
+@router.post("/datasets", response_model=None)
 async def datasets(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> RedirectResponse:
+) -> HTMLResponse | RedirectResponse:
     form = await form_csrf(request)
+    principal.require_owner(task_id, doing="add datasets")
+    fields = ("name", "round", "access", "weight", "mapping", "label_map")
+    typed = {field: str(form.get(field, "")) for field in fields}
     upload = form.get("file")
-    if not isinstance(upload, UploadFile) or not upload.filename:
-        raise InvalidDataset("Choose a dataset file (JSONL, CSV, TSV or SQuAD JSON)")
     try:
-        access = Access(str(form.get("access", "scoring")))
-    except ValueError:
-        raise InvalidDataset(
-            f"access must be one of {', '.join(a.value for a in Access)}"
-        ) from None
-    try:
-        added = add_uploaded_dataset(
+        if not isinstance(upload, UploadFile) or not upload.filename:
+            raise InvalidDataset("Choose a dataset file (JSONL, CSV, TSV or SQuAD JSON)")
+        try:
+            access = Access(typed["access"] or "scoring")
+        except ValueError:
+            raise InvalidDataset(
+                f"access must be one of {', '.join(a.value for a in Access)}"
+            ) from None
+        try:
+            added = add_uploaded_dataset(
+                ctx,
+                principal,
+                task_id,
+                upload=upload,
+                name=typed["name"].strip(),
+                round=int(_number(typed["round"] or 0, "round")),
+                access=access,
+                weight=_number(typed["weight"] or 1, "weight"),
+                mapping=typed["mapping"],
+                label_map=typed["label_map"],
+            )
+        finally:
+            await upload.close()
+    except _FIXABLE as error:
+        # The form again with the error beside it and what was typed (a browser never
+        # keeps a chosen file: the owner picks it again).
+        return _manage_page(
+            request,
             ctx,
             principal,
             task_id,
-            upload=upload,
-            name=str(form.get("name", "")).strip(),
-            round=int(_number(form.get("round", 0) or 0, "round")),
-            access=access,
-            weight=_number(form.get("weight", 1) or 1, "weight"),
-            mapping=str(form.get("mapping", "")),
-            label_map=str(form.get("label_map", "")),
+            FORM_AGAIN,
+            dataset_error=str(error),
+            kept_dataset=typed,
         )
-    finally:
-        await upload.close()
     names = ", ".join(f"{d.name} ({d.rows} rows)" for d in added)
     flash(request, f"Added {names}. Every submission will be evaluated on it.")
     return redirect(f"/ui/tasks/{task_id}/manage")

@@ -12,14 +12,14 @@ from starlette.concurrency import run_in_threadpool
 from datasets_registry import list_tasks
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound
-from evalboard.core.states import Access
+from evalboard.core.states import Access, JobStatus
 from leaderboard.accounts import authenticate
 from leaderboard.auth import CtxDep, PrincipalDep, sign_in, sign_out
 from leaderboard.cards import filter_board, render_markdown, visible_table
 from leaderboard.charts import contributions_figure, datasets_figure, pareto_figure, rounds_figure
 from leaderboard.drilldown import drilldown
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights
-from leaderboard.routes._page import flash, form_csrf, redirect, render
+from leaderboard.routes._page import flash, form_csrf, local_path, redirect, render
 from leaderboard.routes.tasks import task_public
 from leaderboard.schemas import LeaderboardPublic
 from leaderboard.snapshots import list_snapshots
@@ -46,7 +46,7 @@ def index(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLRespons
 def login_form(
     request: Request, principal: PrincipalDep, next: Annotated[str, Query(max_length=300)] = "/ui"
 ) -> HTMLResponse:
-    return render(request, "login.html", principal, next=_local(next), error=None)
+    return render(request, "login.html", principal, next=local_path(next), error=None)
 
 
 @router.post("/login", response_class=HTMLResponse, response_model=None)
@@ -57,7 +57,7 @@ async def login(request: Request, ctx: CtxDep, principal: PrincipalDep) -> Any:
     throttle = _login_throttle(request)
     throttle.check(name, client)
     user = await run_in_threadpool(authenticate, ctx, name, password)
-    target = _local(str(form.get("next", "/ui")))
+    target = local_path(str(form.get("next", "/ui")))
     if user is None:
         throttle.failed(name, client)
         return render(
@@ -87,19 +87,6 @@ def _login_throttle(request: Request) -> LoginThrottle:
     return throttle
 
 
-def _local(path: str) -> str:
-    # Only same-site paths: no open redirect through ?next=. Browsers read a backslash as
-    # a slash ("/\\evil" is "//evil") and drop tabs and newlines: refuse both.
-    if (
-        not path.startswith("/")
-        or path.startswith("//")
-        or "\\" in path
-        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in path)
-    ):
-        return "/ui"
-    return path
-
-
 def _board(
     ctx: Context, table: TaskTable, weights: str | None, dataset_weights: str | None
 ) -> LeaderboardPublic:
@@ -111,7 +98,7 @@ def _board(
     )
 
 
-def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
+def _client_data(table: TaskTable, board: Any, owner_weights: dict[str, float]) -> dict[str, Any]:
     weighable = [m.name for m in board.metrics if m.weighable]
     # The same goods as the server's ranking (scoring.METRICS): dynascore.js has no copy.
     directions, offsets = goods_transform(weighable, memory_cap_gib=table.task.memory_cap_gib)
@@ -126,6 +113,8 @@ def _client_data(table: TaskTable, board: Any) -> dict[str, Any]:
         "directions": directions,
         "offsets": offsets,
         "weights": {m: board.weights.get(m, 0.0) for m in weighable},
+        # "Reset" goes back to these, not to what a shared ?weights= URL loaded.
+        "owner_weights": {m: owner_weights.get(m, 0.0) for m in weighable},
         # Flagged rows stay after the others whatever the metric weights (scoring.floor).
         "flagged": [r.key for r in board.rows if r.not_above_baseline],
         "dataset_weights": board.dataset_weights,
@@ -153,15 +142,20 @@ def task_page(
         runtime=runtime or None,
         license=license or None,
     )
+    task = task_public(ctx, task_id)
     return render(
         request,
         "task.html",
         principal,
-        task=task_public(ctx, task_id),
+        task=task,
         board=board,
         filters={"runtime": runtime or "", "license": license or ""},
         snapshots=list_snapshots(ctx, task_id),
-        data=_client_data(table, board),
+        data=_client_data(table, board, task.default_weights),
+        # A task nobody has been ranked on yet still shows every weight the owner set.
+        slider_metrics=[m for m in board.metrics if m.weighable]
+        if board.rows
+        else [METRICS[name] for name in WEIGHABLE_METRICS],
         dataset_max=max([1.0, *(2 * w for w in board.dataset_weights.values())]),
         owner=principal.owns(task_id),
         datasets=[
@@ -268,7 +262,26 @@ def submission_page(
     # A job's figures are the evaluator's, named as on the board (scoring.METRICS).
     metrics = [METRICS[name] for name in WEIGHABLE_METRICS]
     return render(
-        request, "submission.html", principal, status=status, active=active, metrics=metrics
+        request,
+        "submission.html",
+        principal,
+        status=status,
+        active=active,
+        metrics=metrics,
+        # static/submission.js writes a finished job's figures as the template does.
+        live={
+            "metrics": [
+                {
+                    "name": m.name,
+                    "label": m.label,
+                    "unit": m.unit,
+                    "direction": m.direction,
+                    "field": m.result_field,
+                }
+                for m in metrics
+            ],
+            "final": [s.value for s in JobStatus if s.is_final],
+        },
     )
 
 

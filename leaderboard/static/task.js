@@ -12,8 +12,8 @@
     document.querySelectorAll("input[type=range][data-dataset]"));
   var note = document.getElementById("weights-note");
   var staleNote = document.getElementById("stale-note");
-  var initial = {};
-  sliders.forEach(function (s) { initial[s.dataset.metric] = s.value; });
+  var announce = document.getElementById("rank-announce");
+  var loaded = currentWeights();
 
   function format(v) {
     var a = Math.abs(v);
@@ -81,6 +81,13 @@
       tbody.appendChild(tr);
     });
     if (staleNote) staleNote.hidden = !changed;
+    var leader = rows[order[0]];
+    if (announce && leader) {
+      // Screen readers hear the new order's head; sighted users see the rows move.
+      var name = leader.querySelector("td.name a") || leader.querySelector("td.name");
+      announce.textContent = "Re-ranked: " + name.textContent.trim() +
+        " is first, Dynascore " + format(scores[order[0]]) + ".";
+    }
     Array.prototype.forEach.call(tbody.querySelectorAll("tr[data-kind=majority]"), function (tr) {
       tbody.appendChild(tr);
     });
@@ -110,11 +117,15 @@
     });
   });
   document.getElementById("reset-weights").addEventListener("click", function () {
-    if (!sameWeights(currentDatasetWeights(), data.owner_dataset_weights)) {
+    // The owner's weights, not a shared URL's. Intervals were computed for the weights the
+    // page loaded with: when those were not the owner's, load the plain page for its own.
+    if (!sameWeights(currentDatasetWeights(), data.owner_dataset_weights) ||
+        !sameWeights(loaded, data.owner_weights)) {
       window.location.assign(window.location.pathname);
       return;
     }
-    sliders.forEach(function (s) { s.value = initial[s.dataset.metric]; });
+    sliders.forEach(function (s) { s.value = data.owner_weights[s.dataset.metric]; });
     rerank(false);
+    if (window.history && history.replaceState) history.replaceState(null, "", window.location.pathname);
   });
 })();

@@ -38,19 +38,24 @@ def keyword_bundle(tmp_path: Path) -> BundleFactory:
     return make
 
 
-@pytest.fixture
-def sentiment_task(ctx: Context, tmp_path: Path) -> str:
-    """The sentiment task with one small dataset and its perturbed copies."""
+def add_sentiment_task(ctx: Context, tmp_path: Path, *, perturb: bool = True) -> str:
+    """The sentiment task with one small dataset, ``mini`` (and its perturbed copies)."""
     create_task(ctx, sentiment_spec())
-    rows = sentiment_rows()
     add_dataset(
         ctx,
         task_id="sentiment",
         name="mini",
         round=1,
-        path=write_jsonl(tmp_path / "mini.jsonl", rows),
+        perturb=perturb,
+        path=write_jsonl(tmp_path / "mini.jsonl", sentiment_rows()),
     )
     return "sentiment"
+
+
+@pytest.fixture
+def sentiment_task(ctx: Context, tmp_path: Path) -> str:
+    """The sentiment task with one small dataset and its perturbed copies."""
+    return add_sentiment_task(ctx, tmp_path)
 
 
 def submit(ctx: Context, bundle_dir: Path, *, task_id: str = "sentiment") -> int:

@@ -51,6 +51,23 @@ def redis_url() -> Iterator[str]:
         client.close()
 
 
+def stop_workers(ctx: Context, *workers: subprocess.Popen[bytes]) -> None:
+    """SIGTERM each worker still running (SIGKILL after 20 s), then let go of the broker
+    connection and the database this test process holds."""
+    for process in workers:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    from evaluator.jobs.dispatch import make_celery
+
+    make_celery(ctx.settings).close()
+    ctx.db.dispose()
+
+
 def _start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as output:  # the child keeps its own copy of the descriptor
         return subprocess.Popen(
@@ -142,15 +159,4 @@ def test_ten_jobs_each_finish_once_when_a_worker_is_killed_mid_job(
         assert rerun.attempts == 2  # the killed run, then the re-run elsewhere
         assert all(job.attempts == 1 for job in jobs if job.id != killed_job)
     finally:
-        for process in (victim, survivor):
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(20)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-        from evaluator.jobs.dispatch import make_celery
-
-        make_celery(settings).close()
-        ctx.db.dispose()
+        stop_workers(ctx, victim, survivor)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,17 +20,20 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from datasets_registry.registry import add_dataset, create_task
 from evalboard.core.context import Context
 from evalboard.core.settings import Settings
 from evalboard.core.tables import Job, Result
 from evaluator import WorkerPool, enqueue_submission, stored_outcome
 from tests.core.test_artifacts_s3 import S3Server, s3_server  # noqa: F401
-from tests.evaluator.conftest import BundleFactory, submit
-from tests.evaluator.test_distributed import _jobs, _start_worker, redis_url  # noqa: F401
+from tests.evaluator.conftest import BundleFactory, add_sentiment_task, submit
+from tests.evaluator.test_distributed import (  # noqa: F401
+    _jobs,
+    _start_worker,
+    redis_url,
+    stop_workers,
+)
 from tests.evaluator.test_platform_faults import _direct_perf
 from tests.helpers.socket_proxy import SocketProxy, TcpAddress
-from tests.helpers.tasks import sentiment_rows, sentiment_spec, write_jsonl
 
 #: How long PostgreSQL refuses connections (the issue's figure).
 DATABASE_OUTAGE_S = 20.0
@@ -51,19 +53,6 @@ def tcp_proxy() -> Iterator[Callable[[TcpAddress], SocketProxy]]:
     yield start
     for proxy in started:
         proxy.stop()
-
-
-def _task(ctx: Context, tmp_path: Path) -> None:
-    """The sentiment task with one small dataset (no perturbed copies: one job a model)."""
-    create_task(ctx, sentiment_spec())
-    add_dataset(
-        ctx,
-        task_id="sentiment",
-        name="mini",
-        round=1,
-        perturb=False,
-        path=write_jsonl(tmp_path / "mini.jsonl", sentiment_rows()),
-    )
 
 
 def _wait_for(
@@ -120,7 +109,7 @@ def test_a_job_outlives_postgresql_refusing_connections_for_20_s(
         )
     )
     try:
-        _task(ctx, tmp_path)
+        add_sentiment_task(ctx, tmp_path, perturb=False)
         # Long enough to be under way when the database goes, short enough to end during
         # the outage: its result must wait for the database, not be lost.
         bundle = keyword_bundle(delay_s=0.4)
@@ -159,7 +148,7 @@ def test_a_celery_worker_rides_out_a_redis_restart_and_keeps_taking_jobs(
     proxy = tcp_proxy(("127.0.0.1", 6379))
     settings = Settings(data_dir=tmp_path / "data", database_url=postgres_url, broker_url=redis_url)
     ctx = Context.from_settings(settings)
-    _task(ctx, tmp_path)
+    add_sentiment_task(ctx, tmp_path, perturb=False)
     bundle = keyword_bundle(delay_s=0.5)
     env = {
         **os.environ,
@@ -185,16 +174,7 @@ def test_a_celery_worker_rides_out_a_redis_restart_and_keeps_taking_jobs(
         assert [job.attempts for job in jobs] == [1, 1], log.read_text()[-3000:]
         assert proxy.connections > 1  # the worker did connect again after the restart
     finally:
-        worker.terminate()
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-        from evaluator.jobs.dispatch import make_celery
-
-        make_celery(settings).close()
-        ctx.db.dispose()
+        stop_workers(ctx, worker)
 
 
 @pytest.mark.slow
@@ -224,7 +204,7 @@ def test_a_job_whose_s3_store_restarts_writes_its_predictions_once_it_is_back(
     )
     ctx = Context.from_settings(settings)
     try:
-        _task(ctx, tmp_path)
+        add_sentiment_task(ctx, tmp_path, perturb=False)
         bundle = keyword_bundle(delay_s=0.4)
         submission = submit(ctx, bundle)
         with WorkerPool(ctx, concurrency=1, poll_s=0.05, reap_every_s=0.2, sandbox="local"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from datasets_registry.registry import add_dataset, create_task, list_datasets
+from datasets_registry.registry import list_datasets
 from evalboard.core.context import Context
 from evalboard.core.settings import Settings, get_settings
 from evalboard.core.tables import Job, Result, Submission
@@ -36,10 +35,15 @@ from evaluator import (
 from evaluator.jobs import faults, queue
 from tests.conftest import make_settings
 from tests.core.test_artifacts_s3 import S3Server, s3_server  # noqa: F401
-from tests.evaluator.conftest import BundleFactory, submit
-from tests.evaluator.test_distributed import _jobs, _start_worker, redis_url  # noqa: F401
+from tests.evaluator.conftest import BundleFactory, add_sentiment_task, submit
+from tests.evaluator.test_distributed import (  # noqa: F401
+    _jobs,
+    _start_worker,
+    redis_url,
+    stop_workers,
+)
 from tests.helpers.socket_proxy import SocketProxy
-from tests.helpers.tasks import sentiment_rows, sentiment_spec, write_jsonl
+from tests.helpers.tasks import sentiment_spec
 
 
 def _fast(tmp_path: Path, **overrides: Any) -> Settings:
@@ -325,14 +329,7 @@ def test_a_celery_worker_waits_for_its_engine_and_every_job_finishes_once(
 ) -> None:
     settings = Settings(data_dir=tmp_path / "data", database_url=postgres_url, broker_url=redis_url)
     ctx = Context.from_settings(settings)
-    create_task(ctx, sentiment_spec())
-    add_dataset(
-        ctx,
-        task_id="sentiment",
-        name="mini",
-        round=1,
-        path=write_jsonl(tmp_path / "mini.jsonl", sentiment_rows()),
-    )
+    add_sentiment_task(ctx, tmp_path)
     bundle = keyword_bundle()
     submission = submit(ctx, bundle)
     env = {
@@ -376,16 +373,7 @@ def test_a_celery_worker_waits_for_its_engine_and_every_job_finishes_once(
         assert said.count("stops claiming") == 1, said[-3000:]
         assert said.count("answers again") == 1, said[-3000:]
     finally:
-        worker.terminate()
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-        from evaluator.jobs.dispatch import make_celery
-
-        make_celery(settings).close()
-        ctx.db.dispose()
+        stop_workers(ctx, worker)
 
 
 @pytest.mark.slow  # s3fs retries each call a few times before it gives up
@@ -396,15 +384,7 @@ def test_a_job_whose_artifact_store_is_gone_waits_then_fails_naming_it(
 ) -> None:
     settings = _fast(tmp_path, artifacts=s3_server.url, platform_fault_budget_s=2.0)
     ctx = Context.from_settings(settings)
-    create_task(ctx, sentiment_spec())
-    add_dataset(
-        ctx,
-        task_id="sentiment",
-        name="mini",
-        round=1,
-        perturb=False,
-        path=write_jsonl(tmp_path / "mini.jsonl", sentiment_rows()),
-    )
+    add_sentiment_task(ctx, tmp_path, perturb=False)
     submission = submit(ctx, keyword_bundle())
     s3_server.process.terminate()  # the store goes away for good
     s3_server.process.wait(10)

@@ -12,14 +12,14 @@ from pathlib import Path
 
 from sqlalchemy import func, select, update
 
-from datasets_registry.registry import add_dataset, create_task
+from datasets_registry.registry import add_dataset
 from evalboard.core.context import Context
 from evalboard.core.states import FailureReason
 from evalboard.core.tables import Dataset, Job, Result, Submission, utcnow
 from evaluator.jobs import queue
 from evaluator.jobs.lease import Lease
-from tests.evaluator.conftest import BundleFactory, submit
-from tests.helpers.tasks import sentiment_rows, sentiment_spec, write_jsonl
+from tests.evaluator.conftest import BundleFactory, add_sentiment_task, submit
+from tests.helpers.tasks import sentiment_rows, write_jsonl
 
 
 class Recorder:
@@ -31,15 +31,7 @@ class Recorder:
 
 
 def _setup(ctx: Context, tmp_path: Path, bundle: Path) -> int:
-    create_task(ctx, sentiment_spec())
-    add_dataset(
-        ctx,
-        task_id="sentiment",
-        name="mini",
-        round=1,
-        path=write_jsonl(tmp_path / "mini.jsonl", sentiment_rows()),
-        perturb=False,
-    )
+    add_sentiment_task(ctx, tmp_path, perturb=False)
     return submit(ctx, bundle)
 
 

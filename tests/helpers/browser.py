@@ -46,3 +46,50 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+class Watched:
+    """A page and what went wrong on it: console errors, uncaught exceptions, failed
+    requests and 4xx/5xx answers (issue 19: a journey has none)."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.problems: list[str] = []
+        page.on(
+            "console",
+            lambda msg: (
+                self.problems.append(f"console: {msg.text}") if msg.type == "error" else None
+            ),
+        )
+        page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
+        page.on(
+            "requestfailed",
+            lambda request: self.problems.append(f"failed: {request.url} {request.failure}"),
+        )
+        page.on(
+            "response",
+            lambda response: (
+                self.problems.append(f"{response.status}: {response.url}")
+                if response.status >= 400
+                else None
+            ),
+        )
+
+
+@contextmanager
+def watched_page(browser: Any, width: int = 1366, height: int = 900) -> Iterator[Watched]:
+    """A fresh browser context (its own cookies) and a watched page in it."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        yield Watched(context.new_page())
+    finally:
+        context.close()
+
+
+def sign_in(page: Any, base_url: str, name: str, password: str, target: str) -> None:
+    """Sign in through the login form and land on ``target`` (a path)."""
+    page.goto(f"{base_url}/ui/login?next={target}")
+    page.fill("input[name=name]", name)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**{target}")

@@ -22,17 +22,15 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from datasets_registry.registry import add_dataset, create_task
 from evalboard.cli.upload import upload_bundle
 from evalboard.core.context import Context
 from evalboard.core.states import Role
 from evalboard.core.tables import Job
 from leaderboard.accounts import create_token, create_user
 from tests.conftest import make_settings
-from tests.evaluator.conftest import FIXTURES
+from tests.evaluator.conftest import FIXTURES, add_sentiment_task
 from tests.evaluator.test_platform_faults import _direct_perf, engine_proxy  # noqa: F401
 from tests.helpers.socket_proxy import SocketProxy
-from tests.helpers.tasks import sentiment_rows, sentiment_spec, write_jsonl
 from tests.leaderboard.conftest import serve
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -71,15 +69,7 @@ def test_two_uploaded_models_are_ranked_with_their_own_perf_after_the_engine_was
     ctx = Context.from_settings(settings)
     create_user(ctx, "rita", password="correct-horse-battery", roles=(Role.RESEARCHER,))
     token = create_token(ctx, "rita")[0]
-    create_task(ctx, sentiment_spec())
-    add_dataset(
-        ctx,
-        task_id="sentiment",
-        name="mini",
-        round=1,
-        perturb=False,
-        path=write_jsonl(tmp_path / "mini.jsonl", sentiment_rows()),
-    )
+    add_sentiment_task(ctx, tmp_path, perturb=False)
     bundles = [
         _bundle(tmp_path, "slow-keyword", delay_s=0.5),
         _bundle(tmp_path, "plain-keyword", mode="no_probs"),

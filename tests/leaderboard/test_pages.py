@@ -104,7 +104,9 @@ async def test_pages_render_for_viewers(client: httpx.AsyncClient, shared: Seede
     )
     assert wrong.status_code == 200 and 'class="wrong"' in wrong.text
     status = await client.get(f"/ui/submissions/{shared.submissions['distilbert']}")
-    assert status.status_code == 200 and 'http-equiv="refresh"' in status.text
+    # Unfinished: the page updates itself in place (static/submission.js), never reloads.
+    assert status.status_code == 200 and 'data-active="true"' in status.text
+    assert 'http-equiv="refresh"' not in status.text and "/static/submission.js" in status.text
     # Each finished job says which sandbox ran it (from its result's provenance).
     done = await client.get(f"/ui/submissions/{roberta}")
     assert done.status_code == 200 and "sandbox gvisor" in done.text
@@ -159,6 +161,14 @@ async def test_the_owner_page_adds_datasets_sets_weights_and_baselines(
             "perf": 2.0,
             "throughput": 1.0,
         }
+        # A typo: the form again, the error beside it, what was typed kept; nothing saved.
+        typo = await client.post(
+            f"/ui/tasks/{TASK}/manage/weights",
+            data={"csrf_token": token, "w_perf": "2x", "w_throughput": "1"},
+        )
+        assert typo.status_code == 200 and 'id="weights-error"' in typo.text
+        assert 'name="w_perf" min="0" step="0.5" value="2x"' in typo.text
+        assert (await client.get(f"/tasks/{TASK}/weights")).json()["weights"]["perf"] == 2.0
         reweighed = await client.post(
             f"/ui/tasks/{TASK}/manage/datasets/test/weight",
             data={"csrf_token": token, "weight": "0.5"},
@@ -168,8 +178,11 @@ async def test_the_owner_page_adds_datasets_sets_weights_and_baselines(
         refused = await client.post(
             f"/ui/tasks/{TASK}/manage/datasets/test/weight",
             data={"csrf_token": token, "weight": "nan"},
+            headers={"Referer": f"http://testserver/ui/tasks/{TASK}/manage"},
         )
         assert refused.status_code == 400 and "finite number above 0" in refused.text
+        assert "Not saved" in refused.text and "Back to the form" in refused.text
+        assert f'href="/ui/tasks/{TASK}/manage" id="back"' in refused.text
         rows = '{"uid": "n1", "statement": "It rained on Tuesday.", "label": "neutral"}\n'
         added = await client.post(
             f"/ui/tasks/{TASK}/manage/datasets",
@@ -202,5 +215,13 @@ async def test_errors_are_pages_for_browsers_and_json_for_the_api(
 ) -> None:
     page = await client.get("/ui/tasks/nope", headers={"Accept": "text/html"})
     assert page.status_code == 404 and "<html" in page.text and "sentiment" in page.text
+    # Followed from a page of this site: the error page leads back there, not only home.
+    came = await client.get(
+        "/ui/tasks/nope", headers={"Referer": f"http://testserver/ui/tasks/{TASK}?weights=perf:1"}
+    )
+    assert f'href="/ui/tasks/{TASK}?weights=perf:1" id="back"' in came.text
+    assert "Back to where you were" in came.text
+    foreign = await client.get("/ui/tasks/nope", headers={"Referer": "http://evil.test/ui/x"})
+    assert 'id="back"' not in foreign.text
     api = await client.get("/tasks/nope", headers={"Accept": "text/html"})
     assert api.status_code == 404

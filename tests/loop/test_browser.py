@@ -18,6 +18,8 @@ from evalboard.core.states import ExampleStatus
 from evalboard.core.tables import Example
 from leaderboard import create_app
 from leaderboard.loop import open_round
+from leaderboard.loop.rounds import current_round
+from tests.helpers.browser import ARTIFACTS, sign_in, watched_page
 from tests.loop.platform import Platform, build_platform
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -64,11 +66,20 @@ def test_an_annotator_collects_one_example_in_the_browser(
     page.wait_for_url(f"{base}/ui/tasks/sentiment/collect")
     assert "Round 1" in page.inner_text("main")
 
+    # No label is chosen for the annotator, and the browser will not send the form without one.
+    assert page.input_value("#label") == ""
     page.fill("#in_statement", "Oh great, the flight is delayed again.")
+    page.click("#submit-example")
+    assert page.evaluate("document.getElementById('label').validity.valueMissing")
+    assert page.inner_text("main").count("You fooled the model!") == 0
     page.select_option("#label", "negative")
     page.click("#submit-example")
 
     assert page.inner_text("#verdict") == "You fooled the model!"
+    # The card repeats what was written, beside the model's answer.
+    assert "Oh great, the flight is delayed again." in page.inner_text("#written")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "collect-result.png"), full_page=True)
     assert page.inner_text("#prediction") == "positive"
     probs = page.locator("#probs tbody tr")
     assert probs.count() == 3
@@ -86,3 +97,62 @@ def test_an_annotator_collects_one_example_in_the_browser(
     assert example.gold == {"label": "negative"}
     assert example.fooled and example.status == ExampleStatus.PENDING
     assert example.explanation == "Sarcasm: 'great' means the opposite here."
+
+    # A validator sees the example with three verdict buttons of one visual weight.
+    validator = browser.new_context().new_page()
+    validator.goto(f"{base}/ui/tasks/sentiment/validate")
+    validator.fill("input[name=name]", "val1")
+    validator.fill("input[name=password]", "correct-horse-battery")
+    validator.click("button[type=submit]")
+    validator.wait_for_url(f"{base}/ui/tasks/sentiment/validate")
+    looks = validator.eval_on_selector_all(
+        "button[name=verdict]",
+        "buttons => buttons.map(b => { const s = getComputedStyle(b); "
+        "return [s.backgroundColor, s.color, s.borderColor, s.fontWeight].join(); })",
+    )
+    assert len(looks) == 3 and len(set(looks)) == 1, looks
+    validator.context.close()
+
+
+def test_the_owner_confirms_closing_and_fixes_a_form_in_place(
+    server: tuple[str, Platform], ctx: Context, browser: Any
+) -> None:
+    base, _ = server
+    with watched_page(browser) as watched:
+        page = watched.page
+        sign_in(page, base, "owner", "correct-horse-battery", "/ui/tasks/sentiment/manage")
+        # The dataset-name pattern compiles in Chromium (no console error), and an invalid
+        # form comes back with the error beside it and what was typed.
+        page.set_input_files(
+            "#dataset-form input[type=file]",
+            files=[{"name": "r9.jsonl", "mimeType": "application/json", "buffer": b"not json\n"}],
+        )
+        page.fill("#dataset-form input[name=name]", "r9-test")
+        page.fill("#dataset-form input[name=weight]", "2")
+        page.fill("#dataset-form input[name=mapping]", "statement=text")
+        page.click("#dataset-form button[type=submit]")
+        page.wait_for_selector("#dataset-error")
+        assert page.input_value("#dataset-form input[name=name]") == "r9-test"
+        assert page.input_value("#dataset-form input[name=weight]") == "2"
+        assert page.input_value("#dataset-form input[name=mapping]") == "statement=text"
+        assert watched.problems == []
+
+        page.goto(f"{base}/ui/tasks/sentiment/rounds")
+        assert "0 verified example(s)" in page.inner_text("#closing-preview")
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "rounds-close-preview.png"), full_page=True)
+        asked: list[str] = []
+
+        def dismiss(dialog: Any) -> None:
+            asked.append(dialog.message)
+            dialog.dismiss()
+
+        page.once("dialog", dismiss)
+        page.click("#close-form button[type=submit]")
+        assert asked and asked[0].startswith("Close round 1 into dataset round-1")
+        assert current_round(ctx, "sentiment") is not None, "dismissed, yet closed"
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click("#close-form button[type=submit]")
+        page.wait_for_selector(".flash")
+        assert current_round(ctx, "sentiment") is None
+        assert watched.problems == []
