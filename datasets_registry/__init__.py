@@ -3,12 +3,14 @@
 from datasets_registry.examples import ColumnMapping, canonical_jsonl, parse_mapping, sha256_of
 from datasets_registry.importers import Format, detect_format, read_rows
 from datasets_registry.outputs import (
+    GOLD_FIELDS,
     BadOutput,
     LabelOutput,
     ModelOutput,
     OutputProblem,
     OutputSpec,
     SpanOutput,
+    TextOutput,
     output_problems,
 )
 from datasets_registry.registry import (
@@ -36,6 +38,8 @@ __all__ = [
     "ModelOutput",
     "OutputProblem",
     "OutputSpec",
+    "GOLD_FIELDS",
+    "TextOutput",
     "SpanOutput",
     "TaskSpec",
     "add_dataset",

@@ -1,9 +1,10 @@
 """Turn raw rows into a task's canonical examples, checking each against the task.
 
-A canonical example holds ``uid``, the task's input fields and the gold output (``label``,
-or ``answers`` for QA); perturbed copies add ``input_id`` and ``perturbation``. The
-canonical JSONL (sorted keys, compact separators, one example per line) is what the
-dataset's sha256 is taken over, so the same content always has the same address.
+A canonical example holds ``uid``, the task's input fields and the gold output
+(``label``, ``answers`` for QA, or ``references`` for text generation); perturbed copies
+add ``input_id`` and ``perturbation``. The canonical JSONL (sorted keys, compact
+separators, one example per line) is what the dataset's sha256 is taken over, so the same
+content always has the same address.
 """
 
 from __future__ import annotations
@@ -114,6 +115,22 @@ def _gold_answers(raw: Any, context: str, where: str) -> list[dict[str, Any]]:
     return checked
 
 
+def _gold_references(raw: Any, where: str) -> list[str]:
+    references = json.loads(raw) if isinstance(raw, str) and raw.startswith("[") else raw
+    if isinstance(references, str):
+        references = [references]
+    if (
+        not isinstance(references, list)
+        or not references
+        or not all(isinstance(text, str) and text.strip() for text in references)
+    ):
+        raise InvalidDataset(
+            f"{where}: references must be a non-empty list of non-empty strings (or one "
+            f"string); got {str(raw)[:80]!r}"
+        )
+    return list(references)
+
+
 def to_examples(rows: Iterable[RawRow], task: TaskSpec, mapping: ColumnMapping) -> ExampleSet:
     """Map and check every row; the first bad row raises and nothing is returned."""
     examples: list[dict[str, Any]] = []
@@ -146,6 +163,8 @@ def to_examples(rows: Iterable[RawRow], task: TaskSpec, mapping: ColumnMapping) 
                 excluded += 1
                 continue
             example["label"] = label
+        elif gold == "references":
+            example["references"] = _gold_references(row[gold_column], where)
         else:
             example["answers"] = _gold_answers(row[gold_column], example["context"], where)
         uid_column = mapping.column("uid")

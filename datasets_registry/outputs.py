@@ -3,10 +3,13 @@
 docs/contract.md states it for researchers. Classification: a ``label`` among the task's
 labels and optionally ``probs`` (label -> probability, each in [0, 1], summing to 1).
 QA: an ``answer`` that is a span of the input's ``context`` (``''`` for no answer) and
-optionally ``conf`` in [0, 1].
+optionally ``conf`` in [0, 1]. Text generation: a ``text`` (any string, ``''`` included),
+scored against the example's ``references``; the task fixes the generation settings
+(:class:`GenerationSettings`) so that results reproduce.
 
-:meth:`OutputSpec.parse` turns one raw output into a typed :class:`LabelOutput` or
-:class:`SpanOutput`, or raises :class:`BadOutput` with everything wrong with it;
+:meth:`OutputSpec.parse` turns one raw output into a typed :class:`LabelOutput`,
+:class:`SpanOutput` or :class:`TextOutput`, or raises :class:`BadOutput` with everything
+wrong with it;
 :func:`output_problems` checks a whole batch. The evaluator's measurement (where a bad
 output is the model's ``protocol_error``), ``evalboard model test`` and the loop's target
 models all check through here, so they cannot disagree. :meth:`OutputSpec.prediction` and
@@ -33,18 +36,26 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "PROBS_TOLERANCE",
+    "GOLD_FIELDS",
     "BadOutput",
+    "GenerationSettings",
     "LabelOutput",
     "ModelOutput",
     "OutputProblem",
     "OutputSpec",
     "SpanOutput",
+    "TextOutput",
     "output_problems",
 ]
 
 #: How far from 1 a classifier's probabilities may sum: float32 softmax rounding, not
 #: a model that forgot a label.
 PROBS_TOLERANCE = 1e-3
+
+
+#: The example fields that hold a gold output, of any output type: what an inputs-only
+#: export, a drill-down's inputs and a sandbox never see.
+GOLD_FIELDS: tuple[str, ...] = ("label", "answers", "references")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +74,35 @@ class SpanOutput:
     conf: float | None = None
 
 
-ModelOutput = LabelOutput | SpanOutput
+@dataclass(frozen=True, slots=True)
+class TextOutput:
+    """A generative model's answer: the text it generated ('' is an answer too)."""
+
+    text: str
+
+
+ModelOutput = LabelOutput | SpanOutput | TextOutput
+
+
+class GenerationSettings(BaseModel):
+    """How a text task's models must generate, fixed by the task so that results reproduce.
+
+    The container contract's requests carry inputs only, so these are the task's
+    published rules (docs/contract.md), which a bundle follows for the task it is built for.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_new_tokens: int = Field(64, ge=1, le=4096)
+    greedy: bool = True
+    #: The sampling seed where ``greedy`` is off; sampling without one cannot reproduce.
+    seed: int | None = None
+
+    @model_validator(mode="after")
+    def _reproducible(self) -> GenerationSettings:
+        if not self.greedy and self.seed is None:
+            raise ValueError("sampling (greedy: false) needs a fixed `seed` so results reproduce")
+        return self
 
 
 class BadOutput(ValueError):
@@ -102,12 +141,14 @@ def _is_probability(value: Any) -> bool:
 
 
 class OutputSpec(BaseModel):
-    """What a model predicts: one of ``labels`` (multiclass) or a span of the context (QA)."""
+    """What a model predicts: one of ``labels`` (multiclass), a span of the context (QA) or
+    free text (``text``, generated under the task's ``generation`` settings)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    type: Literal["multiclass", "span"]
+    type: Literal["multiclass", "span", "text"]
     labels: list[str] = Field(default_factory=list)
+    generation: GenerationSettings | None = None
 
     @model_validator(mode="after")
     def _labels_match_type(self) -> OutputSpec:
@@ -117,7 +158,19 @@ class OutputSpec(BaseModel):
             raise ValueError(f"labels repeat: {self.labels}")
         if self.type == "span" and self.labels:
             raise ValueError("a span output has no labels; remove `labels`")
+        if self.type == "text" and self.labels:
+            raise ValueError("a text output has no labels; remove `labels`")
+        if self.type != "text" and self.generation is not None:
+            raise ValueError("`generation` is for text outputs; remove it")
+        if self.type == "text" and self.generation is None:
+            self.generation = GenerationSettings()
         return self
+
+    @property
+    def gold_field(self) -> str:
+        """The example field that holds the gold output: ``label``, ``answers`` or
+        ``references``."""
+        return {"multiclass": "label", "span": "answers", "text": "references"}[self.type]
 
     # The contract ---------------------------------------------------------------------------
 
@@ -129,13 +182,18 @@ class OutputSpec(BaseModel):
         """
         if not isinstance(raw, Mapping):
             raise BadOutput([f"is {_short(raw)}, not an object"])
-        problems = (
-            self._span_problems(raw, context) if self.type == "span" else self._label_problems(raw)
-        )
+        if self.type == "span":
+            problems = self._span_problems(raw, context)
+        elif self.type == "text":
+            problems = self._text_problems(raw)
+        else:
+            problems = self._label_problems(raw)
         if problems:
             raise BadOutput(problems)
         if self.type == "span":
             return SpanOutput(answer=raw["answer"], conf=raw.get("conf"))
+        if self.type == "text":
+            return TextOutput(text=raw["text"])
         return LabelOutput(label=raw["label"], probs=raw.get("probs"))
 
     def _label_problems(self, raw: Mapping[str, Any]) -> list[str]:
@@ -194,12 +252,25 @@ class OutputSpec(BaseModel):
             problems.append(f"has conf {_short(conf)}; a number in [0, 1] is required")
         return problems
 
+    @staticmethod
+    def _text_problems(raw: Mapping[str, Any]) -> list[str]:
+        text = raw.get("text")
+        if isinstance(text, str):
+            return []
+        return [f"has text {_short(text)}; a string (the generated text) is required"]
+
     def prediction(self, output: Mapping[str, Any]) -> Any:
-        """The part of a checked output a metric scores: the label, or the answer span."""
+        """The part of a checked output a metric scores: the label, the answer span or the
+        generated text."""
+        if self.type == "text":
+            return output["text"]
         return output["answer"] if self.type == "span" else output["label"]
 
     def gold(self, example: Mapping[str, Any]) -> Any:
-        """What a metric compares a prediction with: the label, or the gold answer texts."""
+        """What a metric compares a prediction with: the label, the gold answer texts, or
+        the reference texts."""
+        if self.type == "text":
+            return list(example.get("references", []))
         if self.type == "span":
             return [
                 answer["text"] if isinstance(answer, Mapping) else answer

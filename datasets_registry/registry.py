@@ -26,6 +26,7 @@ from datasets_registry.examples import (
     to_examples,
 )
 from datasets_registry.importers import Format, read_rows
+from datasets_registry.outputs import GOLD_FIELDS
 from datasets_registry.taskspec import TaskSpec, parse_task_spec
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, InvalidDataset, NotFound, PermissionDenied
@@ -387,8 +388,9 @@ def export_examples(
         )
     examples = read_examples(ctx, dataset)
     if not labels:
-        drop = {"label", "answers"}
-        examples = [{k: v for k, v in example.items() if k not in drop} for example in examples]
+        examples = [
+            {k: v for k, v in example.items() if k not in GOLD_FIELDS} for example in examples
+        ]
     return examples
 
 

@@ -13,7 +13,7 @@ from datasets_registry.outputs import OutputSpec
 from evalboard.core.errors import InvalidTaskSpec
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.validation import describe_validation_error
-from scoring import WEIGHABLE_METRICS, check_weights, default_weights
+from scoring import TEXT_METRICS, WEIGHABLE_METRICS, check_weights, default_weights
 
 __all__ = [
     "InputField",
@@ -37,11 +37,13 @@ class InputField(BaseModel):
 
 
 class ModelWrongRule(BaseModel):
-    """When a target model counts as fooled: a wrong label, or QA string F1 under a threshold."""
+    """When a target model counts as fooled: a wrong label or answer (``exact_match``), QA
+    string F1 under a threshold, or a generated text's sentence chrF (a fraction in
+    [0, 1]) against the annotator's references under a threshold (``chrf_below``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    rule: Literal["exact_match", "string_f1"] = "exact_match"
+    rule: Literal["exact_match", "string_f1", "chrf_below"] = "exact_match"
     threshold: float = Field(0.4, ge=0, le=1)
 
 
@@ -61,7 +63,9 @@ class TaskSpec(BaseModel):
     description: str = ""
     input: list[InputField] = Field(min_length=1)
     output: OutputSpec
-    perf_metric: Literal["accuracy", "macro_f1", "squad_f1"]
+    perf_metric: Literal[
+        "accuracy", "macro_f1", "squad_f1", "chrf", "bleu", "rouge_l", "text_f1", "exact_match"
+    ]
     delta_metrics: list[Literal["fairness", "robustness"]] = Field(
         default_factory=lambda: ["fairness", "robustness"]  # type: ignore[arg-type]
     )
@@ -76,11 +80,13 @@ class TaskSpec(BaseModel):
     @field_validator("model_wrong", mode="before")
     @classmethod
     def _model_wrong_shorthand(cls, value: Any) -> Any:
-        # YAML says `exact_match` or `{string_f1: 0.4}`.
+        # YAML says `exact_match`, `{string_f1: 0.4}` or `{chrf_below: 0.5}`.
         if isinstance(value, str):
             return {"rule": value}
-        if isinstance(value, dict) and set(value) == {"string_f1"}:
-            return {"rule": "string_f1", "threshold": value["string_f1"]}
+        if isinstance(value, dict) and len(value) == 1:
+            [(rule, threshold)] = value.items()
+            if rule in ("string_f1", "chrf_below"):
+                return {"rule": rule, "threshold": threshold}
         return value
 
     @field_validator("default_weights")
@@ -94,19 +100,24 @@ class TaskSpec(BaseModel):
         names = [field.name for field in self.input]
         if len(set(names)) != len(names):
             raise ValueError(f"input field names repeat: {names}")
-        reserved = {"uid", "label", "answers", "input_id"} & set(names)
+        reserved = {"uid", "label", "answers", "references", "input_id"} & set(names)
         if reserved:
             raise ValueError(f"input field name(s) {sorted(reserved)} are reserved")
         is_span = self.output.type == "span"
-        if is_span != (self.perf_metric == "squad_f1"):
+        is_text = self.output.type == "text"
+        if is_span != (self.perf_metric == "squad_f1") or is_text != (
+            self.perf_metric in TEXT_METRICS
+        ):
             raise ValueError(
-                "perf_metric squad_f1 goes with output type span, accuracy or macro_f1 "
-                "with multiclass"
+                "perf_metric squad_f1 goes with output type span, "
+                f"{' or '.join(TEXT_METRICS)} with text, accuracy or macro_f1 with multiclass"
             )
         if is_span and "context" not in names:
             raise ValueError("a span task needs an input field named `context`")
         if self.model_wrong.rule == "string_f1" and not is_span:
             raise ValueError("model_wrong string_f1 is for span tasks; use exact_match")
+        if self.model_wrong.rule == "chrf_below" and not is_text:
+            raise ValueError("model_wrong chrf_below is for text tasks; use exact_match")
         return self
 
     # Convenience ---------------------------------------------------------------------------
@@ -117,8 +128,8 @@ class TaskSpec(BaseModel):
 
     @property
     def gold_field(self) -> str:
-        """``label`` for classification, ``answers`` for QA."""
-        return "answers" if self.output.type == "span" else "label"
+        """``label`` for classification, ``answers`` for QA, ``references`` for text."""
+        return self.output.gold_field
 
     def prediction(self, output: Mapping[str, Any]) -> Any:
         """The part of a checked output the metric scores (:meth:`OutputSpec.prediction`)."""

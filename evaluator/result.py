@@ -57,7 +57,10 @@ class DatasetMetrics(_Model):
     perf: float | None = Field(
         None, description="Task metric x100 against gold (not on perturbed copies)."
     )
-    perf_metric: str = Field(description="accuracy, macro_f1 or squad_f1.")
+    perf_metric: str = Field(
+        description="The task's perf metric: accuracy, macro_f1, squad_f1, or for a text "
+        "task chrf, bleu, rouge_l, text_f1 or exact_match."
+    )
     extra: dict[str, float] = Field(
         default_factory=dict, description="Other task metrics x100 (e.g. squad_em, accuracy)."
     )
@@ -161,6 +164,11 @@ class TaskMetrics(_Model):
     startup_s: float | None = None
     cpu_seconds: float | None = None
     ece: float | None = None
+    extra: dict[str, float] = Field(
+        default_factory=dict,
+        description="The task's other metrics x100 (for a text task every text metric "
+        "beside perf), averaged like perf; a metric some original lacks is left out.",
+    )
 
 
 class Energy(_Model):

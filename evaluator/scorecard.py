@@ -18,6 +18,7 @@ import orjson
 from datasets_registry import TaskSpec
 from evaluator.result import DatasetOutcome, TaskMetrics
 from scoring import (
+    TEXT_METRICS,
     FloatArray,
     calibration_error,
     compute,
@@ -35,7 +36,13 @@ __all__ = [
     "summarize",
 ]
 
-_EXTRA_METRICS = {"macro_f1": ("accuracy",), "accuracy": ("macro_f1",), "squad_f1": ("squad_em",)}
+_EXTRA_METRICS = {
+    "macro_f1": ("accuracy",),
+    "accuracy": ("macro_f1",),
+    "squad_f1": ("squad_em",),
+    # A text task reports every text metric, whichever one is its perf.
+    **{name: tuple(other for other in TEXT_METRICS if other != name) for name in TEXT_METRICS},
+}
 
 
 @dataclass
@@ -119,7 +126,7 @@ def score(
 
     golds = [task.gold(example) for example in examples]
     labels = task.output.labels or None
-    per_name = "squad_f1" if task.output.type == "span" else "accuracy"
+    per_name = _per_example_metric(task)
     scores = per_example(per_name, predictions, golds)
     quality = Quality(
         perf=_value(task.perf_metric, per_name, scores, predictions, golds, labels),
@@ -135,6 +142,18 @@ def score(
         if matrix is not None:
             quality.ece = calibration_error(matrix, golds, labels=task.output.labels)
     return quality
+
+
+def _per_example_metric(task: TaskSpec) -> str:
+    """The metric whose per-example scores the drill-down records show: for a text task its
+    perf where that is a mean of per-example scores, token F1 where it is a corpus figure
+    (chrF, BLEU)."""
+    if task.output.type == "span":
+        return "squad_f1"
+    if task.output.type == "text":
+        perf = get_metric(task.perf_metric)
+        return perf.name if perf.per_example_fn is not None else "text_f1"
+    return "accuracy"
 
 
 def _value(
@@ -201,4 +220,17 @@ def summarize(outcomes: Sequence[DatasetOutcome]) -> TaskMetrics:
         startup_s=_weighted(originals, of("startup_s")),
         cpu_seconds=_weighted(originals, of("cpu_seconds")),
         ece=_weighted(originals, of("ece")),
+        extra=_extra_averages(originals),
     )
+
+
+def _extra_averages(originals: Sequence[DatasetOutcome]) -> dict[str, float]:
+    """Each extra metric that every original has, averaged with the dataset weights."""
+    extras = [(o.metrics.extra, o.weight) for o in originals if o.metrics is not None]
+    shared = set.intersection(*(set(extra) for extra, _ in extras)) if extras else set()
+    averages: dict[str, float] = {}
+    for name in sorted(shared):
+        value = weighted_mean((extra[name], weight) for extra, weight in extras)
+        if value is not None:
+            averages[name] = value
+    return averages

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from datasets_registry import get_task, read_examples
+from datasets_registry import GOLD_FIELDS, get_task, read_examples
 from evalboard.core.context import Context
 from evalboard.core.tables import Job, Submission
 from leaderboard.intervals import load_records
 
 __all__ = ["drilldown"]
 
-_GOLD_FIELDS = ("uid", "label", "answers", "input_id", "perturbation")
+# Not the model's inputs: the gold (of any output type) and the bookkeeping fields.
+_NOT_INPUTS = ("uid", *GOLD_FIELDS, "input_id", "perturbation")
 
 
 def drilldown(
@@ -36,7 +37,7 @@ def drilldown(
     page = records[offset : offset + limit]
     task = get_task(ctx, submission.task_id)
     inputs = {
-        str(e["uid"]): {k: v for k, v in e.items() if k not in _GOLD_FIELDS}
+        str(e["uid"]): {k: v for k, v in e.items() if k not in _NOT_INPUTS}
         for e in read_examples(ctx, job.dataset)
     }
     rows = []

@@ -70,7 +70,7 @@ class TaskPublic(BaseModel):
     name: str
     description: str
     inputs: list[str]
-    output_type: Literal["multiclass", "span"]
+    output_type: Literal["multiclass", "span", "text"]
     labels: list[str]
     perf_metric: str
     delta_metrics: list[str]

@@ -6,6 +6,7 @@ The board's metric vocabulary (:data:`METRICS`) lives here, so every layer reads
 
 from scoring import classification as _classification  # noqa: F401  (registers metrics)
 from scoring import squad as _squad  # noqa: F401  (registers metrics)
+from scoring import text as _text  # noqa: F401  (registers metrics)
 from scoring.aggregates import mean_win_rate, mean_z_score, pareto_front, pareto_fronts
 from scoring.bootstrap import BootstrapResult, Interval, bootstrap
 from scoring.calibration import ReliabilityBin, calibration_error, reliability
@@ -38,6 +39,7 @@ from scoring.registry import (
 )
 from scoring.sensitivity import LeaderStability, WeightRange, weight_ranges
 from scoring.squad import normalize_answer
+from scoring.text import TEXT_METRICS, sentence_chrfs
 from scoring.vocabulary import (
     DIRECTION_ARROWS,
     METRICS,
@@ -62,6 +64,7 @@ __all__ = [
     "DOMINANCE_SHARE",
     "METRICS",
     "REFERENCE_ROWS",
+    "TEXT_METRICS",
     "WEIGHABLE_METRICS",
     "BoardMetric",
     "BootstrapResult",
@@ -107,6 +110,7 @@ __all__ = [
     "rank",
     "rank_interval",
     "reliability",
+    "sentence_chrfs",
     "statistics",
     "weight_ranges",
     "weighted_mean",

@@ -6,7 +6,9 @@ the gold output), and the scores are averaged, x100. For a classifier that is th
 percentage of predictions the perturbation left unchanged, so classification tasks use
 accuracy here whatever their perf metric (macro-F1 of a model against itself would
 reward nothing sensible); span tasks use their own metric, with the original prediction
-as the one gold answer (an original abstention, "", makes the question unanswerable).
+as the one gold answer (an original abstention, "", makes the question unanswerable);
+text tasks use sentence chrF of the perturbed output against the original output, whatever
+their perf metric (it rewards near-identical rewordings, which exact match would not).
 
 The caller pairs each perturbed example with its original through ``input_id``.
 
@@ -22,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from scoring.registry import FloatArray, get_metric, per_example
+from scoring.text import sentence_chrfs
 
 __all__ = ["delta", "delta_metric", "delta_per_example"]
 
@@ -35,6 +38,8 @@ def delta_metric(perf_metric: str) -> str:
     entry = get_metric(perf_metric)
     if entry.kind == "label":
         return "accuracy"
+    if entry.kind == "text":
+        return "chrf"
     return entry.name
 
 
@@ -52,6 +57,8 @@ def delta_per_example(
     array([1., 0.])
     """
     name = delta_metric(perf_metric)
+    if get_metric(name).kind == "text":
+        return sentence_chrfs(perturbed, [[text] for text in original])
     if get_metric(name).kind == "span":
         return per_example(name, perturbed, [[answer] for answer in original])
     return per_example(name, perturbed, original)

@@ -38,7 +38,7 @@ Labels = Sequence[Any] | None
 StatisticsFn = Callable[[Sequence[Any], Sequence[Any], Labels], FloatArray]
 PerExampleFn = Callable[[Sequence[Any], Sequence[Any]], FloatArray]
 ReduceFn = Callable[[FloatArray, int], FloatArray]
-Kind = Literal["label", "span"]
+Kind = Literal["label", "span", "text"]
 
 
 class ScoringError(ValueError):
@@ -59,7 +59,8 @@ class Metric:
 
     Attributes:
         name: the registry name, e.g. ``"macro_f1"``.
-        kind: ``"label"`` (golds are labels) or ``"span"`` (golds are lists of answers).
+        kind: ``"label"`` (golds are labels), ``"span"`` (golds are lists of answers) or
+            ``"text"`` (golds are lists of reference texts).
         statistics_fn: ``(predictions, golds, labels) -> (n, s)`` per-example statistics.
         reduce: ``(sums, n) -> value x100``; ``sums`` has the statistics summed over
             examples on its last axis, and may carry leading batch axes.

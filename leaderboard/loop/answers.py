@@ -1,11 +1,13 @@
 """An example's inputs and gold answer, checked against the task, and the model-wrong rule.
 
 A classification example's gold is ``{"label": L}``; a QA example's is
-``{"answers": [{"text": T, "answer_start": S}]}``, a span of the context. The same rule
-decides whether a target was fooled while collecting and whether a model got an example
-right in the release gate: for ``exact_match`` the predicted label (or normalised answer)
-differs from the gold one; for ``string_f1`` the best SQuAD token F1 against the gold
-answers is below the task's threshold.
+``{"answers": [{"text": T, "answer_start": S}]}``, a span of the context; a text task's is
+``{"references": [T, ...]}``. The same rule decides whether a target was fooled while
+collecting and whether a model got an example right in the release gate: for
+``exact_match`` the predicted label (or normalised answer or text) differs from the gold
+one; for ``string_f1`` the best SQuAD token F1 against the gold answers, for
+``chrf_below`` the sentence chrF of a text against the references, is below the task's
+threshold.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from datasets_registry import TaskSpec
 from evalboard.core.errors import UsageError
-from scoring import per_example
+from scoring import per_example, sentence_chrfs
 
 __all__ = [
     "check_gold",
@@ -87,13 +89,16 @@ def _answers(task: TaskSpec, inputs: Mapping[str, str], gold: Mapping[str, Any])
 def check_gold(
     task: TaskSpec, inputs: Mapping[str, str], gold: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The intended answer in canonical form (``label`` or ``answers``).
+    """The intended answer in canonical form (``label``, ``answers`` or ``references``).
 
     Raises:
-        UsageError: the label is not one of the task's, or the answer is not a span.
+        UsageError: the label is not one of the task's, the answer is not a span, or a
+            text task's gold has no reference text.
     """
     if task.output.type == "span":
         return {"answers": _answers(task, inputs, gold)}
+    if task.output.type == "text":
+        return {"references": _references(gold)}
     label = gold.get("label")
     if not label:
         raise UsageError(f"Choose the label you intend: {', '.join(task.output.labels)}")
@@ -105,17 +110,39 @@ def check_gold(
     return {"label": label}
 
 
+def _references(gold: Mapping[str, Any]) -> list[str]:
+    """An annotator's reference answers: ``references`` (a list), or one ``text``."""
+    references = gold.get("references", [gold["text"]] if "text" in gold else None)
+    if (
+        not isinstance(references, list)
+        or not references
+        or not all(isinstance(text, str) and text.strip() for text in references)
+    ):
+        raise UsageError(
+            "A text task's gold is `references` (a non-empty list of non-empty strings) "
+            f"or one `text`; got {str(dict(gold))[:120]}"
+        )
+    return references
+
+
 def gold_value(task: TaskSpec, gold: Mapping[str, Any]) -> Any:
     """What the metric compares with: the label, or the list of gold answer texts."""
     return task.gold(gold)
 
 
 def prediction_score(task: TaskSpec, output: Mapping[str, Any], gold: Any) -> float:
-    """1.0/0.0 for a label; the best SQuAD token F1 in [0, 1] for an answer.
+    """1.0/0.0 for a label; the best SQuAD token F1 in [0, 1] for an answer; for a text,
+    normalised exact match (1.0/0.0) or, under ``chrf_below``, sentence chrF in [0, 1],
+    each against the best reference.
 
     Args:
-        gold: a :func:`gold_value` (a label, or a list of answer texts).
+        gold: a :func:`gold_value` (a label, or a list of answer or reference texts).
     """
+    if task.output.type == "text":
+        prediction = [task.prediction(output)]
+        if task.model_wrong.rule == "chrf_below":
+            return float(sentence_chrfs(prediction, [gold])[0])
+        return float(per_example("exact_match", prediction, [gold])[0])
     if task.output.type == "span":
         metric = "squad_em" if task.model_wrong.rule == "exact_match" else "squad_f1"
         return float(per_example(metric, [task.prediction(output)], [gold])[0])
@@ -135,6 +162,6 @@ def is_model_wrong(task: TaskSpec, output: Mapping[str, Any], gold: Any) -> bool
     True
     """
     score = prediction_score(task, output, gold)
-    if task.output.type == "span" and task.model_wrong.rule == "string_f1":
+    if task.model_wrong.rule in ("string_f1", "chrf_below"):
         return score < task.model_wrong.threshold
     return score < 1.0

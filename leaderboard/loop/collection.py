@@ -81,7 +81,7 @@ def collect_example(
         number: the round, which must be open.
         inputs: the task's input fields (for QA, ``context`` and ``question``).
         gold: ``{"label": L}``, or for QA ``{"answer": T, "answer_start": S}`` or
-            ``{"answers": [...]}``.
+            ``{"answers": [...]}``, or for text ``{"references": [...]}`` or ``{"text": T}``.
         predictor: answers for the round's targets (the warm :class:`TargetPool`).
         rng: draws the target when the round has several.
 

@@ -31,7 +31,7 @@ from leaderboard.loop.rounds import current_round
 
 __all__ = ["Failure", "capture_failure", "capture_failures", "read_failures"]
 
-_GOLD_KEYS = ("label", "answers", "answer", "answer_start")
+_GOLD_KEYS = ("label", "answers", "answer", "answer_start", "references", "text")
 _EXTRA_KEYS = ("prediction", "submission_id", "explanation", "uid")
 
 

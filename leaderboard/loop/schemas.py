@@ -67,9 +67,16 @@ class ExampleCreate(_In):
     answer_start: int | None = Field(
         None, ge=0, le=20_000, description="QA: where the answer starts (default: first one)."
     )
+    references: list[str] | None = Field(
+        None,
+        max_length=20,
+        description="Text generation: the reference answer(s) the annotator intends.",
+    )
     explanation: str = Field("", max_length=2000, description="Why the model should be fooled.")
 
     def gold(self) -> dict[str, Any]:
+        if self.references is not None:
+            return {"references": self.references}
         if self.answer is not None:
             return {"answer": self.answer, "answer_start": self.answer_start}
         return {"label": self.label}

@@ -9,7 +9,7 @@ from datasets_registry.examples import ColumnMapping, canonical_jsonl, parse_map
 from datasets_registry.importers import MAX_LINE_BYTES, read_rows
 from datasets_registry.taskspec import parse_task_spec
 from evalboard.core.errors import InvalidDataset
-from tests.helpers.tasks import QA, sentiment_spec
+from tests.helpers.tasks import GENERATIVE_QA, QA, sentiment_spec
 
 
 def test_csv_with_mapping_and_label_values(tmp_path: Path) -> None:
@@ -159,3 +159,36 @@ def test_parse_mapping_accepts_repeats_and_commas() -> None:
     assert parse_mapping(["a=b,c=d", "e=f"]) == {"a": "b", "c": "d", "e": "f"}
     with pytest.raises(InvalidDataset, match="field=column"):
         parse_mapping(["nonsense"])
+
+
+def test_text_task_rows_keep_their_references(tmp_path: Path) -> None:
+    path = tmp_path / "gen.jsonl"
+    rows = [
+        {
+            "uid": "q1",
+            "context": "Rollo led the Vikings.",
+            "question": "Who?",
+            "references": ["Rollo", "Rollo the Viking"],
+        },
+        {"uid": "q2", "context": "In 911.", "question": "When?", "refs": "911"},
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows[:1]), encoding="utf-8")
+    result = to_examples(read_rows(path), parse_task_spec(GENERATIVE_QA), ColumnMapping())
+    assert result.examples == [{**rows[0]}]
+    # One reference as a plain string, through a column mapping.
+    path.write_text(json.dumps(rows[1]) + "\n", encoding="utf-8")
+    mapped = ColumnMapping(fields={"references": "refs"})
+    [example] = to_examples(read_rows(path), parse_task_spec(GENERATIVE_QA), mapped).examples
+    assert example["references"] == ["911"]
+    assert b'"references":["911"]' in canonical_jsonl([example])
+
+
+@pytest.mark.parametrize("references", [[], [""], [3], {"text": "Rollo"}])
+def test_text_task_rows_without_usable_references_are_refused(
+    tmp_path: Path, references: object
+) -> None:
+    path = tmp_path / "gen.jsonl"
+    row = {"uid": "q1", "context": "c", "question": "q", "references": references}
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(InvalidDataset, match="line 1: references must be a non-empty list"):
+        to_examples(read_rows(path), parse_task_spec(GENERATIVE_QA), ColumnMapping())

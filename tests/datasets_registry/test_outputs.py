@@ -7,6 +7,7 @@ from datasets_registry.outputs import (
     LabelOutput,
     OutputSpec,
     SpanOutput,
+    TextOutput,
     output_problems,
 )
 
@@ -76,3 +77,31 @@ def test_probabilities_near_one_pass_and_booleans_are_not_numbers() -> None:
     assert SENTIMENT.parse({"label": "negative", "probs": {"negative": 0.9995}})
     with pytest.raises(BadOutput, match="True"):
         SENTIMENT.parse({"label": "negative", "probs": {"negative": True}})
+
+
+TEXT = OutputSpec(type="text")
+
+
+@pytest.mark.parametrize(
+    ("output", "problem"),
+    [
+        ({"text": "Rollo, a Viking"}, None),
+        ({"text": ""}, None),
+        ({"text": None}, "a string (the generated text) is required"),
+        ({"answer": "Rollo"}, "has text None"),
+        ({"text": ["Rollo"]}, "has text ['Rollo']"),
+    ],
+)
+def test_text_outputs(output: dict[str, object], problem: str | None) -> None:
+    found = output_problems(TEXT, ONE, [output])
+    assert bool(found) == (problem is not None)
+    assert all(problem in p.problem for p in found if problem)
+
+
+def test_a_text_output_parses_to_its_text_and_scores_against_the_references() -> None:
+    assert TEXT.parse({"text": "Rollo"}) == TextOutput(text="Rollo")
+    assert TEXT.prediction({"text": "Rollo"}) == "Rollo"
+    assert TEXT.gold({"uid": "1", "references": ["Rollo", "Rollo the Viking"]}) == [
+        "Rollo",
+        "Rollo the Viking",
+    ]

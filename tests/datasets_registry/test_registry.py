@@ -14,10 +14,11 @@ from datasets_registry import (
     list_datasets,
     read_examples,
 )
+from datasets_registry.taskspec import parse_task_spec
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, InvalidDataset, NotFound, PermissionDenied
 from evalboard.core.states import Access
-from tests.helpers.tasks import sentiment_rows, sentiment_spec, write_jsonl
+from tests.helpers.tasks import GENERATIVE_QA, sentiment_rows, sentiment_spec, write_jsonl
 
 
 @pytest.fixture
@@ -115,3 +116,32 @@ def test_perturbed_copies_are_derived_and_linked(task_ctx: Context, tmp_path: Pa
     for child in added.derived:
         assert child.derived_from_id == added.dataset.id and child.round == added.dataset.round
         assert {row["input_id"] for row in read_examples(task_ctx, child)} <= originals
+
+
+def test_a_text_tasks_references_stay_out_of_an_inputs_only_export(
+    any_ctx: Context, tmp_path: Path
+) -> None:
+    create_task(any_ctx, parse_task_spec(GENERATIVE_QA))
+    rows = [
+        {
+            "uid": "q1",
+            "context": "Rollo led the Vikings who settled in Normandy.",
+            "question": "Who led the Vikings?",
+            "references": ["Rollo", "Rollo the Viking"],
+        }
+    ]
+    added = add_dataset(
+        any_ctx,
+        task_id="generative-qa",
+        name="secret",
+        access=Access.HIDDEN,
+        path=write_jsonl(tmp_path / "g.jsonl", rows),
+    )
+    inputs_only = export_examples(any_ctx, added.dataset, labels=False)
+    assert inputs_only == [{k: v for k, v in rows[0].items() if k != "references"}]
+    # The perturbed copies keep the references (gold) and change only the question.
+    assert added.derived
+    for copy in added.derived:
+        [example] = read_examples(any_ctx, copy)
+        assert example["references"] == rows[0]["references"]
+        assert example["context"] == rows[0]["context"]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -7,7 +8,7 @@ import pytest
 
 from datasets_registry.taskspec import load_task_spec, parse_task_spec
 from evalboard.core.errors import InvalidTaskSpec
-from tests.helpers.tasks import QA, SENTIMENT
+from tests.helpers.tasks import GENERATIVE_QA, QA, SENTIMENT
 
 
 def test_design_example_parses() -> None:
@@ -31,7 +32,8 @@ def test_qa_shorthand_model_wrong() -> None:
     [
         (
             {"perf_metric": "acc"},
-            "perf_metric: allowed values are 'accuracy', 'macro_f1' or 'squad_f1' (got 'acc')",
+            "perf_metric: allowed values are 'accuracy', 'macro_f1', 'squad_f1', 'chrf', "
+            "'bleu', 'rouge_l', 'text_f1' or 'exact_match' (got 'acc')",
         ),
         ({"id": "Bad Id"}, "id: String should match pattern"),
         (
@@ -62,3 +64,47 @@ def test_yaml_that_is_not_a_mapping(tmp_path: Path) -> None:
     path.write_text("- just\n- a list\n")
     with pytest.raises(InvalidTaskSpec, match="must be a YAML mapping"):
         load_task_spec(path)
+
+
+def test_a_text_task_gets_references_and_fixed_generation_settings() -> None:
+    spec = parse_task_spec(GENERATIVE_QA)
+    assert spec.gold_field == "references"
+    assert spec.output.generation is not None
+    assert spec.output.generation.max_new_tokens == 32
+    assert spec.output.generation.greedy
+    # Without `generation`, the defaults are fixed too: greedy, 64 new tokens.
+    default = parse_task_spec({**GENERATIVE_QA, "output": {"type": "text"}})
+    assert default.output.generation is not None
+    assert (default.output.generation.max_new_tokens, default.output.generation.greedy) == (
+        64,
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            {"perf_metric": "squad_f1"},
+            "chrf or bleu or rouge_l or text_f1 or exact_match with text",
+        ),
+        ({"output": {"type": "text", "labels": ["a", "b"]}}, "a text output has no labels"),
+        (
+            {"output": {"type": "text", "generation": {"greedy": False}}},
+            "needs a fixed `seed`",
+        ),
+        (
+            {"output": {"type": "span", "generation": {}}, "perf_metric": "squad_f1"},
+            "`generation` is for text outputs",
+        ),
+        ({"input": [{"name": "references"}]}, "reserved"),
+    ],
+)
+def test_invalid_text_task_specs_say_what_to_change(change: dict[str, Any], expected: str) -> None:
+    with pytest.raises(InvalidTaskSpec, match=re.escape(expected)):
+        parse_task_spec({**GENERATIVE_QA, **change})
+
+
+def test_a_classification_metric_on_a_text_task_is_refused() -> None:
+    with pytest.raises(InvalidTaskSpec, match="accuracy or macro_f1 with multiclass"):
+        parse_task_spec({**GENERATIVE_QA, "perf_metric": "accuracy"})

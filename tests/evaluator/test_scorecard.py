@@ -8,7 +8,7 @@ from datasets_registry.taskspec import parse_task_spec
 from evaluator.result import DatasetMetrics, DatasetOutcome, Failure
 from evaluator.scorecard import score, summarize
 from scoring.registry import compute
-from tests.helpers.tasks import QA, sentiment_rows, sentiment_spec
+from tests.helpers.tasks import GENERATIVE_QA, QA, sentiment_rows, sentiment_spec
 
 
 def _outputs(*labels: str, probs: bool = False) -> list[dict[str, object]]:
@@ -127,3 +127,42 @@ def test_summary_is_dataset_weighted_over_scored_finished_datasets() -> None:
     assert summary.throughput == pytest.approx((10 + 3 * 30) / 4)
     assert summary.robustness == 90.0 and summary.fairness is None
     assert summary.ece is None
+
+
+def test_text_tasks_report_every_text_metric_and_chrf_for_the_copies() -> None:
+    task = parse_task_spec(GENERATIVE_QA)
+    rows = [
+        {
+            "uid": "a",
+            "context": "c",
+            "question": "Who?",
+            "references": ["Rollo", "Rollo the Viking"],
+        },
+        {"uid": "b", "context": "c", "question": "When?", "references": ["in 911"]},
+    ]
+    outputs = [{"text": "Rollo the Viking"}, {"text": "911 AD"}]
+    quality = score(task, rows, outputs)
+    texts = ["Rollo the Viking", "911 AD"]
+    golds = [row["references"] for row in rows]
+    assert quality.perf == compute("chrf", texts, golds)
+    assert set(quality.extra) == {"bleu", "rouge_l", "text_f1", "exact_match"}
+    assert quality.extra["exact_match"] == 50.0
+    assert quality.extra["bleu"] == compute("bleu", texts, golds)
+    # The drill-down scores are token F1 (chrF is a corpus figure), the gold the references.
+    assert quality.scores == [1.0, pytest.approx(0.5)]
+    assert quality.records[1]["gold"] == ["in 911"]
+
+    copies = [{**rows[0], "uid": "a-t", "input_id": "a"}]
+    delta = score(task, copies, [{"text": "Rollo the viking"}], originals={"a": outputs[0]})
+    assert delta.delta is not None and 0 < delta.delta < 100
+
+
+def test_summary_averages_the_extra_metrics_every_original_has() -> None:
+    a = _finished("a", 1.0, 60.0, 10.0)
+    b = _finished("b", 3.0, 80.0, 30.0)
+    copy = _finished("robustness-a", 1.0, 90.0, 10.0, perturbation="robustness")
+    assert a.metrics is not None and b.metrics is not None and copy.metrics is not None
+    a.metrics.extra = {"bleu": 20.0, "rouge_l": 40.0}
+    b.metrics.extra = {"bleu": 40.0}
+    copy.metrics.extra = {"bleu": 0.0}  # copies have no perf figures; never averaged in
+    assert summarize([a, b, copy]).extra == {"bleu": pytest.approx((20 + 3 * 40) / 4)}

@@ -31,6 +31,14 @@ QA: dict[str, Any] = {
     "model_wrong": {"string_f1": 0.4},
 }
 
+GENERATIVE_QA: dict[str, Any] = {
+    "id": "generative-qa",
+    "name": "Answer the question in a few words",
+    "input": [{"name": "context"}, {"name": "question"}],
+    "output": {"type": "text", "generation": {"max_new_tokens": 32, "greedy": True}},
+    "perf_metric": "chrf",
+}
+
 
 def sentiment_spec(**changes: Any) -> TaskSpec:
     return parse_task_spec({**SENTIMENT, **changes})

@@ -5,9 +5,9 @@ from typing import Any
 import pytest
 
 from datasets_registry.taskspec import parse_task_spec
-from evalboard.core.errors import UsageError
+from evalboard.core.errors import InvalidTaskSpec, UsageError
 from leaderboard.loop import check_gold, check_inputs, gold_value, is_model_wrong
-from tests.helpers.tasks import QA, sentiment_spec
+from tests.helpers.tasks import GENERATIVE_QA, QA, sentiment_spec
 
 SENTIMENT = sentiment_spec()
 QA_SPEC = parse_task_spec(QA)
@@ -75,3 +75,35 @@ def test_string_f1_threshold_is_strict_below() -> None:
     assert not is_model_wrong(spec, {"answer": "blue"}, ["blue whale"])
     # "whale shark fin" vs "blue whale": 1 common of 3 and 2 -> F1 0.4 (wrong)
     assert is_model_wrong(spec, {"answer": "whale shark fin"}, ["blue whale"])
+
+
+GENERATIVE_EXACT = parse_task_spec({**GENERATIVE_QA, "model_wrong": "exact_match"})
+GENERATIVE_CHRF = parse_task_spec({**GENERATIVE_QA, "model_wrong": {"chrf_below": 0.5}})
+QUESTION = {"context": CONTEXT, "question": "Which animal is the largest?"}
+
+
+def test_a_text_task_takes_the_annotators_references_or_one_text() -> None:
+    gold = check_gold(GENERATIVE_CHRF, QUESTION, {"text": "the blue whale"})
+    assert gold == {"references": ["the blue whale"]}
+    both = check_gold(GENERATIVE_CHRF, QUESTION, {"references": ["blue whale", "whale"]})
+    assert gold_value(GENERATIVE_CHRF, both) == ["blue whale", "whale"]
+    with pytest.raises(UsageError, match="non-empty list of non-empty strings"):
+        check_gold(GENERATIVE_CHRF, QUESTION, {"references": [""]})
+
+
+@pytest.mark.parametrize(
+    ("task", "text", "wrong"),
+    [
+        (GENERATIVE_EXACT, "The blue whale.", False),  # normalised exact match
+        (GENERATIVE_EXACT, "the blue whales", True),
+        (GENERATIVE_CHRF, "the blue whales", False),  # close in characters
+        (GENERATIVE_CHRF, "an elephant", True),
+    ],
+)
+def test_the_model_wrong_rule_for_generated_text(task: Any, text: str, wrong: bool) -> None:
+    assert is_model_wrong(task, {"text": text}, ["blue whale"]) is wrong
+
+
+def test_chrf_below_is_only_for_text_tasks() -> None:
+    with pytest.raises(InvalidTaskSpec, match="chrf_below is for text tasks"):
+        parse_task_spec({**QA, "model_wrong": {"chrf_below": 0.5}})

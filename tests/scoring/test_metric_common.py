@@ -12,6 +12,7 @@ from scoring import ScoringError, UnknownMetric, compute, get_metric, metric_nam
 
 LABELS = ["negative", "neutral", "positive"]
 CONTEXT_WORDS = ["the", "blue", "whale", "is", "large", "in", "Paris", "France", "a", ""]
+TEXT_WORDS = ["whales", "sing", "under", "blue", "water", "in", "the", "cold", "north", "sea"]
 
 
 def make_examples(kind: str, n: int, seed: int) -> tuple[list[Any], list[Any]]:
@@ -20,6 +21,15 @@ def make_examples(kind: str, n: int, seed: int) -> tuple[list[Any], list[Any]]:
     if kind == "label":
         golds = [LABELS[i] for i in rng.integers(0, 3, n)]
         predictions = [g if rng.random() < 0.6 else LABELS[rng.integers(0, 3)] for g in golds]
+        return predictions, golds
+
+    if kind == "text":
+        # Several references each, long enough for BLEU's 4-grams.
+        def sentence() -> str:
+            return " ".join(rng.choice(TEXT_WORDS, size=rng.integers(4, 9)))
+
+        golds = [[sentence() for _ in range(rng.integers(1, 4))] for _ in range(n)]
+        predictions = [gs[-1] if rng.random() < 0.5 else sentence() for gs in golds]
         return predictions, golds
 
     def phrase() -> str:
@@ -32,6 +42,7 @@ def make_examples(kind: str, n: int, seed: int) -> tuple[list[Any], list[Any]]:
 
 def test_registry_holds_the_task_metrics() -> None:
     assert set(metric_names()) >= {"accuracy", "macro_f1", "squad_f1", "squad_em"}
+    assert set(metric_names()) >= set(scoring.TEXT_METRICS)
 
 
 def test_unknown_metric_lists_the_known_ones() -> None:
@@ -62,7 +73,8 @@ def test_perfect_predictions_score_100(name: str) -> None:
         g if isinstance(g, str) else next((a for a in g if scoring.normalize_answer(a)), "")
         for g in golds
     ]
-    assert compute(name, perfect, golds, labels=LABELS) == 100.0
+    # approx: sacrebleu's BLEU is exp(mean of log precisions), 100 within float rounding.
+    assert compute(name, perfect, golds, labels=LABELS) == pytest.approx(100.0, abs=1e-9)
 
 
 @pytest.mark.parametrize("name", metric_names())
