@@ -37,7 +37,9 @@ def test_the_board_ranks_the_two_text_models_by_chrf(ctx: Context, tmp_path: Pat
             enqueue_submission(ctx, submission)
         pool.wake()
         assert pool.wait_idle(timeout=120)
-    board = build_leaderboard(ctx, load_table(ctx, task.id))
+    # Weighted on chrF alone: with the default weights two close models trade places on
+    # throughput and memory, which vary from run to run on a shared machine.
+    board = build_leaderboard(ctx, load_table(ctx, task.id), {"perf": 1.0})
     ranked = [row for row in board.rows if row.rank is not None]
     assert [row.name for row in ranked] == ["overlap-answer", "first-sentence"]
     leader, second = ranked
