@@ -12,6 +12,7 @@ over the manifest. Two rules live here and everything that shows a submission as
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,14 +26,12 @@ from evalboard.core.errors import PermissionDenied, UsageError
 from evalboard.core.tables import Submission
 from evalboard.core.validation import describe_validation_error
 from leaderboard.accounts import ANONYMOUS, Principal
-from leaderboard.schemas import LeaderboardPublic, RowPublic
 from leaderboard.table import ModelEntry, TaskTable, load_table, stored_card
 from submission_sandbox import ModelCard, Runtime
 
 __all__ = [
     "CardFilter",
     "CardUpdate",
-    "filter_board",
     "may_see",
     "public_table",
     "render_markdown",
@@ -180,9 +179,8 @@ def render_markdown(text: str) -> Markup:
 
 @dataclass(frozen=True)
 class CardFilter:
-    """Which models a board shows by their card: the one rule for the API, the pages and
-    already built boards (:func:`filter_board`). A size bound leaves out models whose card
-    gives no size.
+    """Which models a board shows by their card: the one rule for the API and the pages.
+    A size bound leaves out models whose card gives no size.
 
     Raises:
         UsageError: an unknown runtime (the known ones are listed).
@@ -217,37 +215,13 @@ class CardFilter:
             return False
         return not (self.max_params is not None and params is not None and params > self.max_params)
 
+    @property
+    def keep(self) -> Callable[[ModelEntry], bool] | None:
+        """``build_leaderboard``'s ``keep``: :meth:`keeps`, or None when nothing is left out."""
+        return self.keeps if self.active else None
+
     def keeps(self, entry: ModelEntry) -> bool:
         """Whether the model of ``entry`` is shown (``build_leaderboard``'s ``keep``)."""
         return self.matches(
             runtime=entry.runtime, license=entry.card.license, params=entry.card.params
         )
-
-
-def filter_board(
-    board: LeaderboardPublic,
-    *,
-    runtime: str | None = None,
-    license: str | None = None,
-    min_params: int | None = None,
-    max_params: int | None = None,
-) -> LeaderboardPublic:
-    """The rows of ``board`` whose card matches; ranks and scores stay those of the whole
-    board (a filter shows part of one ranking, it does not make another). A size bound
-    leaves out models whose card gives no size; the majority-class row always stays.
-
-    Raises:
-        UsageError: an unknown runtime (the known ones are listed).
-    """
-    wanted = CardFilter(
-        runtime=runtime, license=license, min_params=min_params, max_params=max_params
-    )
-    if not wanted.active:
-        return board
-
-    def keep(row: RowPublic) -> bool:
-        return row.kind == "majority" or wanted.matches(
-            runtime=row.runtime, license=row.license, params=row.params
-        )
-
-    return board.model_copy(update={"rows": [r for r in board.rows if keep(r)]})

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from datasets_registry import read_examples
+from evalboard.core.cache import MISSING
 from evalboard.core.context import Context
 from evaluator import read_records
 from leaderboard.table import ModelEntry, TaskTable
@@ -113,8 +114,9 @@ def leaderboard_intervals(
         table.majority_label,
         tuple(sorted((k, tuple(v.get("throughput", ()))) for k, v in (repeats or {}).items())),
     )
-    if ctx.cache.has(cache_key):
-        return ctx.cache.get(cache_key)  # type: ignore[no-any-return]
+    cached = ctx.cache.get(cache_key, MISSING)  # one call: None (no intervals) is cached too
+    if cached is not MISSING:
+        return cached  # type: ignore[no-any-return]
     try:
         examples: dict[str, dict[str, Any]] = {}
         uids: dict[str, tuple[str, ...]] = {}

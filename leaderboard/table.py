@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from datasets_registry import TaskSpec, get_task, list_datasets, read_examples, scoring_datasets
+from evalboard.core.cache import MISSING
 from evalboard.core.context import Context
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Task
@@ -126,8 +127,9 @@ def _majority_by_dataset(
     if task.output.type != "multiclass" or not originals:
         return None
     cache_key = ("majority", task.perf_metric, tuple((d.name, d.sha256) for d in originals))
-    if ctx.cache.has(cache_key):
-        return ctx.cache.get(cache_key)  # type: ignore[no-any-return]
+    cached = ctx.cache.get(cache_key, MISSING)  # one call: None (no majority) is cached too
+    if cached is not MISSING:
+        return cached  # type: ignore[no-any-return]
     golds = {d.name: [str(task.gold(e)) for e in read_examples(ctx, d)] for d in originals}
     counts = Counter(label for labels in golds.values() for label in labels)
     # Ties go to the label listed first in the task spec.

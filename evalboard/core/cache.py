@@ -27,7 +27,10 @@ from collections.abc import Hashable, Mapping
 from enum import Enum
 from typing import Any
 
-__all__ = ["DEFAULT_CACHE_BYTES", "MemoryCache", "approximate_size"]
+__all__ = ["DEFAULT_CACHE_BYTES", "MISSING", "MemoryCache", "approximate_size"]
+
+#: A miss, for :meth:`MemoryCache.get` where None is a cached value.
+MISSING: Any = object()
 
 #: Enough for the statistics of about 10,000 results of 500 examples each.
 DEFAULT_CACHE_BYTES = 512 * 1024**2
@@ -58,7 +61,7 @@ class MemoryCache:
     """A thread-safe LRU mapping whose entries together hold at most ``budget_bytes``.
 
     A value is stored with its size, measured once when it is put; ``None`` is a value
-    like any other (use :meth:`has` to tell it from a miss).
+    like any other: pass :data:`MISSING` as ``default`` to tell it from a miss in one call.
     """
 
     def __init__(self, budget_bytes: int = DEFAULT_CACHE_BYTES) -> None:
@@ -71,12 +74,12 @@ class MemoryCache:
         with self._lock:
             return key in self._entries
 
-    def get(self, key: Hashable) -> Any:
-        """The value under ``key`` (now the most recently used), None on a miss."""
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        """The value under ``key`` (now the most recently used), ``default`` on a miss."""
         with self._lock:
             found = self._entries.get(key)
             if found is None:
-                return None
+                return default
             self._entries.move_to_end(key)
             return found[0]
 

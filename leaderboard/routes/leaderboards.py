@@ -101,7 +101,7 @@ def _board(
         parse_weights(weights),
         dataset_weights=parse_dataset_weights(table, dataset_weights),
         query=query,
-        keep=cards.keeps if cards is not None and cards.active else None,
+        keep=cards.keep if cards is not None else None,
     )
 
 

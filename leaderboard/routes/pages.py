@@ -105,7 +105,7 @@ def _board(
         dataset_weights=parse_dataset_weights(table, dataset_weights),
         query=query,
         # Ranked on the whole visible board; the card filter picks rows before paging.
-        keep=cards.keeps if cards is not None and cards.active else None,
+        keep=cards.keep if cards is not None else None,
     )
 
 
@@ -186,11 +186,18 @@ def task_page(
         pager=pager,
         filters={"runtime": runtime or "", "license": license or ""},
         snapshots=list_snapshots(ctx, task_id),
-        # One page of several: the browser cannot re-rank what it was not sent, so moving
-        # a weight slider asks the server for the ranking instead.
+        # Part of the board (one page of several, a search, another order, a card filter):
+        # the browser cannot re-rank what it was not sent (its AMRS would be the part's),
+        # so moving a weight slider asks the server for the ranking instead.
         data={
             **_client_data(table, board, task.default_weights),
-            "paged": bool(pager["previous"] or pager["next"] or query.q or query.sort != "rank"),
+            "paged": bool(
+                pager["previous"]
+                or pager["next"]
+                or query.q
+                or query.sort != "rank"
+                or cards.active
+            ),
         },
         # A task nobody has been ranked on yet still shows every weight the owner set.
         slider_metrics=[m for m in board.metrics if m.weighable]
@@ -268,8 +275,8 @@ def model_page(
     ]
     chosen = next((d for d in browsable if d.name == dataset), browsable[0] if browsable else None)
     examples: list[dict[str, Any]] = []
+    submission = get_submission(ctx, submission_id)
     if chosen is not None:
-        submission = get_submission(ctx, submission_id)
         job = next(j for j in submission.jobs if j.dataset_id == chosen.id)
         examples = drilldown(ctx, submission, job, offset=offset, limit=25, wrong_only=wrong_only)
     return render(
@@ -279,7 +286,7 @@ def model_page(
         task=task_public(ctx, task_id),
         entry=entry,
         card_html=render_markdown(entry.card.card),
-        description=str(get_submission(ctx, submission_id).manifest.get("description") or ""),
+        description=str(submission.manifest.get("description") or ""),
         row=row,
         board=board,
         charts=charts,

@@ -4,7 +4,7 @@ import threading
 
 import numpy as np
 
-from evalboard.core.cache import MemoryCache, approximate_size
+from evalboard.core.cache import MISSING, MemoryCache, approximate_size
 
 
 def test_the_least_recently_used_goes_first_when_the_budget_is_spent() -> None:
@@ -23,6 +23,8 @@ def test_arrays_count_by_their_buffer_and_none_is_a_value() -> None:
     cache = MemoryCache(budget_bytes=1_000)
     cache.put("missing-intervals", None)
     assert cache.has("missing-intervals") and cache.get("missing-intervals") is None
+    assert cache.get("missing-intervals", MISSING) is None  # a hit, in one locked call
+    assert cache.get("never-put", MISSING) is MISSING
 
 
 def test_replacing_a_key_keeps_the_count_of_bytes_right() -> None:
