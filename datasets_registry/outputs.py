@@ -180,14 +180,7 @@ class OutputSpec(BaseModel):
         Raises:
             BadOutput: naming every problem and the bad value of each.
         """
-        if not isinstance(raw, Mapping):
-            raise BadOutput([f"is {_short(raw)}, not an object"])
-        if self.type == "span":
-            problems = self._span_problems(raw, context)
-        elif self.type == "text":
-            problems = self._text_problems(raw)
-        else:
-            problems = self._label_problems(raw)
+        problems = self.problems(raw, context=context)
         if problems:
             raise BadOutput(problems)
         if self.type == "span":
@@ -196,13 +189,27 @@ class OutputSpec(BaseModel):
             return TextOutput(text=raw["text"])
         return LabelOutput(label=raw["label"], probs=raw.get("probs"))
 
+    def problems(self, raw: Any, *, context: str | None = None) -> list[str]:
+        """Everything wrong with ``raw`` (empty when it keeps the contract), without
+        building the typed output: what a batch's check needs."""
+        if not isinstance(raw, Mapping):
+            return [f"is {_short(raw)}, not an object"]
+        if self.type == "span":
+            return self._span_problems(raw, context)
+        if self.type == "text":
+            return self._text_problems(raw)
+        return self._label_problems(raw)
+
+    @property
+    def _known(self) -> str:
+        return ", ".join(self.labels)
+
     def _label_problems(self, raw: Mapping[str, Any]) -> list[str]:
-        known = ", ".join(self.labels)
         problems = []
         label = raw.get("label")
         if not isinstance(label, str) or label not in self.labels:
             problems.append(
-                f"has label {_short(label)}, which is not one of the task's labels: {known}"
+                f"has label {_short(label)}, which is not one of the task's labels: {self._known}"
             )
         probs = raw.get("probs")
         if probs is None:
@@ -210,14 +217,14 @@ class OutputSpec(BaseModel):
         if not isinstance(probs, Mapping):
             problems.append(
                 f"has probs {_short(probs)}; probs must be an object mapping the task's "
-                f"labels ({known}) to probabilities"
+                f"labels ({self._known}) to probabilities"
             )
             return problems
         unknown = [name for name in probs if name not in self.labels]
         if unknown:
             problems.append(
                 f"has probs naming unknown label(s) {', '.join(map(_short, unknown))}; "
-                f"known: {known}"
+                f"known: {self._known}"
             )
             return problems
         for name, value in probs.items():
@@ -301,9 +308,8 @@ def output_problems(
     found: list[OutputProblem] = []
     for index, (example, output) in enumerate(zip(inputs, outputs, strict=True)):
         context = example.get("context")
-        try:
-            spec.parse(output, context=context if isinstance(context, str) else None)
-        except BadOutput as bad:
+        problems = spec.problems(output, context=context if isinstance(context, str) else None)
+        if problems:
             uid = str(example["uid"]) if "uid" in example else None
-            found.extend(OutputProblem(index, uid, problem) for problem in bad.problems)
+            found.extend(OutputProblem(index, uid, problem) for problem in problems)
     return found

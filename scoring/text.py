@@ -119,7 +119,7 @@ def exact_matches(predictions: Sequence[str], golds: Sequence[Any]) -> FloatArra
     """1 where the normalised prediction equals a normalised reference."""
     return np.asarray(
         [
-            float(any(normalize_answer(p) == normalize_answer(r) for r in refs))
+            float(normalize_answer(p) in {normalize_answer(r) for r in refs})
             for p, refs in zip(predictions, _references(golds), strict=True)
         ]
     )

@@ -85,8 +85,9 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
                 "higher",
                 weighable=True,
                 result_field="perf",
-                measured="The task's metric (accuracy, macro-F1 or SQuAD F1) x100 on each "
-                "scoring dataset, averaged with the dataset weights.",
+                measured="The task's metric (accuracy, macro-F1, SQuAD F1; for text chrF, "
+                "BLEU, ROUGE-L, token F1 or exact match) x100 on each scoring dataset, "
+                "averaged with the dataset weights.",
             ),
             BoardMetric(
                 "throughput",

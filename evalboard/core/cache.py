@@ -24,7 +24,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
-from enum import Enum
+from types import FunctionType, ModuleType
 from typing import Any
 
 __all__ = ["DEFAULT_CACHE_BYTES", "MISSING", "MemoryCache", "approximate_size"]
@@ -42,18 +42,27 @@ def approximate_size(value: Any) -> int:
     >>> approximate_size(("ab", "cd")) > approximate_size(("ab",))
     True
     """
+    return _size(value, set())
+
+
+def _size(value: Any, seen: set[int]) -> int:
+    # ``seen``: an object reached twice (a shared string, a cycle through an enum member's
+    # class) counts once and ends the walk.
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
     nbytes = getattr(value, "nbytes", None)
     if isinstance(nbytes, int):
         return nbytes + 112  # an ndarray's header
     size = sys.getsizeof(value)
-    if isinstance(value, str | bytes | int | float | Enum):
-        return size  # a StrEnum member has a __dict__ that leads back to its class
+    if isinstance(value, str | bytes | int | float | type | ModuleType | FunctionType):
+        return size  # no items of its own worth counting
     if isinstance(value, Mapping):
-        size += sum(approximate_size(k) + approximate_size(v) for k, v in value.items())
+        size += sum(_size(k, seen) + _size(v, seen) for k, v in value.items())
     elif isinstance(value, list | tuple | set | frozenset):
-        size += sum(approximate_size(item) for item in value)
+        size += sum(_size(item, seen) for item in value)
     elif hasattr(value, "__dict__"):
-        size += approximate_size(vars(value))
+        size += _size(vars(value), seen)
     return size
 
 

@@ -87,7 +87,7 @@ def _reap_forever(ctx: Context, every_s: float, stop: threading.Event) -> None:
             queue.reap_expired(ctx, dispatcher=dispatcher)
         except PlatformError as exc:  # an outage is one line when it starts, not one a cycle
             logger.debug("the reaper cannot reach the database: %s", exc)
-            faults.DATABASE.went_down("the database")
+            faults.DATABASE.went_down(faults.DATABASE_PART)
             continue
         except Exception:
             logger.warning("reaping expired leases failed", exc_info=True)

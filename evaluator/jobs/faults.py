@@ -34,6 +34,7 @@ from submission_sandbox import docker_client, reap_orphans
 
 __all__ = [
     "DATABASE",
+    "DATABASE_PART",
     "ENGINE",
     "ENGINE_KINDS",
     "STORE",
@@ -209,6 +210,8 @@ def _remove_leftovers() -> None:
 ENGINE = EngineWatch()
 #: The artifact store this process reads bundles from and writes predictions to.
 STORE = PartWatch(back="the artifact store answers again")
+#: How the database is named in the lines and in a worker's faults.
+DATABASE_PART = "the database"
 #: The database (the queue, the results): told by whoever meets it away or back, never
 #: probed by the watch itself.
-DATABASE = PartWatch(back="the database answers again")
+DATABASE = PartWatch(back=f"{DATABASE_PART} answers again")

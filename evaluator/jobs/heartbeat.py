@@ -41,7 +41,6 @@ logger = logging.getLogger(__name__)
 BEAT_S = 15.0
 #: A worker missing this many beats in a row is no longer live.
 LIVE_BEATS = 3
-_DATABASE = "the database"
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ class Readiness:
 
     def summary(self, sandbox: str) -> str:
         """One line: each part and its state (what does not answer is in ``faults``)."""
-        database = "down" if _DATABASE in self.faults else "ok"
+        database = "down" if faults.DATABASE_PART in self.faults else "ok"
         return (
             f"database {database}, artifact store {self.store}, "
             f"sandbox engine {self.engine} ({sandbox})"
@@ -118,8 +117,8 @@ class WorkerHeartbeat:
                 session.merge(row)
         except Exception as exc:
             logger.debug("the heartbeat cannot reach the database: %s", exc)
-            faults.DATABASE.went_down(_DATABASE)
-            return Readiness(found.engine, found.store, (*found.faults, _DATABASE))
+            faults.DATABASE.went_down(faults.DATABASE_PART)
+            return Readiness(found.engine, found.store, (*found.faults, faults.DATABASE_PART))
         faults.DATABASE.came_back()
         return found
 

@@ -281,7 +281,7 @@ def _when_the_database_answers(ctx: Context, lease: Lease, write: Callable[[], o
             write()
         except PlatformError as exc:  # the database's faults, mapped in one place
             logger.debug("job %s: writing its outcome failed: %s", lease.job_id, exc)
-            faults.DATABASE.went_down("the database")
+            faults.DATABASE.went_down(faults.DATABASE_PART)
             if lease.lost.wait(faults.backoff_s(ctx.settings, tries)):
                 raise Aborted from exc
             tries += 1

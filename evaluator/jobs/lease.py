@@ -118,7 +118,7 @@ class Lease:
                 # A database blip: keep trying until the lease would have run out.
                 failures += 1
                 if isinstance(exc, PlatformError):  # the database does not answer
-                    faults.DATABASE.went_down("the database")
+                    faults.DATABASE.went_down(faults.DATABASE_PART)
                 else:
                     logger.warning("job %s: heartbeat failed", self.job_id, exc_info=True)
                 if failures * self.interval_s < self.lease_s:

@@ -55,7 +55,7 @@ class _Outage:
         with self._lock:
             if not self.down:
                 logger.debug("the database does not answer: %s", exc)
-                faults.DATABASE.went_down("the database")
+                faults.DATABASE.went_down(faults.DATABASE_PART)
                 self.wait_s = self._first
             else:
                 self.wait_s = min(self.wait_s * 2, MAX_BACKOFF_S)

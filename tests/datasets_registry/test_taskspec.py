@@ -108,3 +108,15 @@ def test_invalid_text_task_specs_say_what_to_change(change: dict[str, Any], expe
 def test_a_classification_metric_on_a_text_task_is_refused() -> None:
     with pytest.raises(InvalidTaskSpec, match="accuracy or macro_f1 with multiclass"):
         parse_task_spec({**GENERATIVE_QA, "perf_metric": "accuracy"})
+
+
+def test_a_task_may_name_exactly_the_perf_metrics_scoring_has() -> None:
+    # The spec's list is written out for pydantic and the API schema; it must not drift
+    # from the text metrics the scoring package registers.
+    from typing import get_args
+
+    from datasets_registry.taskspec import TaskSpec
+    from scoring import TEXT_METRICS
+
+    allowed = get_args(TaskSpec.model_fields["perf_metric"].annotation)
+    assert allowed == ("accuracy", "macro_f1", "squad_f1", *TEXT_METRICS)
