@@ -27,6 +27,7 @@ from leaderboard.body_limit import BodyLimitMiddleware
 from leaderboard.errors import install_error_handlers
 from leaderboard.headers import SecurityHeadersMiddleware
 from leaderboard.routes import (
+    attributions,
     compare,
     datasets,
     leaderboards,
@@ -118,6 +119,7 @@ def create_app(ctx: Context | None = None) -> FastAPI:
         rounds,
         snapshots,
         users,
+        attributions,
     ):
         app.include_router(module.router)
     app.include_router(pages.router)
