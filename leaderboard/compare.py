@@ -256,7 +256,10 @@ def _matrix_row(
             CellPublic(
                 metric=name,
                 values=values,
-                best=[k for k, v in present.items() if v == top] if len(present) > 1 else [],
+                # No mark where one model has a figure or all have the same one.
+                best=[k for k, v in present.items() if v == top]
+                if len(set(present.values())) > 1
+                else [],
             )
         )
     return MatrixRowPublic(dataset=dataset, access=access, cells=cells)
