@@ -6,7 +6,6 @@ variants."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,49 +15,34 @@ import pytest
 
 from evalboard.core.context import Context
 from evalboard.core.limits import SandboxLimits
-from evalboard.core.settings import get_settings
 from leaderboard.attributions import Attributor
 from leaderboard.loop import TargetPool
 from leaderboard.occlusion import attribution_scores, variants, words_of
 from submission_sandbox import Sandbox, open_sandbox
+from tests.helpers.sandbox_models import (
+    CONTRACT_EXAMPLE,
+    build_contract_image_bundle,
+    load_module,
+)
 from tests.helpers.tasks import sentiment_spec
 from tests.loop.platform import FIXTURES
+from tests.submission_sandbox.conftest import docker_engine  # noqa: F401 - a fixture
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "docs" / "examples" / "contract_model.py"
 SENTENCE = "What a great film it was"
 LIMITS = SandboxLimits(cpus=1, memory="1g", timeout_s=120)
+#: The platform's smallest offline base image (Python 3, nothing else).
+SMALL_BASE = "evalboard/base:bookworm"
 
 #: A bundle directory and the same model's answers computed in this process.
 Made = tuple[Path, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]]
 
 
-@pytest.fixture(scope="module")
-def engine() -> Any:
-    docker = pytest.importorskip("docker")
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-        client.images.get(get_settings().base_image)
-    except Exception as exc:  # noqa: BLE001 - any failure means: no usable engine here
-        pytest.skip(f"no Docker engine with the runtime image ({exc}); run docker/bootstrap.sh")
-    return client
-
-
-def _load(path: Path, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _python(tmp: Path, engine: Any) -> Made:
     bundle = tmp / "keyword"
     shutil.copytree(FIXTURES / "keyword", bundle, ignore=shutil.ignore_patterns("__pycache__"))
-    model = _load(bundle / "handler.py", "keyword_handler").Model(str(bundle))
+    model = load_module(bundle / "handler.py", "keyword_handler").Model(str(bundle))
     return bundle, model.predict
 
 
@@ -74,28 +58,17 @@ def _onnx(tmp: Path, engine: Any) -> Made:
 
 
 def _image(tmp: Path, engine: Any) -> Made:
-    context = tmp / "context"
-    context.mkdir()
-    shutil.copy(EXAMPLE, context / "contract_model.py")
-    shutil.copy(EXAMPLE.with_name("Dockerfile"), context / "Dockerfile")
-    tag = "evalboard-test/contract-example-attribution:latest"
-    # The docs' Dockerfile on the platform's smallest offline base (python3 only).
-    engine.images.build(
-        path=str(context),
-        tag=tag,
-        buildargs={"BASE_IMAGE": "evalboard/base:bookworm"},
-        network_mode="none",
-        rm=True,
+    try:
+        engine.images.get(SMALL_BASE)
+    except Exception:  # noqa: BLE001 - absent or unreadable: not usable
+        pytest.skip(f"{SMALL_BASE} is missing; run docker/bootstrap.sh")
+    bundle = build_contract_image_bundle(
+        engine,
+        tmp / "image-bundle",
+        base_image=SMALL_BASE,
+        tag="evalboard-test/contract-example-attribution:latest",
     )
-    bundle = tmp / "image-bundle"
-    bundle.mkdir()
-    (bundle / "evalboard.yaml").write_text(
-        "name: contract-example\ntask: sentiment\nruntime: image\nimage: image.tar\n"
-    )
-    with open(bundle / "image.tar", "wb") as out:
-        for chunk in engine.images.get(tag).save(named=True):
-            out.write(chunk)
-    classify = _load(EXAMPLE, "contract_model").classify
+    classify = load_module(CONTRACT_EXAMPLE, "contract_model").classify
     return bundle, lambda batch: [classify(x["statement"]) for x in batch]
 
 
@@ -104,20 +77,12 @@ MAKERS = {"python": _python, "onnx": _onnx, "image": _image}
 
 @pytest.fixture(params=list(MAKERS))
 def made(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, engine: Any
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    docker_engine: Any,  # noqa: F811 - the fixture imported above
 ) -> Iterator[tuple[str, Made]]:
     runtime: str = request.param
-    if runtime == "image" and not _has_image(engine, "evalboard/base:bookworm"):
-        pytest.skip("evalboard/base:bookworm is missing; run docker/bootstrap.sh")
-    yield runtime, MAKERS[runtime](tmp_path_factory.mktemp(runtime), engine)
-
-
-def _has_image(engine: Any, name: str) -> bool:
-    try:
-        engine.images.get(name)
-    except Exception:  # noqa: BLE001 - absent or unreadable: not usable
-        return False
-    return True
+    yield runtime, MAKERS[runtime](tmp_path_factory.mktemp(runtime), docker_engine)
 
 
 def test_every_runtime_is_explained_through_its_docker_sandbox(
