@@ -27,6 +27,8 @@ from leaderboard.body_limit import BodyLimitMiddleware
 from leaderboard.errors import install_error_handlers
 from leaderboard.headers import SecurityHeadersMiddleware
 from leaderboard.routes import (
+    attributions,
+    compare,
     datasets,
     leaderboards,
     manage,
@@ -107,10 +109,22 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     )
     app.add_middleware(SecurityHeadersMiddleware, hsts=ctx.settings.environment == "production")
     install_error_handlers(app)
-    for module in (tasks, datasets, leaderboards, uploads, submissions, rounds, snapshots, users):
+    for module in (
+        tasks,
+        datasets,
+        leaderboards,
+        compare,
+        uploads,
+        submissions,
+        rounds,
+        snapshots,
+        users,
+        attributions,
+    ):
         app.include_router(module.router)
     app.include_router(pages.router)
     app.include_router(snapshots.pages_router)
+    app.include_router(compare.pages_router)
     app.include_router(manage.router)
     app.include_router(loop_router)  # rounds, collection, validation, failures + their pages
     app.include_router(health.router)

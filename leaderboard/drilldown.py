@@ -10,13 +10,33 @@ from typing import Any
 
 from datasets_registry import GOLD_FIELDS, get_task, read_examples
 from evalboard.core.context import Context
+from evalboard.core.errors import NotFound
+from evalboard.core.states import Access
 from evalboard.core.tables import Job, Submission
+from leaderboard.accounts import Principal
 from leaderboard.intervals import load_records
 
-__all__ = ["drilldown"]
+__all__ = ["drilldown", "visible_job"]
 
 # Not the model's inputs: the gold (of any output type) and the bookkeeping fields.
 _NOT_INPUTS = ("uid", *GOLD_FIELDS, "input_id", "perturbation")
+
+
+def visible_job(principal: Principal, submission: Submission, dataset: str) -> Job:
+    """The submission's job on ``dataset`` if ``principal`` may see its examples: a hidden
+    dataset's only for the task owner.
+
+    Raises:
+        NotFound: no such job, or a hidden one (named as if it did not exist).
+    """
+    job = next((j for j in submission.jobs if j.dataset.name == dataset), None)
+    if job is None or (
+        job.dataset.access == Access.HIDDEN and not principal.owns(submission.task_id)
+    ):
+        raise NotFound(
+            f"Submission {submission.id} has no results on a dataset {dataset!r} you may see"
+        )
+    return job
 
 
 def drilldown(

@@ -64,7 +64,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     409: _described("Clashes with what is stored."),
     413: _described("Too large."),
     429: _described("Daily upload quota spent."),
-    503: _described("The platform lacks something it needs; not your fault."),
+    503: _described("The platform lacks something it needs, or is busy; not your fault."),
 }
 
 

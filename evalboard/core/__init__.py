@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from evalboard.core.context import Context
     from evalboard.core.db import Database, migrate
     from evalboard.core.errors import (
+        Busy,
         Conflict,
         EvalboardError,
         EvaluationFailed,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Access",
     "ArtifactStore",
+    "Busy",
     "Conflict",
     "Context",
     "Database",
@@ -80,6 +82,7 @@ __getattr__, __dir__ = lazy_exports(
         "evalboard.core.context": ("Context",),
         "evalboard.core.db": ("Database", "migrate"),
         "evalboard.core.errors": (
+            "Busy",
             "Conflict",
             "EvalboardError",
             "EvaluationFailed",

@@ -14,6 +14,7 @@
     ├── QuotaExceeded                 the caller's daily quota is spent: exit 2, 429
     ├── EvaluationFailed              the evaluated thing failed (a model, a gate): exit 1, 422
     └── PlatformError                 our side is missing something (no Docker engine): exit 2, 503
+        └── Busy                      at a capacity limit for now (try again shortly): 503
 
 Every message says what was wrong and how to fix it. Deep code raises these; the CLI and
 the HTTP layer map them to exit codes and statuses in one place each.
@@ -22,6 +23,7 @@ the HTTP layer map them to exit codes and statuses in one place each.
 from __future__ import annotations
 
 __all__ = [
+    "Busy",
     "Conflict",
     "EvalboardError",
     "EvaluationFailed",
@@ -121,3 +123,7 @@ class PlatformError(EvalboardError):
     """Something the platform needs is missing or broken; not the user's fault."""
 
     http_status = 503
+
+
+class Busy(PlatformError):
+    """The platform is at a capacity limit for the moment; the same request later works."""

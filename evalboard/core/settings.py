@@ -96,6 +96,19 @@ class Settings(BaseSettings):
     upload_expiry_hours: float = Field(
         24, gt=0, description="An open upload with no chunk for this long is deleted."
     )
+    attribution_max_words: int = Field(
+        200,
+        ge=1,
+        le=10_000,
+        description="The most words one word-attribution request explains; the model then "
+        "answers at most this many variants plus the input itself, in one request.",
+    )
+    attribution_max_concurrent: int = Field(
+        2,
+        ge=1,
+        description="Word attributions computed at once by one server; more are refused "
+        "(503) until one ends. Cached ones are always answered.",
+    )
     max_request_bytes: int = Field(
         1024**3,
         description="Largest single request body from a signed-in caller (a dataset form, "

@@ -7,6 +7,10 @@ read back (and which is evaluated the same way on any dataset it has none for ye
 another bundle, evaluated the same way. Per example, "right" is the task's model-wrong
 rule negated. Every example the baseline got right and the candidate got wrong is a
 regression; a dataset the candidate failed to run on fails the gate too.
+
+Where a server is known and both models are submissions of the task (the candidate found
+by its bundle's sha256, so an uploaded candidate is found), the report links to the two
+side by side on the compare page (``compare_url``), every disagreement listed there.
 """
 
 from __future__ import annotations
@@ -27,7 +31,14 @@ from evaluator import RunOptions, TestSet, evaluate_dataset, outputs_by_uid, rea
 from leaderboard.loop.answers import gold_value, is_model_wrong
 from submission_sandbox import load_bundle
 
-__all__ = ["DatasetComparison", "GateReport", "Regression", "compare", "run_gate"]
+__all__ = [
+    "DatasetComparison",
+    "GateReport",
+    "Regression",
+    "compare",
+    "compare_url",
+    "run_gate",
+]
 
 #: dataset name -> uid -> the model's output
 Outputs = dict[str, dict[str, dict[str, Any]]]
@@ -66,6 +77,11 @@ class GateReport:
     candidate: str
     datasets: list[DatasetComparison] = field(default_factory=list)
     regressions: list[Regression] = field(default_factory=list)
+    #: The stored submissions of the task that are the baseline and the candidate (None:
+    #: not uploaded), and the compare page of the two where a server is known.
+    baseline_submission: int | None = None
+    candidate_submission: int | None = None
+    compare_url: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -127,7 +143,8 @@ def compare(
 
 def _evaluate(
     bundle: Path, task: TaskSpec, test_sets: Sequence[TestSet], sandbox: str, workdir: Path
-) -> tuple[Outputs, dict[str, str]]:
+) -> tuple[Outputs, dict[str, str], str]:
+    """The bundle's outputs per dataset, its failures, and its sha256."""
     unpacked = load_bundle(bundle, unpack_to=workdir)
     options = RunOptions(sandbox=sandbox, measure_energy=False)
     outputs: Outputs = {}
@@ -138,7 +155,23 @@ def _evaluate(
             failures[test_set.name] = f"{run.outcome.failure.reason}: {run.outcome.failure.message}"
         else:
             outputs[test_set.name] = run.outputs or {}
-    return outputs, failures
+    return outputs, failures, unpacked.sha256
+
+
+def _uploaded(ctx: Context, task_id: str, sha256: str) -> int | None:
+    """The task's newest submission of the bundle with this sha256, if it was uploaded."""
+    with ctx.db.session() as session:
+        return session.scalar(
+            select(Submission.id)
+            .where(Submission.task_id == task_id, Submission.bundle_sha256 == sha256)
+            .order_by(Submission.id.desc())
+            .limit(1)
+        )
+
+
+def compare_url(server: str, task_id: str, baseline: int, candidate: int) -> str:
+    """The compare page of the two submissions on ``server``."""
+    return f"{server.rstrip('/')}/ui/tasks/{task_id}/compare?models={baseline},{candidate}"
 
 
 def _stored(ctx: Context, submission_id: int, test_sets: Sequence[TestSet]) -> Outputs:
@@ -158,13 +191,18 @@ def _stored(ctx: Context, submission_id: int, test_sets: Sequence[TestSet]) -> O
     return outputs
 
 
-def _submission_bundle(ctx: Context, submission_id: int, task_id: str, workdir: Path) -> Path:
+def _task_submission(ctx: Context, submission_id: int, task_id: str) -> str:
+    """The artifact key of the task's submission ``submission_id``.
+
+    Raises:
+        NotFound: no such submission, or one of another task (whose datasets may share
+            this task's names, but not its examples).
+    """
     with ctx.db.session() as session:
         submission = session.get(Submission, submission_id)
         if submission is None or submission.task_id != task_id:
             raise NotFound(f"Task {task_id!r} has no submission {submission_id}")
-        key = submission.artifact_key
-    return ctx.artifacts.local_file(key, workdir)
+        return submission.artifact_key
 
 
 def run_gate(
@@ -174,6 +212,7 @@ def run_gate(
     task_id: str,
     baseline: str,
     sandbox: str | None = None,
+    server: str | None = None,
 ) -> GateReport:
     """Evaluate ``candidate`` and compare it with ``baseline`` on every original dataset.
 
@@ -181,6 +220,7 @@ def run_gate(
         candidate: a bundle directory or archive.
         baseline: a submission id of the task, or a bundle directory or archive.
         sandbox: ``docker`` or ``local``; the settings' sandbox by default.
+        server: the server's URL, for the report's ``compare_url``.
 
     Raises:
         UsageError: the task has no dataset, or ``baseline`` names neither a submission
@@ -195,19 +235,27 @@ def run_gate(
     baseline_path = Path(baseline)
     if not baseline_path.exists() and not baseline.isdigit():
         raise UsageError(f"--baseline {baseline!r} is neither a submission id nor a bundle path")
+    # A stored baseline is checked before the candidate runs.
+    key = None if baseline_path.exists() else _task_submission(ctx, int(baseline), task_id)
     report = GateReport(task=task_id, baseline=baseline, candidate=str(candidate))
     with scratch_tree("evalboard-gate") as tmp:
         work = Path(tmp)
-        new, failed = _evaluate(candidate, task, test_sets, kind, work / "candidate")
+        new, failed, digest = _evaluate(candidate, task, test_sets, kind, work / "candidate")
+        report.candidate_submission = _uploaded(ctx, task_id, digest)
         if baseline_path.exists():
-            old, old_failed = _evaluate(baseline_path, task, test_sets, kind, work / "baseline")
+            old, old_failed, old_digest = _evaluate(
+                baseline_path, task, test_sets, kind, work / "baseline"
+            )
+            report.baseline_submission = _uploaded(ctx, task_id, old_digest)
         else:
+            assert key is not None
+            report.baseline_submission = int(baseline)
             old = _stored(ctx, int(baseline), test_sets)
             missing = [t for t in test_sets if t.name not in old]
             old_failed = {}
             if missing:
-                bundle = _submission_bundle(ctx, int(baseline), task_id, work)
-                more, old_failed = _evaluate(bundle, task, missing, kind, work / "baseline")
+                bundle = ctx.artifacts.local_file(key, work)
+                more, old_failed, _ = _evaluate(bundle, task, missing, kind, work / "baseline")
                 old.update(more)
     for test_set in test_sets:
         if test_set.name in failed:
@@ -225,4 +273,7 @@ def run_gate(
         )
         report.datasets.append(summary)
         report.regressions.extend(regressions)
+    pair = (report.baseline_submission, report.candidate_submission)
+    if server and pair[0] is not None and pair[1] is not None and pair[0] != pair[1]:
+        report.compare_url = compare_url(server, task_id, pair[0], pair[1])
     return report

@@ -97,15 +97,53 @@ class TargetPool:
         """
         target = self._entry(round_id, submission_id)
         with target.lock:
-            box = self._started(target, submission_id)
-            try:
-                outputs = box.predict(inputs)
-                check_outputs(box, inputs, outputs, task)
-            except SandboxFailure:
-                target.box = None
-                _close_quietly(box)
-                raise
+            return self._answer(target, submission_id, inputs, task)
+
+    def _answer(
+        self, target: _Target, submission_id: int, inputs: list[dict[str, Any]], task: TaskSpec
+    ) -> list[dict[str, Any]]:
+        # Called with target.lock held.
+        box = self._started(target, submission_id)
+        try:
+            outputs = box.predict(inputs)
+            check_outputs(box, inputs, outputs, task)
+        except SandboxFailure:
+            target.box = None
+            _close_quietly(box)
+            raise
+        return outputs
+
+    def predict_any(
+        self, submission_id: int, inputs: list[dict[str, Any]], task: TaskSpec
+    ) -> list[dict[str, Any]]:
+        """Outputs of ``submission_id`` whether or not it is a target of an open round:
+        its warm sandbox where one runs (an open round's target), else one started for
+        these inputs and closed after them. Checked like :meth:`predict`.
+
+        Raises:
+            SandboxFailure: the model failed or broke the contract.
+        """
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the target pool is closed")
+            warm = [t for (_, s), t in self._targets.items() if s == submission_id]
+        for target in warm:
+            with target.lock:
+                if target.box is not None:  # running (checked with its lock held)
+                    return self._answer(target, submission_id, inputs, task)
+        return self._once(submission_id, inputs, task)
+
+    def _once(
+        self, submission_id: int, inputs: list[dict[str, Any]], task: TaskSpec
+    ) -> list[dict[str, Any]]:
+        box = self._factory(submission_id)
+        try:
+            box.start()
+            outputs = box.predict(inputs)
+            check_outputs(box, inputs, outputs, task)
             return outputs
+        finally:
+            _close_quietly(box)
 
     def is_warm(self, round_id: int, submission_id: int) -> bool:
         with self._lock:

@@ -8,11 +8,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 
 from datasets_registry import get_task
-from evalboard.core.errors import NotFound
-from evalboard.core.states import Access
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.cards import CardUpdate, update_card
-from leaderboard.drilldown import drilldown
+from leaderboard.drilldown import drilldown, visible_job
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import (
@@ -105,11 +103,5 @@ def examples(
     wrong_only: Annotated[bool, Query(description="Only examples the model got wrong.")] = False,
 ) -> list[dict[str, Any]]:
     submission = visible_submission(ctx, principal, submission_id)
-    job = next((j for j in submission.jobs if j.dataset.name == dataset), None)
-    if job is None or (
-        job.dataset.access == Access.HIDDEN and not principal.owns(submission.task_id)
-    ):
-        raise NotFound(
-            f"Submission {submission_id} has no results on a dataset {dataset!r} you may see"
-        )
+    job = visible_job(principal, submission, dataset)
     return drilldown(ctx, submission, job, offset=offset, limit=limit, wrong_only=wrong_only)

@@ -7,28 +7,19 @@ The bundles are written by docs/examples/sklearn_bundles.py, the code the docs s
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from evaluator import RunOptions, TestSet, evaluate
+from tests.helpers.sandbox_models import load_module
 from tests.helpers.tasks import sentiment_spec, write_jsonl
 from tests.submission_sandbox.conftest import docker_engine  # noqa: F401 - a fixture
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 TRAIN_ROWS = 3000  # small and fast: a few seconds of training
-
-
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _dynasent(path: Path) -> list[dict[str, Any]]:
@@ -55,7 +46,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, list[d
     dynasent = SHARED_DATASETS / "dynasent"
     if not dynasent.is_dir():
         pytest.skip(f"real datasets not found at {SHARED_DATASETS}")
-    examples = _load(EXAMPLES / "sklearn_bundles.py", "sklearn_bundles")
+    examples = load_module(EXAMPLES / "sklearn_bundles.py", "sklearn_bundles")
     train_rows = _dynasent(dynasent / "dynasent-v1.1-round01-yelp-dev.jsonl")[:TRAIN_ROWS]
     pipeline = examples.train(
         [row["statement"] for row in train_rows], [row["label"] for row in train_rows]
@@ -91,7 +82,7 @@ def test_joblib_bundle_with_requirements_equals_the_pipeline_in_process(trained:
     (examples, pipeline, folder), test_file, rows = trained
     bundle = examples.write_joblib_bundle(pipeline, folder / "tfidf-logreg")
     assert "scikit-learn==" in (bundle / "requirements.txt").read_text()
-    handler = _load(bundle / "handler.py", "joblib_handler").Model(str(bundle))
+    handler = load_module(bundle / "handler.py", "joblib_handler").Model(str(bundle))
     in_process = _macro_f1(
         [row["label"] for row in rows], [out["label"] for out in handler.predict(rows)]
     )
@@ -125,7 +116,7 @@ def test_skl2onnx_bundle_equals_the_onnx_model_in_process(trained: Any) -> None:
 
 
 def test_the_docs_show_the_tested_handler() -> None:
-    examples = _load(EXAMPLES / "sklearn_bundles.py", "sklearn_bundles_docs")
+    examples = load_module(EXAMPLES / "sklearn_bundles.py", "sklearn_bundles_docs")
     docs = (EXAMPLES.parent / "researchers-bundles.md").read_text(encoding="utf-8")
     body = examples.HANDLER.split('"""\n\n', 1)[1]  # the handler less its docstring
     assert f"```python\n{body}```" in docs

@@ -10,15 +10,19 @@ DynaSent round-1 dev (real, human-labelled sentiment). The whole model is one ON
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import struct
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 LABELS = ["negative", "neutral", "positive"]
+#: The docs' model that speaks the container contract with the standard library only.
+CONTRACT_EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "contract_model.py"
 DYNASENT = (
     Path(__file__).resolve().parents[3]
     / "shared"
@@ -143,3 +147,36 @@ def sample_sentences(count: int = 64) -> list[dict[str, str]]:
     path = DYNASENT.with_name("dynasent-v1.1-round01-yelp-test.jsonl")
     rows = [json.loads(line) for line in path.read_text().splitlines()[:count]]
     return [{"uid": str(i), "statement": row["sentence"]} for i, row in enumerate(rows)]
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    """A Python file (a bundle's handler, a docs example) loaded as module ``name``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_contract_image_bundle(client: Any, dest: Path, *, base_image: str, tag: str) -> Path:
+    """The docs' contract example built with the docs' own Dockerfile on ``base_image``,
+    saved, and made an ``image`` bundle in ``dest``; returns ``dest``."""
+    context = dest.parent / f"{dest.name}-context"
+    context.mkdir(parents=True)
+    shutil.copy(CONTRACT_EXAMPLE, context / "contract_model.py")
+    shutil.copy(CONTRACT_EXAMPLE.with_name("Dockerfile"), context / "Dockerfile")
+    client.images.build(
+        path=str(context),
+        tag=tag,
+        buildargs={"BASE_IMAGE": base_image},
+        network_mode="none",
+        rm=True,
+    )
+    dest.mkdir(parents=True)
+    (dest / "evalboard.yaml").write_text(
+        "name: contract-example\ntask: sentiment\nruntime: image\nimage: image.tar\n"
+    )
+    with open(dest / "image.tar", "wb") as out:
+        for chunk in client.images.get(tag).save(named=True):
+            out.write(chunk)
+    return dest

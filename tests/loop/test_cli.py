@@ -100,6 +100,10 @@ def test_gate_fails_listing_exactly_the_regressed_examples(
     ]
     # Originals only: perturbed copies measure stability, not correctness.
     assert [d["dataset"] for d in report["datasets"]] == ["static", "round-1"]
+    # The candidate is found among the uploads by its bundle's sha256; no server, no link.
+    keyword = platform.submissions["keyword"]
+    assert (report["baseline_submission"], report["candidate_submission"]) == (baseline, keyword)
+    assert report["compare_url"] is None
 
     plain = run(
         "gate",
@@ -110,8 +114,12 @@ def test_gate_fails_listing_exactly_the_regressed_examples(
         baseline,
         "--sandbox",
         "local",
+        "--server",
+        "http://evalboard.example:8000/",
     )
     assert plain.code == 1
+    link = f"http://evalboard.example:8000/ui/tasks/sentiment/compare?models={baseline},{keyword}"
+    assert f"Side by side: {link}" in plain.err
     assert plain.out.splitlines() == [
         "REGRESSION static s4: gold 'positive', baseline 'positive', candidate 'neutral'",
         "REGRESSION static s5: gold 'negative', baseline 'negative', candidate 'neutral'",
@@ -146,6 +154,23 @@ def test_gate_passes_a_candidate_that_is_not_worse(platform: Platform, run, tmp_
 def test_gate_refuses_a_baseline_that_is_neither(platform: Platform, run) -> None:  # type: ignore[no-untyped-def]
     result = run("gate", FIXTURES / "vader", "--task", "sentiment", "--baseline", "nope")
     assert result.code == 2 and "neither a submission id nor a bundle path" in result.err
+    unknown = run("gate", FIXTURES / "vader", "--task", "sentiment", "--baseline", "999")
+    assert unknown.code == 2 and "has no submission 999" in unknown.err
+
+
+def test_gate_says_how_to_see_a_candidate_not_uploaded_beside_the_baseline(
+    platform: Platform, run, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    candidate = tmp_path / "keyword-v2"
+    shutil.copytree(FIXTURES / "keyword", candidate)
+    (candidate / "NOTES.md").write_text("A second version.\n")
+    baseline = platform.submissions["vader"]
+    args = ("gate", candidate, "--task", "sentiment", "--baseline", baseline)
+    result = run(*args, "--server", "http://evalboard.example:8000", "--json")
+    report = json.loads(result.out)
+    assert (report["candidate_submission"], report["compare_url"]) == (None, None)
+    plain = run(*args, "--server", "http://evalboard.example:8000")
+    assert "upload it (evalboard model upload)" in plain.err and "Side by side" not in plain.err
 
 
 def test_promote_list_failures_and_close(platform: Platform, run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

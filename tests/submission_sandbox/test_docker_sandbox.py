@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import threading
@@ -23,10 +22,10 @@ from submission_sandbox import (
     open_sandbox,
     reap_orphans,
 )
+from tests.helpers.sandbox_models import build_contract_image_bundle
 
 pytestmark = pytest.mark.docker
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "contract_model.py"
 HANDLER = """
 import time
 
@@ -155,27 +154,13 @@ def test_the_reaper_removes_containers_whose_owner_died(docker_client: Any) -> N
 
 def test_an_image_bundle_that_speaks_the_contract_runs(tmp_path: Path, docker_client: Any) -> None:
     """The docs' example model, built into an image, saved, and submitted as a tarball."""
-    context = tmp_path / "context"
-    context.mkdir()
-    shutil.copy(EXAMPLE, context / "contract_model.py")
     # The docs' own Dockerfile, with the offline base given as the docs say.
-    shutil.copy(EXAMPLE.with_name("Dockerfile"), context / "Dockerfile")
-    tag = "evalboard-test/contract-example:latest"
-    docker_client.images.build(
-        path=str(context),
-        tag=tag,
-        buildargs={"BASE_IMAGE": get_settings().base_image},
-        network_mode="none",
-        rm=True,
+    bundle = build_contract_image_bundle(
+        docker_client,
+        tmp_path / "bundle",
+        base_image=get_settings().base_image,
+        tag="evalboard-test/contract-example:latest",
     )
-    bundle = tmp_path / "bundle"
-    bundle.mkdir()
-    (bundle / "evalboard.yaml").write_text(
-        "name: contract-example\ntask: sentiment\nruntime: image\nimage: image.tar\n"
-    )
-    with open(bundle / "image.tar", "wb") as out:
-        for chunk in docker_client.images.get(tag).save(named=True):
-            out.write(chunk)
     for channel in ("unix", "stdio"):
         with DockerSandbox(
             bundle, limits=SandboxLimits(timeout_s=60), client=docker_client, channel=channel

