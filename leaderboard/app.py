@@ -29,11 +29,13 @@ from leaderboard.headers import SecurityHeadersMiddleware
 from leaderboard.routes import (
     datasets,
     leaderboards,
+    lineages,
     manage,
     pages,
     rounds,
     snapshots,
     submissions,
+    suites,
     tasks,
     uploads,
     users,
@@ -86,6 +88,8 @@ def create_app(ctx: Context | None = None) -> FastAPI:
             {"name": "uploads", "description": "Resumable model uploads."},
             {"name": "submissions", "description": "Status, logs, cancel, re-run."},
             {"name": "rounds", "description": "Collection rounds."},
+            {"name": "lineages", "description": "Releases of a model and per-case history."},
+            {"name": "suites", "description": "Versioned regression suites, as files."},
             {"name": "users", "description": "Accounts, roles and API tokens."},
         ],
     )
@@ -107,10 +111,22 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     )
     app.add_middleware(SecurityHeadersMiddleware, hsts=ctx.settings.environment == "production")
     install_error_handlers(app)
-    for module in (tasks, datasets, leaderboards, uploads, submissions, rounds, snapshots, users):
+    for module in (
+        tasks,
+        datasets,
+        leaderboards,
+        uploads,
+        submissions,
+        rounds,
+        snapshots,
+        lineages,
+        suites,
+        users,
+    ):
         app.include_router(module.router)
     app.include_router(pages.router)
     app.include_router(snapshots.pages_router)
+    app.include_router(lineages.pages_router)
     app.include_router(manage.router)
     app.include_router(loop_router)  # rounds, collection, validation, failures + their pages
     app.include_router(health.router)

@@ -11,7 +11,7 @@ regression; a dataset the candidate failed to run on fails the gate too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,10 +24,20 @@ from evalboard.core.errors import NotFound, UsageError
 from evalboard.core.scratch import scratch_tree
 from evalboard.core.tables import Dataset, Result, Submission
 from evaluator import RunOptions, TestSet, evaluate_dataset, outputs_by_uid, read_records
-from leaderboard.loop.answers import gold_value, is_model_wrong
-from submission_sandbox import load_bundle
+from leaderboard.loop.answers import gold_value, is_right
+from leaderboard.loop.history import CaseHistory
+from submission_sandbox import Bundle, load_bundle
 
-__all__ = ["DatasetComparison", "GateReport", "Regression", "compare", "run_gate"]
+__all__ = [
+    "DatasetComparison",
+    "GateReport",
+    "Regression",
+    "compare",
+    "compare_history",
+    "evaluate_candidate",
+    "judge",
+    "run_gate",
+]
 
 #: dataset name -> uid -> the model's output
 Outputs = dict[str, dict[str, dict[str, Any]]]
@@ -35,13 +45,18 @@ Outputs = dict[str, dict[str, dict[str, Any]]]
 
 @dataclass(frozen=True)
 class Regression:
-    """An example the baseline got right and the candidate got wrong."""
+    """An example the baseline got right and the candidate got wrong.
+
+    Against a lineage, ``baseline`` is None and ``passed_by`` names every earlier release
+    that passed the example, the first first.
+    """
 
     dataset: str
     uid: str
     gold: Any
     baseline: Any
     candidate: Any
+    passed_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,8 +117,7 @@ def compare(
         uid = str(example["uid"])
         gold = gold_value(task, example)
         old, new = baseline.get(uid), candidate.get(uid)
-        old_right = old is not None and not is_model_wrong(task, old, gold)
-        new_right = new is not None and not is_model_wrong(task, new, gold)
+        old_right, new_right = is_right(task, old, gold), is_right(task, new, gold)
         baseline_right += old_right
         candidate_right += new_right
         if old_right and not new_right:
@@ -125,10 +139,60 @@ def compare(
     )
 
 
-def _evaluate(
-    bundle: Path, task: TaskSpec, test_sets: Sequence[TestSet], sandbox: str, workdir: Path
+def compare_history(
+    task: TaskSpec,
+    dataset: str,
+    examples: Sequence[Mapping[str, Any]],
+    histories: Mapping[str, CaseHistory],
+    labels: Mapping[int, str],
+    candidate: Mapping[str, Mapping[str, Any]],
+) -> tuple[DatasetComparison, list[Regression]]:
+    """Compare a candidate with a lineage's history on one dataset's examples.
+
+    Every example that any earlier release passed (``histories``, by uid) and that the
+    candidate fails is a regression naming those releases (``labels``: release id ->
+    its name in reports); an example no release passed cannot regress.
+    """
+    regressions: list[Regression] = []
+    improvements = passed_before = candidate_right = 0
+    for example in examples:
+        uid = str(example["uid"])
+        gold = gold_value(task, example)
+        history = histories.get(uid)
+        old_right = history is not None and history.first_passed is not None
+        new_right = is_right(task, candidate.get(uid), gold)
+        passed_before += old_right
+        candidate_right += new_right
+        if old_right and not new_right:
+            assert history is not None
+            passers = tuple(labels[release] for release in history.passed_by)
+            regressions.append(
+                Regression(dataset, uid, gold, None, _predicted(task, candidate.get(uid)), passers)
+            )
+        elif new_right and not old_right:
+            improvements += 1
+    return (
+        DatasetComparison(
+            dataset=dataset,
+            examples=len(examples),
+            regressions=len(regressions),
+            improvements=improvements,
+            baseline_right=passed_before,
+            candidate_right=candidate_right,
+        ),
+        regressions,
+    )
+
+
+def evaluate_candidate(
+    bundle: Path | Bundle,
+    task: TaskSpec,
+    test_sets: Sequence[TestSet],
+    sandbox: str,
+    workdir: Path,
 ) -> tuple[Outputs, dict[str, str]]:
-    unpacked = load_bundle(bundle, unpack_to=workdir)
+    """A bundle's outputs on each test set by uid, and why it failed on the others."""
+    unpacked = bundle if isinstance(bundle, Bundle) else load_bundle(bundle, unpack_to=workdir)
     options = RunOptions(sandbox=sandbox, measure_energy=False)
     outputs: Outputs = {}
     failures: dict[str, str] = {}
@@ -198,17 +262,43 @@ def run_gate(
     report = GateReport(task=task_id, baseline=baseline, candidate=str(candidate))
     with scratch_tree("evalboard-gate") as tmp:
         work = Path(tmp)
-        new, failed = _evaluate(candidate, task, test_sets, kind, work / "candidate")
+        new, failed = evaluate_candidate(candidate, task, test_sets, kind, work / "candidate")
         if baseline_path.exists():
-            old, old_failed = _evaluate(baseline_path, task, test_sets, kind, work / "baseline")
+            old, old_failed = evaluate_candidate(
+                baseline_path, task, test_sets, kind, work / "baseline"
+            )
         else:
             old = _stored(ctx, int(baseline), test_sets)
             missing = [t for t in test_sets if t.name not in old]
             old_failed = {}
             if missing:
                 bundle = _submission_bundle(ctx, int(baseline), task_id, work)
-                more, old_failed = _evaluate(bundle, task, missing, kind, work / "baseline")
+                more, old_failed = evaluate_candidate(
+                    bundle, task, missing, kind, work / "baseline"
+                )
                 old.update(more)
+    return judge(
+        report,
+        test_sets,
+        failed,
+        lambda t: compare(task, t.name, t.examples, old.get(t.name, {}), new[t.name]),
+        skipped=set(old_failed),  # the baseline has nothing to compare with there
+    )
+
+
+Comparer = Callable[[TestSet], tuple[DatasetComparison, list[Regression]]]
+
+
+def judge(
+    report: GateReport,
+    test_sets: Sequence[TestSet],
+    failed: Mapping[str, str],
+    comparer: Comparer,
+    *,
+    skipped: Set[str] = frozenset(),
+) -> GateReport:
+    """Fill ``report`` dataset by dataset: a dataset the candidate failed on fails the
+    gate; ``skipped`` ones are counted and not compared; the others go to ``comparer``."""
     for test_set in test_sets:
         if test_set.name in failed:
             report.datasets.append(
@@ -217,12 +307,10 @@ def run_gate(
                 )
             )
             continue
-        if test_set.name in old_failed:  # the baseline has nothing to compare with
+        if test_set.name in skipped:
             report.datasets.append(DatasetComparison(test_set.name, len(test_set.examples)))
             continue
-        summary, regressions = compare(
-            task, test_set.name, test_set.examples, old.get(test_set.name, {}), new[test_set.name]
-        )
+        summary, regressions = comparer(test_set)
         report.datasets.append(summary)
         report.regressions.extend(regressions)
     return report
