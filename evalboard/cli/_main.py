@@ -64,9 +64,10 @@ def _register() -> None:
     app.add_typer(loop.round_app, name="round")
     app.add_typer(loop.failures_app, name="failures")
     app.command("gate")(loop.gate)
-    from evalboard.cli import snapshot
+    from evalboard.cli import snapshot, suite
 
     app.add_typer(snapshot.app, name="snapshot")
+    app.add_typer(suite.app, name="suite")
 
 
 _register()
