@@ -117,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         _show_click_error(exc)
         return 2
     except EvalboardError as exc:
-        err_console.print(f"[bold red]error:[/bold red] {exc.message}", highlight=False)
+        # soft_wrap: one line in a pipe or a CI log, however long (a terminal wraps it).
+        err_console.print(
+            f"[bold red]error:[/bold red] {exc.message}", highlight=False, soft_wrap=True
+        )
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("Interrupted.")

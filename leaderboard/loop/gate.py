@@ -5,8 +5,11 @@ originals; perturbed copies measure stability, not correctness) in the same sand
 any evaluation. The baseline is a stored submission, whose per-example predictions are
 read back (and which is evaluated the same way on any dataset it has none for yet), or
 another bundle, evaluated the same way. Per example, "right" is the task's model-wrong
-rule negated. Every example the baseline got right and the candidate got wrong is a
-regression; a dataset the candidate failed to run on fails the gate too.
+rule negated (:func:`~leaderboard.loop.answers.is_right`). Every example the baseline got
+right and the candidate got wrong is a regression; a dataset the candidate failed to run
+on fails the gate too. Against a lineage (:mod:`leaderboard.loop.lineage_gate`) the
+baseline is every earlier release: :func:`compare_history` reads their verdicts instead
+of one model's outputs, and :func:`judge` fills the report the same way.
 """
 
 from __future__ import annotations
