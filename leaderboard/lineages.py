@@ -15,9 +15,9 @@ who does not see an unpublished release.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import or_, select
@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound, PermissionDenied, UsageError
 from evalboard.core.states import Access, JobStatus
-from evalboard.core.tables import Submission
+from evalboard.core.tables import Submission, as_utc
 from leaderboard.accounts import Principal
 from leaderboard.cards import may_see, visible_table
 from leaderboard.schemas import LineagePublic, ReleaseDatasetPublic, ReleasePublic
@@ -71,14 +71,6 @@ class Lineage:
     owner_id: int | None
     releases: list[Release]
 
-    def release(self, submission_id: int) -> Release | None:
-        return next((r for r in self.releases if r.submission_id == submission_id), None)
-
-
-def _utc(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; every one we store is UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
 
 #: The columns a release is made of (not the manifest: a task may have many submissions).
 _COLUMNS = (
@@ -100,7 +92,7 @@ def _numbered(rows: Sequence[Any]) -> list[Release]:  # rows of _COLUMNS
             lineage_id=row.lineage_id if row.lineage_id is not None else row.id,
             number=number,
             name=row.name,
-            created_at=_utc(row.created_at),
+            created_at=as_utc(row.created_at),
             user_id=row.user_id,
             published=row.published,
             release_of=row.release_of_id,
@@ -143,21 +135,21 @@ def lineage_to_join(
         principal, task_id=target.task_id, submitter_id=target.user_id, published=target.published
     ):
         raise NotFound(
-            f"--release-of {release_of}: there is no submission {release_of} you may see; "
-            "name a submission id of your own model (`evalboard model upload` printed it)"
+            f"There is no submission {release_of} you may see to make a new release of; "
+            "name the submission id of your own model (`evalboard model upload` printed it)"
         )
     if target.task_id != task_id:
         raise UsageError(
-            f"--release-of {release_of}: submission {release_of} is a model of task "
-            f"{target.task_id!r}, not {task_id!r}; a release stays on its lineage's task"
+            f"Submission {release_of} is a model of task {target.task_id!r}, not "
+            f"{task_id!r}: a new release stays on its lineage's task"
         )
     root = session.get(Submission, target.lineage) if target.lineage_id is not None else target
     owner_id = root.user_id if root is not None else None
     if not principal.is_admin and (owner_id is None or owner_id != principal.user_id):
         raise PermissionDenied(
-            f"--release-of {release_of}: submission {release_of} belongs to another user's "
-            "lineage; only its owner (or an admin) may add a release to it. Upload without "
-            "--release-of to start a lineage of your own"
+            f"Submission {release_of} is in another user's lineage: only its owner (or an "
+            "admin) may add a release to it; upload without --release-of (release_of) to "
+            "start a lineage of your own"
         )
     return target.lineage
 
@@ -195,16 +187,16 @@ def task_lineages(
     principal: Principal | None,
     task_id: str,
     *,
-    up_to_submission: int | None = None,
+    among: Collection[int] | None = None,
 ) -> list[Lineage]:
     """Every lineage of the task with at least two releases (a model released again), as
-    ``principal`` may see it; ``up_to_submission`` leaves out later submissions (a suite
-    version's cut). Lineages by id, releases by number."""
-    query = select(*_COLUMNS).where(Submission.task_id == task_id)
-    if up_to_submission is not None:
-        query = query.where(Submission.id <= up_to_submission)
+    ``principal`` may see it; ``among``: only these submissions count (a suite version's
+    cut). Lineages by id, releases by number."""
     with ctx.db.session() as session:
-        rows = session.execute(query).all()
+        rows = session.execute(select(*_COLUMNS).where(Submission.task_id == task_id)).all()
+    if among is not None:
+        kept = set(among)
+        rows = [row for row in rows if row.id in kept]
     groups: dict[int, list[Any]] = {}
     for row in rows:
         groups.setdefault(row.lineage_id if row.lineage_id is not None else row.id, []).append(row)

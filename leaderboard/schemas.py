@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from evalboard.core.states import Access, JobStatus, Role, RoundStatus, UploadState
+from evalboard.core.tables import as_utc
 
 __all__ = [
     "BaselineUpdate",
@@ -52,12 +53,7 @@ __all__ = [
 Weight = Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)]
 
 
-def _utc(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; every one we store is UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-Timestamp = Annotated[datetime, AfterValidator(_utc)]
+Timestamp = Annotated[datetime, AfterValidator(as_utc)]
 """A timezone-aware datetime (UTC when the database dropped the zone)."""
 
 

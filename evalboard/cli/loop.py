@@ -206,7 +206,12 @@ def _against(
         if baseline is not None:
             raise UsageError("--suite gates against the suite's lineage; drop --baseline")
         return "suite"
-    if (baseline is None) == (lineage is None):
+    if baseline is not None and lineage is not None:
+        raise UsageError(
+            "--baseline (one model) and --lineage (every earlier release) are two gates; "
+            "give one of them"
+        )
+    if baseline is None and lineage is None:
         raise UsageError(
             "Name what the candidate must not regress against: --baseline ID|BUNDLE (with "
             "--task), --lineage ID (every earlier release), or --suite FILE (offline)"

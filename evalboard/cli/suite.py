@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.table import Table
 
 from evalboard.cli._output import console, err_console, print_json, print_table
-from evalboard.cli.card import SERVER, TOKEN, server_client
+from evalboard.cli.card import SERVER, TOKEN, public_list, server_client
 from evalboard.cli.upload import _check
 from evalboard.core.errors import UsageError
 
@@ -54,11 +53,7 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
     """The task's suite versions, oldest first."""
-    with server_client(server, None) as client:
-        response = client.get(f"/tasks/{task}/suites")
-        if not response.is_success:
-            _check(response)
-        versions: list[dict[str, Any]] = response.json()
+    versions = public_list(server, f"/tasks/{task}/suites")
     if as_json:
         print_json(versions)
         return

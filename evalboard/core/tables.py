@@ -44,12 +44,19 @@ __all__ = [
     "User",
     "Validation",
     "WorkerBeat",
+    "as_utc",
     "utcnow",
 ]
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """A stored time, timezone-aware: SQLite hands back naive datetimes, and every one we
+    store is UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 class Base(DeclarativeBase):
@@ -305,8 +312,8 @@ class SuiteVersion(Base):
     """A numbered cut of a task's regression suite: what was stored when it was made.
 
     The suite itself is derived on export from rows that never change once written
-    (datasets, results, releases), limited to those at or below these ids: so exporting
-    a version again gives the same bytes, whatever arrives later.
+    (datasets, releases, results), limited to the ones named here: so exporting a version
+    again gives the same bytes, whatever arrives (or commits late) after the cut.
     """
 
     __tablename__ = "suite_versions"
@@ -316,9 +323,10 @@ class SuiteVersion(Base):
     task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
     number: Mapped[int] = mapped_column(Integer)
     created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
-    last_dataset_id: Mapped[int] = mapped_column(Integer)
-    last_submission_id: Mapped[int] = mapped_column(Integer)
-    last_result_id: Mapped[int] = mapped_column(Integer)
+    #: The original datasets, the lineages' releases and their results at the cut (ids).
+    dataset_ids: Mapped[list[Any]] = mapped_column(JSON)
+    release_ids: Mapped[list[Any]] = mapped_column(JSON)
+    result_ids: Mapped[list[Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = _created()
 
 

@@ -102,6 +102,47 @@ def _predicted(task: TaskSpec, output: Mapping[str, Any] | None) -> Any:
         return None
 
 
+#: What the gate knows of an example before the candidate: whether it was passed, the
+#: baseline's prediction to show (None against a lineage), and the releases that passed it.
+Before = Callable[[str, Any], tuple[bool, Any, tuple[str, ...]]]
+
+
+def _tally(
+    task: TaskSpec,
+    dataset: str,
+    examples: Sequence[Mapping[str, Any]],
+    before: Before,
+    candidate: Mapping[str, Mapping[str, Any]],
+) -> tuple[DatasetComparison, list[Regression]]:
+    regressions: list[Regression] = []
+    improvements = passed_before = candidate_right = 0
+    for example in examples:
+        uid = str(example["uid"])
+        gold = gold_value(task, example)
+        old_right, shown, passers = before(uid, gold)
+        new = candidate.get(uid)
+        new_right = is_right(task, new, gold)
+        passed_before += old_right
+        candidate_right += new_right
+        if old_right and not new_right:
+            regressions.append(
+                Regression(dataset, uid, gold, shown, _predicted(task, new), passers)
+            )
+        elif new_right and not old_right:
+            improvements += 1
+    return (
+        DatasetComparison(
+            dataset=dataset,
+            examples=len(examples),
+            regressions=len(regressions),
+            improvements=improvements,
+            baseline_right=passed_before,
+            candidate_right=candidate_right,
+        ),
+        regressions,
+    )
+
+
 def compare(
     task: TaskSpec,
     dataset: str,
@@ -114,32 +155,12 @@ def compare(
     An example with no baseline output cannot regress; one with no candidate output
     counts as wrong for the candidate.
     """
-    regressions: list[Regression] = []
-    improvements = baseline_right = candidate_right = 0
-    for example in examples:
-        uid = str(example["uid"])
-        gold = gold_value(task, example)
-        old, new = baseline.get(uid), candidate.get(uid)
-        old_right, new_right = is_right(task, old, gold), is_right(task, new, gold)
-        baseline_right += old_right
-        candidate_right += new_right
-        if old_right and not new_right:
-            regressions.append(
-                Regression(dataset, uid, gold, _predicted(task, old), _predicted(task, new))
-            )
-        elif new_right and not old_right:
-            improvements += 1
-    return (
-        DatasetComparison(
-            dataset=dataset,
-            examples=len(examples),
-            regressions=len(regressions),
-            improvements=improvements,
-            baseline_right=baseline_right,
-            candidate_right=candidate_right,
-        ),
-        regressions,
-    )
+
+    def before(uid: str, gold: Any) -> tuple[bool, Any, tuple[str, ...]]:
+        old = baseline.get(uid)
+        return is_right(task, old, gold), _predicted(task, old), ()
+
+    return _tally(task, dataset, examples, before, candidate)
 
 
 def compare_history(
@@ -156,35 +177,13 @@ def compare_history(
     candidate fails is a regression naming those releases (``labels``: release id ->
     its name in reports); an example no release passed cannot regress.
     """
-    regressions: list[Regression] = []
-    improvements = passed_before = candidate_right = 0
-    for example in examples:
-        uid = str(example["uid"])
-        gold = gold_value(task, example)
+
+    def before(uid: str, gold: Any) -> tuple[bool, Any, tuple[str, ...]]:
         history = histories.get(uid)
-        old_right = history is not None and history.first_passed is not None
-        new_right = is_right(task, candidate.get(uid), gold)
-        passed_before += old_right
-        candidate_right += new_right
-        if old_right and not new_right:
-            assert history is not None
-            passers = tuple(labels[release] for release in history.passed_by)
-            regressions.append(
-                Regression(dataset, uid, gold, None, _predicted(task, candidate.get(uid)), passers)
-            )
-        elif new_right and not old_right:
-            improvements += 1
-    return (
-        DatasetComparison(
-            dataset=dataset,
-            examples=len(examples),
-            regressions=len(regressions),
-            improvements=improvements,
-            baseline_right=passed_before,
-            candidate_right=candidate_right,
-        ),
-        regressions,
-    )
+        passers = tuple(labels[r] for r in history.passed_by) if history is not None else ()
+        return bool(passers), None, passers
+
+    return _tally(task, dataset, examples, before, candidate)
 
 
 def evaluate_candidate(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from datasets_registry import get_task
+from datasets_registry import TaskSpec, get_task
 from evalboard.core.context import Context
 from evalboard.core.errors import UsageError
 from evalboard.core.scratch import scratch_tree
@@ -23,6 +23,7 @@ from evaluator import TestSet
 from leaderboard.lineages import lineage_of
 from leaderboard.loop.cases import dataset_cases, gate_datasets
 from leaderboard.loop.gate import GateReport, compare_history, evaluate_candidate, judge
+from leaderboard.loop.history import CaseHistory
 from leaderboard.loop.suite_file import Suite
 from submission_sandbox import Bundle, load_bundle
 
@@ -35,6 +36,28 @@ def _same_task(bundle: Bundle, task_id: str, source: str) -> None:
             f"The candidate is a model of task {bundle.manifest.task!r} (its evalboard.yaml), "
             f"but {source} is of task {task_id!r}; gate it against its own task's"
         )
+
+
+def _gated(
+    report: GateReport,
+    task: TaskSpec,
+    bundle: Bundle,
+    test_sets: list[TestSet],
+    histories: dict[str, dict[str, CaseHistory]],
+    labels: dict[int, str],
+    sandbox: str,
+    workdir: Path,
+) -> GateReport:
+    """Evaluate the candidate and judge it against the histories, dataset by dataset."""
+    new, failed = evaluate_candidate(bundle, task, test_sets, sandbox, workdir)
+    return judge(
+        report,
+        test_sets,
+        failed,
+        lambda t: compare_history(
+            task, t.name, t.examples, histories[t.name], labels, new.get(t.name, {})
+        ),
+    )
 
 
 def run_lineage_gate(
@@ -80,17 +103,8 @@ def run_lineage_gate(
     with scratch_tree("evalboard-gate") as tmp:
         bundle = load_bundle(candidate, unpack_to=Path(tmp) / "candidate")
         _same_task(bundle, found.task_id, f"lineage {found.id}")
-        new, failed = evaluate_candidate(
-            bundle, task, test_sets, sandbox or ctx.settings.sandbox, Path(tmp)
-        )
-    return judge(
-        report,
-        test_sets,
-        failed,
-        lambda t: compare_history(
-            task, t.name, t.examples, histories[t.name], labels, new.get(t.name, {})
-        ),
-    )
+        kind = sandbox or ctx.settings.sandbox
+        return _gated(report, task, bundle, test_sets, histories, labels, kind, Path(tmp))
 
 
 def suite_lineage(suite: Suite, bundle: Bundle, lineage: int | None) -> int:
@@ -147,12 +161,4 @@ def run_suite_gate(
             baseline=f"lineage {chosen} in suite version {suite.version}",
             candidate=str(candidate),
         )
-        new, failed = evaluate_candidate(bundle, task, test_sets, sandbox, Path(tmp))
-    return judge(
-        report,
-        test_sets,
-        failed,
-        lambda t: compare_history(
-            task, t.name, t.examples, histories[t.name], labels, new.get(t.name, {})
-        ),
-    )
+        return _gated(report, task, bundle, test_sets, histories, labels, sandbox, Path(tmp))

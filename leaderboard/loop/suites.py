@@ -1,10 +1,12 @@
 """Regression suite versions on the server: cut one, list them, export one as a file.
 
-A version is a cut: the last dataset, submission and result ids of the task when it was
-made (:class:`evalboard.core.tables.SuiteVersion`). Exporting it derives the suite from
-rows that never change once written (datasets are immutable, a result is written once, a
-release's lineage is set at creation), limited to the cut: so the same version exported
-again by the same viewer is the same bytes, whatever arrived since.
+A version is a cut: the ids of the task's original datasets, of its lineages' releases and
+of their results when it was made (:class:`evalboard.core.tables.SuiteVersion`; ids, not
+"everything up to id N", so that a row committed late is not let in afterwards). Exporting
+it derives the suite from rows that never change once written (datasets are immutable, a
+result is written once, a release's lineage is set at creation), limited to the cut: so
+the same version exported again by the same viewer is the same bytes, whatever arrived
+since.
 
 What a suite holds is what its exporter may see: the original datasets (hidden ones only
 for the task's owner), each example's inputs and gold, and each visible lineage's verdicts
@@ -14,8 +16,6 @@ a version (a version is only a cut, it reveals nothing); anyone may export one.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
@@ -23,7 +23,7 @@ from datasets_registry import get_task
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, UsageError
 from evalboard.core.states import Access
-from evalboard.core.tables import Dataset, Result, Submission, SuiteVersion, utcnow
+from evalboard.core.tables import Result, SuiteVersion, as_utc, utcnow
 from leaderboard.accounts import Principal
 from leaderboard.lineages import task_lineages
 from leaderboard.loop.cases import dataset_cases, gate_datasets, shown_inputs
@@ -40,11 +40,6 @@ from leaderboard.loop.suite_file import (
 __all__ = ["cut_suite", "export_suite", "get_suite_version", "list_suite_versions"]
 
 
-def _iso(value: datetime) -> str:
-    # SQLite hands back naive datetimes; every one we store is UTC.
-    return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).isoformat()
-
-
 def cut_suite(ctx: Context, principal: Principal, task_id: str) -> SuiteVersion:
     """Cut the task's next suite version from what is stored now.
 
@@ -59,32 +54,26 @@ def cut_suite(ctx: Context, principal: Principal, task_id: str) -> SuiteVersion:
             f"{principal.name!r} may not cut suite versions of {task_id!r}: its owner and "
             "its researchers may"
         )
+    lineages = task_lineages(ctx, None, task_id)  # every release: exports filter by viewer
+    releases = sorted(r.submission_id for lineage in lineages for r in lineage.releases)
+    datasets = sorted(d.id for d in gate_datasets(ctx, task_id))
     try:
         with ctx.db.session() as session:
+            results = session.scalars(
+                select(Result.id).where(
+                    Result.submission_id.in_(releases), Result.dataset_id.in_(datasets)
+                )
+            ).all()
             number = session.scalar(
                 select(func.max(SuiteVersion.number)).where(SuiteVersion.task_id == task_id)
             )
-            submissions = select(Submission.id).where(Submission.task_id == task_id)
             version = SuiteVersion(
                 task_id=task_id,
                 number=int(number or 0) + 1,
                 created_by=principal.user_id,
-                last_dataset_id=int(
-                    session.scalar(select(func.max(Dataset.id)).where(Dataset.task_id == task_id))
-                    or 0
-                ),
-                last_submission_id=int(
-                    session.scalar(
-                        select(func.max(Submission.id)).where(Submission.task_id == task_id)
-                    )
-                    or 0
-                ),
-                last_result_id=int(
-                    session.scalar(
-                        select(func.max(Result.id)).where(Result.submission_id.in_(submissions))
-                    )
-                    or 0
-                ),
+                dataset_ids=datasets,
+                release_ids=releases,
+                result_ids=sorted(results),
                 created_at=utcnow(),
             )
             session.add(version)
@@ -129,7 +118,7 @@ def export_suite(ctx: Context, principal: Principal, task_id: str, number: int) 
     """
     version = get_suite_version(ctx, task_id, number)
     task = get_task(ctx, task_id)
-    lineages = task_lineages(ctx, principal, task_id, up_to_submission=version.last_submission_id)
+    lineages = task_lineages(ctx, principal, task_id, among=version.release_ids)
     releases = [
         SuiteRelease(
             id=r.submission_id,
@@ -142,10 +131,12 @@ def export_suite(ctx: Context, principal: Principal, task_id: str, number: int) 
         for r in lineage.releases
     ]
     datasets = []
-    for dataset in gate_datasets(ctx, task_id, up_to_dataset=version.last_dataset_id):
-        if dataset.access == Access.HIDDEN and not principal.owns(task_id):
+    for dataset in gate_datasets(ctx, task_id):
+        if dataset.id not in version.dataset_ids or (
+            dataset.access == Access.HIDDEN and not principal.owns(task_id)
+        ):
             continue
-        cases = dataset_cases(ctx, task, dataset, lineages, up_to_result=version.last_result_id)
+        cases = dataset_cases(ctx, task, dataset, lineages, results=version.result_ids)
         gold_field = task.output.gold_field
         datasets.append(
             SuiteDataset(
@@ -172,7 +163,7 @@ def export_suite(ctx: Context, principal: Principal, task_id: str, number: int) 
     data = suite_bytes(
         Suite(
             version=version.number,
-            cut_at=_iso(version.created_at),
+            cut_at=as_utc(version.created_at).isoformat(),
             task=task.model_dump(mode="json"),
             releases=releases,
             datasets=datasets,

@@ -23,7 +23,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,11 +34,11 @@ import pytest
 from datasets_registry import add_dataset, create_task
 from evalboard.cli import main
 from evalboard.core.context import Context
-from evalboard.core.settings import get_settings
 from evalboard.core.states import Role
 from leaderboard.accounts import create_token, create_user
 from tests.conftest import make_settings
 from tests.helpers.browser import ARTIFACTS, watched_page
+from tests.helpers.engine import docker_engine_or_skip
 from tests.helpers.sentiment_bundles import (
     BOW,
     VADER,
@@ -49,7 +48,7 @@ from tests.helpers.sentiment_bundles import (
     write_bundle,
 )
 from tests.helpers.tasks import sentiment_spec, write_jsonl
-from tests.leaderboard.conftest import serve
+from tests.leaderboard.conftest import serve, wait_until_ranked
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -188,15 +187,7 @@ def platform(shared_datasets: Path, tmp_path_factory: pytest.TempPathFactory) ->
             )  # fmt: skip
             assert ghost.returncode == 2 and "no submission 999999" in ghost.stderr
             assert len(ghost.stderr.strip().splitlines()) == 1, ghost.stderr
-            deadline = time.monotonic() + 900
-            while True:
-                board = httpx.get(f"{url}/tasks/{TASK}/leaderboard", timeout=60).json()
-                if len([r for r in board["rows"] if r["rank"]]) == 3 and not board["pending"]:
-                    break
-                failed = [p for p in board["pending"] if p["status"] == "failed"]
-                assert not failed, (tmp / "server.log").read_text()[-3000:]
-                assert time.monotonic() < deadline, board["pending"]
-                time.sleep(1)
+            wait_until_ranked(url, TASK, 3, tmp / "server.log", timeout_s=900)
             yield platform
     finally:
         shutil.rmtree(tmp / "data" / "scratch", ignore_errors=True)
@@ -406,14 +397,7 @@ def test_a_bad_suite_or_a_suite_of_another_task_is_a_one_line_usage_error(
 
 @pytest.fixture(scope="module")
 def docker_engine() -> Any:
-    docker = pytest.importorskip("docker")
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-        client.images.get(get_settings().base_image)
-    except Exception as exc:  # noqa: BLE001 - any failure means: no usable engine here
-        pytest.skip(f"no Docker engine with the runtime image ({exc}); run docker/bootstrap.sh")
-    return client
+    return docker_engine_or_skip()
 
 
 @pytest.mark.docker

@@ -275,6 +275,8 @@ async def test_the_pages_show_the_lineage_and_the_case(lineaged: Lineaged) -> No
     case = await _get(lineaged.app, f"/ui/tasks/{TASK}/cases/{uid}")
     assert case.status_code == 200
     assert f'class="lost-by" data-submission="{third}"' in case.text
+    hidden = await _get(lineaged.app, f"/ui/tasks/{TASK}/cases/{lineaged.hidden_uids[0]}")
+    assert hidden.status_code == 404 and "hidden-test" not in hidden.text
     model = await _get(lineaged.app, f"/ui/tasks/{TASK}/models/{first}", dataset="test")
     assert f"/ui/tasks/{TASK}/cases/{lineaged.uids[0]}?dataset=test" in model.text
 

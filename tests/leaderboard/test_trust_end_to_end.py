@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +45,7 @@ from tests.helpers.sentiment_bundles import (
     write_bundle,
 )
 from tests.helpers.tasks import sentiment_spec
-from tests.leaderboard.conftest import serve
+from tests.leaderboard.conftest import serve, wait_until_ranked
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -161,15 +160,7 @@ def platform(shared_datasets: Path, tmp_path_factory: pytest.TempPathFactory) ->
                     "model", "upload", str(bundle), "--server", url, "--token", token, "--json"
                 )
                 assert done.returncode == 0, done.stderr
-            deadline = time.monotonic() + 600
-            while True:
-                board = platform.board(weights="perf:1")
-                if len([r for r in board["rows"] if r["rank"]]) == 3 and not board["pending"]:
-                    break
-                failed = [p for p in board["pending"] if p["status"] == "failed"]
-                assert not failed, (tmp / "server.log").read_text()[-3000:]
-                assert time.monotonic() < deadline, board["pending"]
-                time.sleep(1)
+            wait_until_ranked(url, TASK, 3, tmp / "server.log", timeout_s=600)
             yield platform
     finally:
         shutil.rmtree(tmp / "data" / "scratch", ignore_errors=True)

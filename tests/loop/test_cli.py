@@ -148,6 +148,22 @@ def test_gate_refuses_a_baseline_that_is_neither(platform: Platform, run) -> Non
     assert result.code == 2 and "neither a submission id nor a bundle path" in result.err
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((), "Name what the candidate must not regress against"),
+        (("--baseline", "3"), "--baseline needs --task"),
+        (("--baseline", "3", "--lineage", "2"), "two gates; give one of them"),
+        (("--suite", "s.json", "--baseline", "3"), "drop --baseline"),
+        (("--lineage", "0"), "greater than or equal to 1"),
+    ],
+)
+def test_gate_takes_one_thing_to_compare_with(run, args: tuple[str, ...], expected: str) -> None:  # type: ignore[no-untyped-def]
+    result = run("gate", FIXTURES / "vader", *args)
+    assert result.code == 2 and expected in result.err
+    assert len(result.err.strip().splitlines()) <= 2  # the error, and typer's hint
+
+
 def test_promote_list_failures_and_close(platform: Platform, run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     opened = run("promote", "--task", "sentiment", "--submission", platform.submissions["keyword"])
     assert opened.code == 0, opened.err
