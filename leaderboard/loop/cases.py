@@ -13,7 +13,7 @@ who may not see a hidden dataset gets no case of it, as if it did not exist.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +40,6 @@ from leaderboard.schemas import (
 
 __all__ = [
     "DatasetCases",
-    "case_datasets",
     "case_history",
     "dataset_cases",
     "gate_datasets",
@@ -59,13 +58,9 @@ class DatasetCases:
     histories: dict[str, list[CaseHistory]]
 
 
-def gate_datasets(ctx: Context, task_id: str, *, up_to_dataset: int | None = None) -> list[Dataset]:
+def gate_datasets(ctx: Context, task_id: str) -> list[Dataset]:
     """The datasets a case belongs to: the originals (no perturbed copies), every access."""
-    return [
-        d
-        for d in list_datasets(ctx, task_id)
-        if d.derived_from_id is None and (up_to_dataset is None or d.id <= up_to_dataset)
-    ]
+    return [d for d in list_datasets(ctx, task_id) if d.derived_from_id is None]
 
 
 def release_verdicts(
@@ -87,18 +82,22 @@ def release_verdicts(
 
 
 def _predictions(
-    ctx: Context, dataset: Dataset, releases: Sequence[int], up_to_result: int | None
+    ctx: Context, dataset: Dataset, releases: Sequence[int], results: Collection[int] | None
 ) -> dict[int, str]:
-    """submission id -> its predictions on ``dataset`` (finished results only)."""
+    """submission id -> its predictions on ``dataset`` (``results``: only these count)."""
     if not releases:
         return {}
-    query = select(Result.submission_id, Result.predictions_key).where(
+    query = select(Result.id, Result.submission_id, Result.predictions_key).where(
         Result.dataset_id == dataset.id, Result.submission_id.in_(releases)
     )
-    if up_to_result is not None:
-        query = query.where(Result.id <= up_to_result)
     with ctx.db.session() as session:
-        return {int(s): str(k) for s, k in session.execute(query).all() if k}
+        rows = session.execute(query).all()
+    kept = set(results) if results is not None else None
+    return {
+        int(submission): str(key)
+        for result, submission, key in rows
+        if key and (kept is None or result in kept)
+    }
 
 
 def dataset_cases(
@@ -107,13 +106,14 @@ def dataset_cases(
     dataset: Dataset,
     lineages: Sequence[Lineage],
     *,
-    up_to_result: int | None = None,
+    results: Collection[int] | None = None,
 ) -> DatasetCases:
     """Every case of ``dataset`` with its history in each of ``lineages`` (their releases
-    as given: the caller chose whose); ``up_to_result`` ignores later results."""
+    as given: the caller chose whose); ``results``: only these results count (a suite
+    version's cut)."""
     examples = read_examples(ctx, dataset)
     releases = [r.submission_id for lineage in lineages for r in lineage.releases]
-    keys = _predictions(ctx, dataset, releases, up_to_result)
+    keys = _predictions(ctx, dataset, releases, results)
     verdicts = {sid: release_verdicts(ctx, task, dataset, key) for sid, key in keys.items()}
     histories: dict[str, list[CaseHistory]] = {}
     for example in examples:
@@ -131,7 +131,7 @@ def dataset_cases(
     return DatasetCases(dataset, examples, histories)
 
 
-def case_datasets(
+def _case_datasets(
     ctx: Context, principal: Principal, task_id: str, uid: str, *, dataset: str | None = None
 ) -> tuple[TaskSpec, list[Lineage], list[tuple[DatasetCases, dict[str, Any]]]]:
     """The case ``uid`` of each original dataset ``principal`` may see that holds it (or of
@@ -196,7 +196,7 @@ def case_history(
     Raises:
         NotFound: no dataset the principal may see holds the uid.
     """
-    task, lineages, found = case_datasets(ctx, principal, task_id, uid, dataset=dataset)
+    task, lineages, found = _case_datasets(ctx, principal, task_id, uid, dataset=dataset)
     datasets = []
     for cases, example in found:
         histories = {h.lineage: h for h in cases.histories[uid]}

@@ -18,7 +18,7 @@ from leaderboard.loop import case_history
 from leaderboard.routes._page import render
 from leaderboard.routes.tasks import TaskId, task_public
 from leaderboard.schemas import CaseHistoryPublic, LineagePublic
-from scoring import METRICS
+from scoring import METRICS, WEIGHABLE_METRICS
 
 __all__ = ["pages_router", "router"]
 
@@ -54,9 +54,11 @@ def history(
 
 
 def _shown_metrics(lineage: LineagePublic) -> list[str]:
-    """The board's metrics that some release has a figure for."""
+    """The Dynascore's metrics that some release has a figure for."""
     return [
-        name for name in METRICS if any(r.metrics.get(name) is not None for r in lineage.releases)
+        name
+        for name in WEIGHABLE_METRICS
+        if any(r.metrics.get(name) is not None for r in lineage.releases)
     ]
 
 
