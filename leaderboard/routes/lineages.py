@@ -88,9 +88,7 @@ def lineage_page(
         principal,
         lineage=shown,
         task=task_public(ctx, shown.task),
-        metrics=[
-            METRICS[name] for name in METRICS if any(name in r.metrics for r in shown.releases)
-        ],
+        metrics=[METRICS[name] for name in _shown_metrics(shown)],
         charts=_figures(shown),
     )
 
