@@ -31,11 +31,13 @@ from leaderboard.routes import (
     compare,
     datasets,
     leaderboards,
+    lineages,
     manage,
     pages,
     rounds,
     snapshots,
     submissions,
+    suites,
     tasks,
     uploads,
     users,
@@ -88,6 +90,8 @@ def create_app(ctx: Context | None = None) -> FastAPI:
             {"name": "uploads", "description": "Resumable model uploads."},
             {"name": "submissions", "description": "Status, logs, cancel, re-run."},
             {"name": "rounds", "description": "Collection rounds."},
+            {"name": "lineages", "description": "Releases of a model and per-case history."},
+            {"name": "suites", "description": "Versioned regression suites, as files."},
             {"name": "users", "description": "Accounts, roles and API tokens."},
         ],
     )
@@ -118,6 +122,8 @@ def create_app(ctx: Context | None = None) -> FastAPI:
         submissions,
         rounds,
         snapshots,
+        lineages,
+        suites,
         users,
         attributions,
     ):
@@ -125,6 +131,7 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     app.include_router(pages.router)
     app.include_router(snapshots.pages_router)
     app.include_router(compare.pages_router)
+    app.include_router(lineages.pages_router)
     app.include_router(manage.router)
     app.include_router(loop_router)  # rounds, collection, validation, failures + their pages
     app.include_router(health.router)

@@ -12,7 +12,13 @@ from typing import Any
 from leaderboard.schemas import LeaderboardPublic, RowPublic
 from scoring import pareto_front
 
-__all__ = ["contributions_figure", "datasets_figure", "pareto_figure", "rounds_figure"]
+__all__ = [
+    "contributions_figure",
+    "datasets_figure",
+    "lineage_figure",
+    "pareto_figure",
+    "rounds_figure",
+]
 
 Figure = dict[str, Any]
 
@@ -89,6 +95,33 @@ def rounds_figure(perf_by_round: dict[int, float]) -> Figure:
             }
         ],
         "layout": _layout("Perf per round", yaxis={"title": {"text": "perf"}}),
+    }
+
+
+def lineage_figure(
+    label: str, unit: str, direction: str, points: Sequence[tuple[str, str, float]]
+) -> Figure:
+    """One metric of a lineage's releases over time: a line through ``(submitted at (ISO
+    8601), release name, value)`` of each release scored on every scoring dataset."""
+    better = "lower" if direction == "lower" else "higher"
+    return {
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": label,
+                "x": [when for when, _, _ in points],
+                "y": [round(value, 4) for _, _, value in points],
+                "text": [name for _, name, _ in points],
+                "line": {"color": _ACCENT},
+                "hovertemplate": "%{text}<br>%{x}<br>" + label + " %{y:.3g}<extra></extra>",
+            }
+        ],
+        "layout": _layout(
+            f"{label} per release ({better} is better)",
+            xaxis={"title": {"text": "submitted"}, "type": "date"},
+            yaxis={"title": {"text": unit or label}},
+        ),
     }
 
 

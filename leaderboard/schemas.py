@@ -3,23 +3,31 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from evalboard.core.states import Access, JobStatus, Role, RoundStatus, UploadState
+from evalboard.core.tables import as_utc
 
 __all__ = [
     "BaselineUpdate",
     "CardPublic",
+    "CaseDatasetPublic",
+    "CaseHistoryPublic",
     "DatasetPublic",
     "DatasetWeightUpdate",
     "IntervalPublic",
     "JobPublic",
     "LeaderboardPublic",
+    "LineageCasePublic",
+    "LineagePublic",
     "MetricPublic",
     "PendingPublic",
+    "ReleaseDatasetPublic",
+    "ReleasePublic",
+    "ReleaseRef",
     "RoleGrantCreate",
     "RoundPublic",
     "RowPublic",
@@ -27,6 +35,7 @@ __all__ = [
     "SnapshotPublic",
     "SubmissionPublic",
     "SubmissionStatusPublic",
+    "SuiteVersionPublic",
     "TaskCreate",
     "TaskPublic",
     "TokenCreate",
@@ -36,6 +45,7 @@ __all__ = [
     "UploadPublic",
     "UserCreate",
     "UserPublic",
+    "VerdictPublic",
     "WeightsPublic",
     "WeightsUpdate",
 ]
@@ -43,12 +53,7 @@ __all__ = [
 Weight = Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)]
 
 
-def _utc(value: datetime) -> datetime:
-    # SQLite hands back naive datetimes; every one we store is UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-Timestamp = Annotated[datetime, AfterValidator(_utc)]
+Timestamp = Annotated[datetime, AfterValidator(as_utc)]
 """A timezone-aware datetime (UTC when the database dropped the zone)."""
 
 
@@ -128,6 +133,13 @@ class UploadCreate(_In):
     )
     size: int = Field(gt=0, description="Total bytes that will be sent.")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="sha256 of the whole file.")
+    release_of: int | None = Field(
+        None,
+        ge=1,
+        le=2**31 - 1,
+        description="The submission id of the model this is a new release of (yours, or any "
+        "for an admin); the manifest's `release_of` must then agree.",
+    )
 
 
 class UploadPublic(BaseModel):
@@ -143,6 +155,7 @@ class UploadPublic(BaseModel):
     )
     chunk_size: int = Field(description="Suggested bytes per PATCH.")
     submission_id: int | None = None
+    release_of: int | None = None
 
 
 class JobPublic(BaseModel):
@@ -173,6 +186,10 @@ class SubmissionPublic(BaseModel):
     published: bool = Field(True, description="False: off the public board.")
     status: JobStatus = Field(description="Summary of the per-dataset jobs.")
     created_at: Timestamp
+    release_of: int | None = Field(None, description="The submission this is a new release of.")
+    lineage: int | None = Field(
+        None, description="Its lineage: the id of the lineage's first release (GET /lineages/ID)."
+    )
 
 
 class SubmissionStatusPublic(SubmissionPublic):
@@ -322,6 +339,85 @@ class SnapshotPublic(BaseModel):
     csv_url: str
     json_url: str
     citation: str = Field(description="A BibTeX entry citing the permalink.")
+
+
+# Lineages, case histories, regression suites ------------------------------------------------
+
+
+class ReleaseRef(BaseModel):
+    """A release of a lineage, named as reports name it."""
+
+    submission_id: int
+    number: int = Field(description="1 for the lineage's first release, then in order.")
+    name: str
+    created_at: Timestamp = Field(description="When the release was submitted.")
+
+
+class ReleaseDatasetPublic(BaseModel):
+    dataset: str
+    round: int
+    perf: float | None = Field(description="The task metric x100 on it.")
+
+
+class ReleasePublic(ReleaseRef):
+    release_of: int | None
+    status: JobStatus = Field(description="Summary of its per-dataset jobs.")
+    published: bool
+    metrics: dict[str, float | None] = Field(
+        description="Its board figures (scoring.METRICS names), once scored on every "
+        "scoring dataset; empty before."
+    )
+    datasets: list[ReleaseDatasetPublic] = Field(
+        description="The original datasets (rounds and static sets) it was scored on."
+    )
+    hidden_sets: int = Field(0, description="Hidden sets it was scored on (never named).")
+
+
+class LineagePublic(BaseModel):
+    lineage: int = Field(description="The lineage's id: its first release's submission id.")
+    task: str
+    owner: str | None = Field(description="Its first release's submitter (None: hidden).")
+    releases: list[ReleasePublic] = Field(description="The releases you may see, oldest first.")
+
+
+class VerdictPublic(ReleaseRef):
+    passed: bool | None = Field(description="None: not scored on this case's dataset.")
+
+
+class LineageCasePublic(BaseModel):
+    lineage: int
+    releases: list[VerdictPublic] = Field(description="Every release you may see, in order.")
+    first_passed: ReleaseRef | None = Field(description="The first release that passed it.")
+    lost_by: list[ReleaseRef] = Field(
+        description="Each release that failed it right after a release that passed it."
+    )
+    passing: bool | None = Field(description="The latest scored release's verdict.")
+
+
+class CaseDatasetPublic(BaseModel):
+    dataset: str
+    round: int
+    inputs: dict[str, Any]
+    gold: Any = Field(description="The gold label, or the gold answer/reference texts.")
+    lineages: list[LineageCasePublic] = Field(
+        description="Lineages with a release scored on the case."
+    )
+
+
+class CaseHistoryPublic(BaseModel):
+    task: str
+    uid: str
+    rule: str = Field(description="The task's per-example pass rule, in words.")
+    datasets: list[CaseDatasetPublic] = Field(
+        description="Each dataset you may see that holds the uid."
+    )
+
+
+class SuiteVersionPublic(BaseModel):
+    task: str
+    version: int
+    created_at: Timestamp
+    url: str = Field(description="Where to download it (GET; yours is what you may see).")
 
 
 # Users --------------------------------------------------------------------------------------

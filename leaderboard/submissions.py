@@ -21,6 +21,7 @@ from evalboard.core.tables import Job, Rerun, Submission, Upload, User, utcnow
 from evaluator import cancel_submission, dispatcher_for, enqueue_submission, shown_metrics
 from leaderboard.accounts import Principal
 from leaderboard.cards import may_see, shown_user
+from leaderboard.lineages import lineage_to_join
 from leaderboard.schemas import CardPublic, JobPublic, SubmissionPublic, SubmissionStatusPublic
 from leaderboard.table import stored_card, summary_status
 
@@ -107,18 +108,25 @@ def create_submission(
     bundle_sha256: str,
     artifact_key: str,
     upload_id: str | None = None,
+    release_of: int | None = None,
 ) -> Submission:
     """Record a validated bundle as a submission and queue one job per dataset.
 
     The daily quota is counted in the transaction that inserts (the user's row locked
     first), and the upload it came from, being checked, is marked completed in it too: so
     concurrent completions make at most one submission per upload and never pass the
-    quota together.
+    quota together. A new release (``release_of``) is checked in that transaction too
+    (:func:`leaderboard.lineages.lineage_to_join`).
     """
     with ctx.db.session() as session:
         counted = principal.user_id is not None and not principal.is_admin
         if principal.user_id is not None:
             lock_user(session, principal.user_id)
+        lineage_id = (
+            lineage_to_join(session, principal, task_id=task_id, release_of=release_of)
+            if release_of is not None
+            else None
+        )
         submission = Submission(
             task_id=task_id,
             user_id=principal.user_id,
@@ -126,6 +134,8 @@ def create_submission(
             bundle_sha256=bundle_sha256,
             artifact_key=artifact_key,
             manifest=manifest,
+            release_of_id=release_of,
+            lineage_id=lineage_id,
         )
         session.add(submission)
         session.flush()
@@ -185,6 +195,8 @@ def submission_public(
         published=submission.published,
         status=summary_status(statuses),
         created_at=submission.created_at,
+        release_of=submission.release_of_id,
+        lineage=submission.lineage,
     )
 
 

@@ -48,6 +48,7 @@ from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import UploadState
 from evalboard.core.tables import Submission, Upload, utcnow
 from leaderboard.accounts import Principal, principal_for
+from leaderboard.lineages import check_release_of
 from leaderboard.schemas import UploadCreate, UploadPublic
 from leaderboard.submissions import check_quota, create_submission, lock_user
 from submission_sandbox import ARCHIVE_SUFFIXES, ArchiveCaps, load_bundle
@@ -117,6 +118,7 @@ def upload_public(ctx: Context, upload: Upload) -> UploadPublic:
         state=UploadState(upload.state),
         chunk_size=CHUNK_SIZE,
         submission_id=submission.id if submission else None,
+        release_of=upload.release_of_id,
     )
 
 
@@ -136,6 +138,8 @@ def create_upload(ctx: Context, principal: Principal, body: UploadCreate) -> Upl
             "(EVALBOARD_MAX_UPLOAD_BYTES). Remove what the model does not need"
         )
     check_quota(ctx, principal)
+    if body.release_of is not None:  # early, before a byte is sent; checked again at the end
+        check_release_of(ctx, principal, task_id=body.task, release_of=body.release_of)
     with ctx.db.session() as session:
         assert principal.user_id is not None
         lock_user(session, principal.user_id)
@@ -146,6 +150,7 @@ def create_upload(ctx: Context, principal: Principal, body: UploadCreate) -> Upl
             filename=Path(body.filename).name,
             size=body.size,
             sha256=body.sha256,
+            release_of_id=body.release_of,
         )
         session.add(upload)
         session.flush()
@@ -356,6 +361,16 @@ def _forget_bundle(ctx: Context, key: str, joined_here: bool) -> None:
         ctx.artifacts.delete(key)
 
 
+def _release_of(upload: Upload, in_manifest: int | None) -> int | None:
+    """The model the upload is a new release of: as the upload or the manifest names it."""
+    if upload.release_of_id is not None and in_manifest not in (None, upload.release_of_id):
+        raise InvalidBundle(
+            f"The upload is a release of submission {upload.release_of_id}, but the bundle's "
+            f"evalboard.yaml says release_of: {in_manifest}; make them agree (or drop one)"
+        )
+    return upload.release_of_id if upload.release_of_id is not None else in_manifest
+
+
 def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submission:
     """Check, validate and submit a fully received upload; its jobs are queued."""
     upload = get_upload(ctx, principal, upload_id)
@@ -388,6 +403,7 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
             bundle_sha256=bundle.sha256,
             artifact_key=key,
             upload_id=upload.id,
+            release_of=_release_of(upload, bundle.manifest.release_of),
         )
     except QuotaExceeded:
         # Kept open, bytes and all, as when the early check refuses: it can be completed
@@ -395,8 +411,9 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
         _release(ctx, upload_id, UploadState.OPEN)
         _forget_bundle(ctx, key, joined_here)
         raise
-    except UsageError:
-        # Nothing of a rejected upload is kept, and it counts against the quota.
+    except (UsageError, NotFound, PermissionDenied):
+        # Nothing of a rejected upload is kept, and it counts against the quota (a
+        # release of a model that is not the caller's is refused here too).
         _release(ctx, upload_id, UploadState.REJECTED)
         _drop_parts(ctx, upload_id)
         _forget_bundle(ctx, key, joined_here)

@@ -8,7 +8,15 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evalboard.core.errors import InvalidBundle
 from evalboard.core.validation import describe_validation_error
@@ -115,6 +123,13 @@ class Manifest(ModelCard):
     batch_size: int = Field(32, ge=1, le=4096, description="Examples per request.")
     gpus: int = Field(0, ge=0, le=1, description=">0 asks for a GPU worker (one device).")
     description: str = Field("", max_length=2000, description="Free text for the leaderboard.")
+    release_of: StrictInt | None = Field(
+        None,
+        ge=1,
+        le=2**31 - 1,
+        description="The submission id of the model this is a new release of (its lineage's "
+        "owner only); `evalboard model upload --release-of ID` says the same.",
+    )
 
     @field_validator("entry")
     @classmethod

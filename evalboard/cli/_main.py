@@ -64,9 +64,10 @@ def _register() -> None:
     app.add_typer(loop.round_app, name="round")
     app.add_typer(loop.failures_app, name="failures")
     app.command("gate")(loop.gate)
-    from evalboard.cli import snapshot
+    from evalboard.cli import snapshot, suite
 
     app.add_typer(snapshot.app, name="snapshot")
+    app.add_typer(suite.app, name="suite")
 
 
 _register()
@@ -116,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         _show_click_error(exc)
         return 2
     except EvalboardError as exc:
-        err_console.print(f"[bold red]error:[/bold red] {exc.message}", highlight=False)
+        # soft_wrap: one line in a pipe or a CI log, however long (a terminal wraps it).
+        err_console.print(
+            f"[bold red]error:[/bold red] {exc.message}", highlight=False, soft_wrap=True
+        )
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("Interrupted.")

@@ -15,7 +15,7 @@ from evalboard.core.errors import UsageError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["card", "server_client"]
+__all__ = ["card", "public_list", "server_client"]
 
 SERVER = typer.Option(
     ...,
@@ -34,6 +34,16 @@ def server_client(server: str, token: str | None) -> httpx.Client:
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=120)
+
+
+def public_list(server: str, path: str) -> list[dict[str, Any]]:
+    """A list anyone may read from ``server`` (no token), e.g. ``/tasks/T/snapshots``."""
+    with server_client(server, None) as client:
+        response = client.get(path)
+        if not response.is_success:
+            _check(response)
+        found: list[dict[str, Any]] = response.json()
+    return found
 
 
 def _read_card(path: Path) -> str:

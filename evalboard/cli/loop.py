@@ -10,7 +10,7 @@ from rich.table import Table
 
 from evalboard.cli._context import context
 from evalboard.cli._output import console, err_console, print_json, print_table, warn
-from evalboard.cli._sandbox import SANDBOX_HELP
+from evalboard.cli._sandbox import SANDBOX_HELP, chosen_sandbox
 
 if TYPE_CHECKING:
     from evalboard.core.tables import Round
@@ -174,10 +174,15 @@ def _print_report(report: GateReport, server: str | None) -> None:
         )
     print_table(table, to=err_console)
     for r in report.regressions:
+        if r.passed_by:
+            others = f" (also {', '.join(r.passed_by[1:])})" if len(r.passed_by) > 1 else ""
+            before = f"first passed by {r.passed_by[0]}{others}"
+        else:
+            before = f"baseline {r.baseline!r}"
         console.print(
-            f"REGRESSION {r.dataset} {r.uid}: gold {r.gold!r}, baseline {r.baseline!r}, "
-            f"candidate {r.candidate!r}",
+            f"REGRESSION {r.dataset} {r.uid}: gold {r.gold!r}, {before}, candidate {r.candidate!r}",
             highlight=False,
+            markup=False,
         )
     if report.compare_url:
         err_console.print(f"Side by side: {report.compare_url}", highlight=False)
@@ -199,11 +204,52 @@ def _print_report(report: GateReport, server: str | None) -> None:
     )
 
 
+def _against(
+    task: str | None, baseline: str | None, lineage: int | None, suite: Path | None
+) -> str:
+    """Which gate was asked for: ``baseline``, ``lineage`` or ``suite`` (usage checked)."""
+    from evalboard.core.errors import UsageError
+
+    if suite is not None:
+        if baseline is not None:
+            raise UsageError("--suite gates against the suite's lineage; drop --baseline")
+        return "suite"
+    if baseline is not None and lineage is not None:
+        raise UsageError(
+            "--baseline (one model) and --lineage (every earlier release) are two gates; "
+            "give one of them"
+        )
+    if baseline is None and lineage is None:
+        raise UsageError(
+            "Name what the candidate must not regress against: --baseline ID|BUNDLE (with "
+            "--task), --lineage ID (every earlier release), or --suite FILE (offline)"
+        )
+    if baseline is not None and task is None:
+        raise UsageError("--baseline needs --task: the task whose datasets the gate runs on")
+    return "baseline" if baseline is not None else "lineage"
+
+
 def gate(
     candidate: Path = typer.Argument(..., help="The candidate bundle (directory or archive)."),
-    task: str = typer.Option(..., "--task", "-t", help="Task id."),
-    baseline: str = typer.Option(
-        ..., "--baseline", "-b", help="A submission id of the task, or a baseline bundle."
+    task: str | None = typer.Option(
+        None, "--task", "-t", help="Task id (with --lineage/--suite: checked against theirs)."
+    ),
+    baseline: str | None = typer.Option(
+        None, "--baseline", "-b", help="A submission id of the task, or a baseline bundle."
+    ),
+    lineage: int | None = typer.Option(
+        None,
+        "--lineage",
+        "-l",
+        min=1,
+        max=2**31 - 1,
+        help="Fail on any case an earlier release of this lineage passed (any release's id).",
+    ),
+    suite: Path | None = typer.Option(
+        None,
+        "--suite",
+        help="An exported suite file: the lineage gate offline (no server, no database); "
+        "the lineage is --lineage or the bundle's release_of.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
     sandbox: str | None = typer.Option(None, "--sandbox", help=SANDBOX_HELP),
@@ -214,17 +260,37 @@ def gate(
         help="The Evalboard server, for a link to the two models side by side.",
     ),
 ) -> int:
-    """The release gate: exit 1 listing each example the baseline got right and the
-    candidate got wrong, on every round and static set; exit 0 otherwise. With a server
-    and both models uploaded, it prints the URL of their compare page."""
-    from leaderboard.loop import run_gate
-
-    ctx = context()
-    if (sandbox or ctx.settings.sandbox) == "local":
+    """The release gate: exit 1 listing each example the candidate got wrong that the
+    baseline (or any earlier release of a lineage) got right, on every round and static
+    set; exit 0 otherwise. With a server and both models uploaded (single-baseline
+    mode), it prints the URL of their compare page."""
+    against = _against(task, baseline, lineage, suite)
+    kind = chosen_sandbox(sandbox)
+    if kind == "local":
         warn("the local sandbox does not isolate the model: run only code you trust")
-    report = run_gate(
-        ctx, candidate, task_id=task, baseline=baseline, sandbox=sandbox, server=server
-    )
+    if suite is not None:
+        from leaderboard.loop import read_suite, run_suite_gate
+
+        report = run_suite_gate(
+            read_suite(suite),
+            candidate,
+            sandbox=kind,
+            lineage=lineage,
+            task_id=task,
+            source=str(suite),
+        )
+    elif against == "lineage":
+        from leaderboard.loop import run_lineage_gate
+
+        assert lineage is not None
+        report = run_lineage_gate(context(), candidate, lineage=lineage, task_id=task, sandbox=kind)
+    else:
+        from leaderboard.loop import run_gate
+
+        assert task is not None and baseline is not None
+        report = run_gate(
+            context(), candidate, task_id=task, baseline=baseline, sandbox=kind, server=server
+        )
     if as_json:
         print_json(report.to_dict())
     else:

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._output import console, print_json, print_table
-from evalboard.cli.card import SERVER, TOKEN, server_client
+from evalboard.cli.card import SERVER, TOKEN, public_list, server_client
 from evalboard.cli.upload import _check
 from evalboard.core.errors import UsageError
 
@@ -61,11 +61,7 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
     """The task's snapshots, oldest first."""
-    with server_client(server, None) as client:
-        response = client.get(f"/tasks/{task}/snapshots")
-        if not response.is_success:
-            _check(response)
-        snapshots: list[dict[str, Any]] = response.json()
+    snapshots = public_list(server, f"/tasks/{task}/snapshots")
     if as_json:
         print_json(snapshots)
         return

@@ -39,6 +39,8 @@ from evalboard.core.scratch import scratch_tree
 if TYPE_CHECKING:
     import httpx
 
+    from submission_sandbox import Manifest
+
 __all__ = ["upload", "upload_bundle"]
 
 _ERRORS: dict[int, type[EvalboardError]] = {
@@ -72,15 +74,33 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _archive_and_task(source: Path, workdir: Path) -> tuple[Path, str]:
+def _archive_and_manifest(source: Path, workdir: Path) -> tuple[Path, Manifest]:
     from submission_sandbox import is_archive, load_bundle, package_bundle
 
     if is_archive(source):
         bundle = load_bundle(source, unpack_to=workdir / "check")
-        return source, bundle.manifest.task
+        return source, bundle.manifest
     bundle = load_bundle(source)
     archive, _ = package_bundle(source, workdir / f"{bundle.manifest.name}.tar.gz")
-    return archive, bundle.manifest.task
+    return archive, bundle.manifest
+
+
+def _announced(archive: Path, manifest: Manifest, release_of: int | None) -> dict[str, Any]:
+    """The upload's announcement; a release named twice must be named alike."""
+    if release_of is not None and manifest.release_of not in (None, release_of):
+        raise UsageError(
+            f"--release-of {release_of} disagrees with the bundle's evalboard.yaml "
+            f"(release_of: {manifest.release_of}); make them agree or drop one"
+        )
+    body: dict[str, Any] = {
+        "task": manifest.task,
+        "filename": archive.name,
+        "size": archive.stat().st_size,
+        "sha256": _sha256(archive),
+    }
+    if release_of is not None:
+        body["release_of"] = release_of
+    return body
 
 
 def upload_bundle(
@@ -92,6 +112,7 @@ def upload_bundle(
     chunk_size: int | None = None,
     retries: int = 5,
     resume: str | None = None,
+    release_of: int | None = None,
     transport: httpx.BaseTransport | None = None,
 ) -> dict[str, Any]:
     """Upload a bundle directory or archive; returns the new submission's status (JSON).
@@ -101,6 +122,7 @@ def upload_bundle(
         chunk_size: bytes per request (default: what the server suggests).
         retries: attempts per chunk after a dropped connection or a server error.
         resume: the id of an earlier upload of the same file to continue.
+        release_of: the submission id of the model this is a new release of (its lineage).
     """
     import httpx  # here: the CLI's start does without it (--help, usage errors)
 
@@ -111,22 +133,12 @@ def upload_bundle(
             base_url=server.rstrip("/"), headers=headers, timeout=120, transport=transport
         ) as client,
     ):
-        archive, task = _archive_and_task(source, Path(tmp))
+        archive, manifest = _archive_and_manifest(source, Path(tmp))
         size = archive.stat().st_size
         if resume:
             state = _check(client.get(f"/uploads/{resume}"))
         else:
-            state = _check(
-                client.post(
-                    "/uploads",
-                    json={
-                        "task": task,
-                        "filename": archive.name,
-                        "size": size,
-                        "sha256": _sha256(archive),
-                    },
-                )
-            )
+            state = _check(client.post("/uploads", json=_announced(archive, manifest, release_of)))
         step = chunk_size or int(state["chunk_size"])
         failures = 0
         with archive.open("rb") as handle:
@@ -173,6 +185,13 @@ def upload(
         ..., "--token", envvar="EVALBOARD_TOKEN", help="API token (`evalboard token create NAME`)."
     ),
     resume: str | None = typer.Option(None, "--resume", help="Continue an earlier upload."),
+    release_of: int | None = typer.Option(
+        None,
+        "--release-of",
+        min=1,
+        max=2**31 - 1,
+        help="The submission id of the model this is a new release of (your own lineage).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the submission as JSON."),
 ) -> None:
     """Upload a model; its evaluation is queued at once."""
@@ -192,17 +211,25 @@ def upload(
                 server=server,
                 token=token,
                 resume=resume,
+                release_of=release_of,
                 on_progress=lambda done, total: bar.update(task_id, completed=done, total=total),
             )
     else:
-        status = upload_bundle(bundle, server=server, token=token, resume=resume)
+        status = upload_bundle(
+            bundle, server=server, token=token, resume=resume, release_of=release_of
+        )
     if as_json:
         print_json(status)
         return
     url = f"{server.rstrip('/')}/ui/submissions/{status['id']}"
+    lineage = (
+        f", a new release in lineage {status['lineage']}"
+        if status.get("release_of") is not None
+        else ""
+    )
     console.print(
         f"Submitted [bold]{status['name']}[/bold] to {status['task']} as submission "
-        f"{status['id']}: {len(status['jobs'])} dataset job(s) queued.\n"
+        f"{status['id']}{lineage}: {len(status['jobs'])} dataset job(s) queued.\n"
         f"Follow it at {url}",
         highlight=False,
     )

@@ -38,17 +38,25 @@ __all__ = [
     "RoleGrant",
     "Snapshot",
     "Submission",
+    "SuiteVersion",
     "Task",
     "Upload",
     "User",
     "Validation",
     "WorkerBeat",
+    "as_utc",
     "utcnow",
 ]
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """A stored time, timezone-aware: SQLite hands back naive datetimes, and every one we
+    store is UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 class Base(DeclarativeBase):
@@ -156,9 +164,22 @@ class Submission(Base):
     card: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Unpublished: off the public board; its submitter, the task owner and admins see it.
     published: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    # A new release of an earlier submission (set once, at creation, so no cycle can form);
+    # lineage_id is the lineage's first release (None on that first release itself).
+    release_of_id: Mapped[int | None] = mapped_column(
+        ForeignKey("submissions.id", ondelete="SET NULL")
+    )
+    lineage_id: Mapped[int | None] = mapped_column(
+        ForeignKey("submissions.id", ondelete="SET NULL"), index=True
+    )
     created_at: Mapped[datetime] = _created()
 
     jobs: Mapped[list[Job]] = relationship(back_populates="submission")
+
+    @property
+    def lineage(self) -> int:
+        """The id of the lineage this submission is a release of: its first release's."""
+        return self.lineage_id if self.lineage_id is not None else self.id
 
 
 class Job(Base):
@@ -287,6 +308,28 @@ class Snapshot(Base):
     created_at: Mapped[datetime] = _created()
 
 
+class SuiteVersion(Base):
+    """A numbered cut of a task's regression suite: what was stored when it was made.
+
+    The suite itself is derived on export from rows that never change once written
+    (datasets, releases, results), limited to the ones named here: so exporting a version
+    again gives the same bytes, whatever arrives (or commits late) after the cut.
+    """
+
+    __tablename__ = "suite_versions"
+    __table_args__ = (UniqueConstraint("task_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    #: The original datasets, the lineages' releases and their results at the cut (ids).
+    dataset_ids: Mapped[list[Any]] = mapped_column(JSON)
+    release_ids: Mapped[list[Any]] = mapped_column(JSON)
+    result_ids: Mapped[list[Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = _created()
+
+
 class Example(Base):
     """An example written by an annotator (or captured from production) for a round."""
 
@@ -357,5 +400,8 @@ class Upload(Base):
     submission_id: Mapped[int | None] = mapped_column(
         ForeignKey("submissions.id", ondelete="SET NULL")
     )
+    # The submission the uploaded model is a new release of, as the upload named it
+    # (checked when it starts and again when it becomes a submission).
+    release_of_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,13 +1,24 @@
-"""The loop: target models, adversarial collection, validation, rounds and the release gate.
+"""The loop: target models, adversarial collection, validation, rounds, the regression
+suite and the release gate.
 
 Leaderboard winners become the targets of a round; annotators write examples meant to
 fool them; other annotators validate the ones that did; closing the round turns the
-verified examples into the task's next dataset. The release gate keeps a new model from
-getting wrong what the old one got right.
+verified examples into the task's next dataset. Every example is a case with a history
+per lineage (which release first passed it, which lost it); a versioned suite of them
+leaves the server as a file. The release gate keeps a new model from getting wrong what
+the old one, or any earlier release of its lineage, got right.
 """
 
 from leaderboard.loop.access import may_annotate
-from leaderboard.loop.answers import check_gold, check_inputs, gold_value, is_model_wrong
+from leaderboard.loop.answers import (
+    check_gold,
+    check_inputs,
+    describe_rule,
+    gold_value,
+    is_model_wrong,
+    is_right,
+)
+from leaderboard.loop.cases import DatasetCases, case_history, dataset_cases, gate_datasets
 from leaderboard.loop.collection import (
     Collected,
     Predictor,
@@ -16,7 +27,16 @@ from leaderboard.loop.collection import (
     get_example,
 )
 from leaderboard.loop.failures import Failure, capture_failure, capture_failures, read_failures
-from leaderboard.loop.gate import DatasetComparison, GateReport, Regression, compare, run_gate
+from leaderboard.loop.gate import (
+    DatasetComparison,
+    GateReport,
+    Regression,
+    compare,
+    compare_history,
+    run_gate,
+)
+from leaderboard.loop.history import CaseHistory, Verdict
+from leaderboard.loop.lineage_gate import run_lineage_gate, run_suite_gate
 from leaderboard.loop.ranking import leaderboard_ranking
 from leaderboard.loop.rounds import (
     ClosedRound,
@@ -29,15 +49,25 @@ from leaderboard.loop.rounds import (
     open_round,
     round_examples,
 )
+from leaderboard.loop.suite_file import MAX_SUITE_BYTES, Suite, parse_suite, read_suite, suite_bytes
+from leaderboard.loop.suites import (
+    cut_suite,
+    export_suite,
+    get_suite_version,
+    list_suite_versions,
+)
 from leaderboard.loop.targets import BundleSandboxes, SandboxFactory, TargetPool, warm_quietly
 from leaderboard.loop.validation import decide, validate_example, validation_queue, verdicts_of
 from leaderboard.loop.vmer import AnnotatorVmer, RoundVmer, round_vmer
 
 __all__ = [
+    "MAX_SUITE_BYTES",
     "AnnotatorVmer",
     "BundleSandboxes",
+    "CaseHistory",
     "ClosedRound",
     "Collected",
+    "DatasetCases",
     "DatasetComparison",
     "Failure",
     "GateReport",
@@ -46,30 +76,47 @@ __all__ = [
     "Regression",
     "RoundVmer",
     "SandboxFactory",
+    "Suite",
     "TargetPool",
+    "Verdict",
     "capture_failure",
     "capture_failures",
+    "case_history",
     "check_gold",
     "check_inputs",
     "close_round",
     "collect_example",
     "compare",
+    "compare_history",
     "current_round",
+    "cut_suite",
+    "dataset_cases",
     "dataset_name",
     "decide",
+    "describe_rule",
     "explain_example",
+    "export_suite",
+    "gate_datasets",
     "get_example",
     "get_round",
+    "get_suite_version",
     "gold_value",
     "is_model_wrong",
+    "is_right",
     "leaderboard_ranking",
     "list_rounds",
+    "list_suite_versions",
     "may_annotate",
     "open_round",
+    "parse_suite",
     "read_failures",
+    "read_suite",
     "round_examples",
     "round_vmer",
     "run_gate",
+    "run_lineage_gate",
+    "run_suite_gate",
+    "suite_bytes",
     "validate_example",
     "validation_queue",
     "verdicts_of",

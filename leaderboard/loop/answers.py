@@ -22,8 +22,10 @@ from scoring import per_example, sentence_chrfs
 __all__ = [
     "check_gold",
     "check_inputs",
+    "describe_rule",
     "gold_value",
     "is_model_wrong",
+    "is_right",
     "prediction_score",
 ]
 
@@ -165,3 +167,22 @@ def is_model_wrong(task: TaskSpec, output: Mapping[str, Any], gold: Any) -> bool
     if task.model_wrong.rule in ("string_f1", "chrf_below"):
         return score < task.model_wrong.threshold
     return score < 1.0
+
+
+def is_right(task: TaskSpec, output: Mapping[str, Any] | None, gold: Any) -> bool:
+    """Whether a model passed an example: it gave an output and the task's model-wrong rule
+    does not call it wrong. The one per-example correctness rule of the release gate, the
+    per-case history and the regression suite; ``gold`` is a :func:`gold_value`."""
+    return output is not None and not is_model_wrong(task, output, gold)
+
+
+def describe_rule(task: TaskSpec) -> str:
+    """:func:`is_right` in words, for pages, reports and suite files."""
+    rule = task.model_wrong
+    if rule.rule == "string_f1":
+        return f"passed: SQuAD token F1 against the best gold answer of at least {rule.threshold:g}"
+    if rule.rule == "chrf_below":
+        return f"passed: sentence chrF against the best reference of at least {rule.threshold:g}"
+    if task.output.type == "multiclass":
+        return "passed: the predicted label is the gold label"
+    return "passed: the normalised answer equals a gold one (exact match)"

@@ -297,6 +297,7 @@ def model_page(
         wrong_only=wrong_only,
         see_hidden=see_hidden,
         table=table,
+        release_of=submission.release_of_id,
     )
 
 

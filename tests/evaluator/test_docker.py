@@ -17,6 +17,7 @@ from evalboard.core.settings import get_settings
 from evaluator import RunOptions, WorkerPool, evaluate
 from tests.evaluator.conftest import BundleFactory
 from tests.evaluator.test_evaluation import _sets
+from tests.helpers.engine import docker_engine_or_skip
 from tests.helpers.tasks import sentiment_spec
 
 pytestmark = pytest.mark.docker
@@ -24,16 +25,7 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture(scope="module")
 def engine() -> Any:
-    docker = pytest.importorskip("docker")
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-        client.images.get(get_settings().base_image)
-    except Exception as exc:  # any failure means: no usable engine here
-        pytest.skip(
-            f"no Docker engine with the runtime image ({exc}); run `bash docker/bootstrap.sh`"
-        )
-    return client
+    return docker_engine_or_skip()
 
 
 def test_docker_results_record_the_image_and_the_cgroup_peak(

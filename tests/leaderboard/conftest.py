@@ -134,6 +134,20 @@ def serve(
                 process.wait()
 
 
+def wait_until_ranked(url: str, task: str, models: int, log: Path, timeout_s: float) -> None:
+    """Poll the task's board until ``models`` are ranked and none is pending; a failed job
+    or the timeout fails the test (with the server's log)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        board = httpx.get(f"{url}/tasks/{task}/leaderboard", timeout=60).json()
+        if len([r for r in board["rows"] if r["rank"]]) == models and not board["pending"]:
+            return
+        failed = [p for p in board["pending"] if p["status"] == "failed"]
+        assert not failed, log.read_text()[-3000:]
+        assert time.monotonic() < deadline, board["pending"]
+        time.sleep(1)
+
+
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """``evalboard serve`` in its own process on a free port, over a seeded platform, with

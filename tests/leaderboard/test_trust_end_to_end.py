@@ -15,13 +15,11 @@ CLI's figures.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,101 +35,26 @@ from evalboard.core.states import Role
 from leaderboard.accounts import create_token, create_user
 from tests.conftest import make_settings
 from tests.helpers.browser import ARTIFACTS
+from tests.helpers.sentiment_bundles import (
+    BOW,
+    CONSTANT,
+    VADER,
+    load_in_process,
+    read_rows,
+    train_bow,
+    write_bundle,
+)
 from tests.helpers.tasks import sentiment_spec
-from tests.leaderboard.conftest import serve
+from tests.leaderboard.conftest import serve, wait_until_ranked
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 TASK = "dynasent"
-LABELS = ["negative", "neutral", "positive"]
-FIXTURES = Path(__file__).resolve().parents[1] / "evaluator" / "fixtures"
 ROUND_SIZE = 40
-
-CONSTANT = """
-class Model:
-    def __init__(self, model_dir):
-        pass
-
-    def predict(self, batch):
-        return [{"label": "neutral"} for _ in batch]
-"""
-
-BOW = """
-import json
-import os
-import re
-
-import numpy as np
-
-TOKEN = re.compile(r"[a-z']+")
-
-
-class Model:
-    def __init__(self, model_dir):
-        with open(os.path.join(model_dir, "weights.json")) as f:
-            weights = json.load(f)
-        self.vocab = weights["vocab"]
-        self.coef = np.asarray(weights["coef"])
-        self.bias = np.asarray(weights["bias"])
-        self.labels = weights["labels"]
-
-    def predict(self, batch):
-        outputs = []
-        for example in batch:
-            counts = np.zeros(len(self.vocab))
-            for token in TOKEN.findall(example["statement"].lower()):
-                if token in self.vocab:
-                    counts[self.vocab[token]] += 1
-            z = self.coef @ counts + self.bias
-            p = np.exp(z - z.max())
-            p /= p.sum()
-            outputs.append(
-                {"label": self.labels[int(p.argmax())], "probs": dict(zip(self.labels, p.tolist()))}
-            )
-        return outputs
-"""
-
-
-def _rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
 def _bundle(root: Path, name: str, handler: str, files: dict[str, str] | None = None) -> Path:
-    bundle = root / name
-    bundle.mkdir()
-    (bundle / "evalboard.yaml").write_text(
-        f"name: {name}\ntask: {TASK}\nruntime: python\nentry: handler:Model\nbatch_size: 64\n"
-    )
-    (bundle / "handler.py").write_text(handler)
-    for file, text in (files or {}).items():
-        (bundle / file).write_text(text)
-    return bundle
-
-
-def _load(bundle: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(f"handler_{bundle.name}", bundle / "handler.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Model(str(bundle))
-
-
-def _train_bow(dev: list[dict[str, Any]]) -> str:
-    from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.linear_model import LogisticRegression
-
-    vectorizer = CountVectorizer(token_pattern=r"[a-z']+", lowercase=True)
-    counts = vectorizer.fit_transform([r["sentence"] for r in dev])
-    fitted = LogisticRegression(max_iter=2000).fit(counts, [r["gold_label"] for r in dev])
-    assert list(fitted.classes_) == LABELS
-    return json.dumps(
-        {
-            "vocab": {k: int(v) for k, v in vectorizer.vocabulary_.items()},
-            "coef": fitted.coef_.tolist(),
-            "bias": fitted.intercept_.tolist(),
-            "labels": LABELS,
-        }
-    )
+    return write_bundle(root, name, handler, task=TASK, files=files)
 
 
 @dataclass
@@ -175,22 +98,23 @@ def platform(shared_datasets: Path, tmp_path_factory: pytest.TempPathFactory) ->
         "COLUMNS": "250",
     }
 
+    r1_dev = read_rows(dynasent / "dynasent-v1.1-round01-yelp-dev.jsonl")
     bundles = {
         "constant": _bundle(tmp, "constant", CONSTANT),
-        "vader": _bundle(tmp, "vader", (FIXTURES / "vader_bundle" / "handler.py").read_text()),
+        "vader": _bundle(tmp, "vader", VADER),
         "bow": _bundle(
             tmp,
             "bow",
             BOW,
-            {"weights.json": _train_bow(_rows(dynasent / "dynasent-v1.1-round01-yelp-dev.jsonl"))},
+            {"weights.json": train_bow(r1_dev)},
         ),
     }
     # The small adversarial round: round 2 dev examples that fooled the trained model
     # and that VADER gets right (the loop keeps examples that fool its target).
-    bow, vader = _load(bundles["bow"]), _load(bundles["vader"])
+    bow, vader = load_in_process(bundles["bow"]), load_in_process(bundles["vader"])
     candidates = [
         {"uid": r["text_id"], "statement": r["sentence"], "label": r["gold_label"]}
-        for r in _rows(dynasent / "dynasent-v1.1-round02-dynabench-dev.jsonl")
+        for r in read_rows(dynasent / "dynasent-v1.1-round02-dynabench-dev.jsonl")
     ]
     bow_out = bow.predict(candidates)
     vader_out = vader.predict(candidates)
@@ -236,15 +160,7 @@ def platform(shared_datasets: Path, tmp_path_factory: pytest.TempPathFactory) ->
                     "model", "upload", str(bundle), "--server", url, "--token", token, "--json"
                 )
                 assert done.returncode == 0, done.stderr
-            deadline = time.monotonic() + 600
-            while True:
-                board = platform.board(weights="perf:1")
-                if len([r for r in board["rows"] if r["rank"]]) == 3 and not board["pending"]:
-                    break
-                failed = [p for p in board["pending"] if p["status"] == "failed"]
-                assert not failed, (tmp / "server.log").read_text()[-3000:]
-                assert time.monotonic() < deadline, board["pending"]
-                time.sleep(1)
+            wait_until_ranked(url, TASK, 3, tmp / "server.log", timeout_s=600)
             yield platform
     finally:
         shutil.rmtree(tmp / "data" / "scratch", ignore_errors=True)

@@ -173,6 +173,22 @@ def test_gate_says_how_to_see_a_candidate_not_uploaded_beside_the_baseline(
     assert "upload it (evalboard model upload)" in plain.err and "Side by side" not in plain.err
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((), "Name what the candidate must not regress against"),
+        (("--baseline", "3"), "--baseline needs --task"),
+        (("--baseline", "3", "--lineage", "2"), "two gates; give one of them"),
+        (("--suite", "s.json", "--baseline", "3"), "drop --baseline"),
+        (("--lineage", "0"), "greater than or equal to 1"),
+    ],
+)
+def test_gate_takes_one_thing_to_compare_with(run, args: tuple[str, ...], expected: str) -> None:  # type: ignore[no-untyped-def]
+    result = run("gate", FIXTURES / "vader", *args)
+    assert result.code == 2 and expected in result.err
+    assert len(result.err.strip().splitlines()) <= 2  # the error, and typer's hint
+
+
 def test_promote_list_failures_and_close(platform: Platform, run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     opened = run("promote", "--task", "sentiment", "--submission", platform.submissions["keyword"])
     assert opened.code == 0, opened.err

@@ -7,30 +7,15 @@ from typing import Any
 
 import pytest
 
-from evalboard.core.settings import get_settings
+from tests.helpers.engine import docker_engine_or_skip
 
 LABEL_FILTER = {"label": "org.evalboard.sandbox"}
-
-
-def _engine() -> Any:
-    docker = pytest.importorskip("docker")
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means: no engine here
-        pytest.skip(f"no Docker engine reachable ({exc}); run `bash docker/bootstrap.sh`")
-    base = get_settings().base_image
-    try:
-        client.images.get(base)
-    except docker.errors.ImageNotFound:
-        pytest.skip(f"runtime image {base} is missing; run `bash docker/bootstrap.sh`")
-    return client
 
 
 @pytest.fixture(scope="session")
 def docker_engine() -> Any:
     """A client of the real engine with the runtime image built; skips where there is none."""
-    return _engine()
+    return docker_engine_or_skip()
 
 
 @pytest.fixture

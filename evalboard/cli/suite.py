@@ -1,0 +1,101 @@
+"""``evalboard suite create|list|export``: cut a task's regression suite version on the
+server, list the versions, and download one as the file ``evalboard gate --suite`` reads."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from evalboard.cli._output import console, err_console, print_json, print_table
+from evalboard.cli.card import SERVER, TOKEN, public_list, server_client
+from evalboard.cli.upload import _check
+from evalboard.core.errors import UsageError
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="Versioned regression suites: create a version, list them, export one as a file.",
+    no_args_is_help=True,
+)
+
+TASK = typer.Option(..., "--task", "-t", help="Task id.")
+
+
+@app.command("create")
+def create(
+    task: str = TASK,
+    server: str = SERVER,
+    token: str | None = TOKEN,
+    as_json: bool = typer.Option(False, "--json", help="Print the version as JSON."),
+) -> None:
+    """Cut the task's next suite version from what the server holds now."""
+    with server_client(server, token) as client:
+        version = _check(client.post(f"/tasks/{task}/suites"))
+    if as_json:
+        print_json(version)
+        return
+    console.print(
+        f"Suite version {version['version']} of {task} cut at {version['created_at']}; "
+        f"export it with `evalboard suite export --task {task} --version "
+        f"{version['version']}`",
+        highlight=False,
+        markup=False,
+    )
+
+
+@app.command("list")
+def list_(
+    task: str = TASK,
+    server: str = SERVER,
+    as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
+) -> None:
+    """The task's suite versions, oldest first."""
+    versions = public_list(server, f"/tasks/{task}/suites")
+    if as_json:
+        print_json(versions)
+        return
+    table = Table("version", "cut at", "url", title=f"Suite versions of {task}")
+    for v in versions:
+        table.add_row(str(v["version"]), v["created_at"], v["url"])
+    print_table(table)
+
+
+def _write(target: Path, data: bytes) -> None:
+    """Write whole or not at all: a CI job never reads half a suite."""
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        partial.write_bytes(data)
+        os.replace(partial, target)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise UsageError(f"Cannot write {target}: {exc.strerror}") from None
+
+
+@app.command("export")
+def export(
+    task: str = TASK,
+    version: int = typer.Option(..., "--version", "-v", min=1, max=2**31 - 1, help="Version."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Where to write it (default: TASK-suite-VERSION.json)."
+    ),
+    server: str = SERVER,
+    token: str | None = TOKEN,
+) -> None:
+    """Write a suite version to a file: the cases you may see, their gold and history,
+    content-hashed (the same version exports to the same bytes)."""
+    target = out or Path(f"{task}-suite-{version}.json")
+    with server_client(server, token) as client:
+        response = client.get(f"/tasks/{task}/suites/{version}")
+        if not response.is_success:
+            _check(response)
+        data = response.content
+    _write(target, data)
+    err_console.print(
+        f"Suite version {version} of {task} written to {target} ({len(data)} bytes); gate a "
+        f"bundle with `evalboard gate BUNDLE --suite {target}`",
+        highlight=False,
+        markup=False,
+    )
