@@ -8,6 +8,7 @@ the queue, keeping those that finished.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, time
 from typing import Any
 
@@ -227,6 +228,19 @@ def visible_submission(ctx: Context, principal: Principal, submission_id: int) -
     return submission
 
 
+def _job_order(jobs: list[Job]) -> Callable[[Job], tuple[int, str, str]]:
+    """Round by round; each original dataset, then its perturbed copies (issue 19: the
+    cards were alphabetical, copies before their originals)."""
+    names = {job.dataset.id: job.dataset.name for job in jobs}
+
+    def key(job: Job) -> tuple[int, str, str]:
+        dataset = job.dataset
+        original = names.get(dataset.derived_from_id or dataset.id, dataset.name)
+        return dataset.round, original, dataset.perturbation or ""
+
+    return key
+
+
 def submission_status(
     ctx: Context, principal: Principal, submission_id: int
 ) -> SubmissionStatusPublic:
@@ -235,7 +249,7 @@ def submission_status(
     submission = visible_submission(ctx, principal, submission_id)
     manage = principal.may_see_logs(task_id=submission.task_id, submitter_id=submission.user_id)
     see_hidden = principal.owns(submission.task_id)
-    jobs = sorted(submission.jobs, key=lambda j: (j.dataset.round, j.dataset.name))
+    jobs = sorted(submission.jobs, key=_job_order(submission.jobs))
     public = submission_public(submission, _seen_user(ctx, principal, submission), jobs)
     views = []
     for index, job in enumerate(jobs, start=1):
@@ -249,10 +263,13 @@ def submission_status(
                 status=JobStatus(job.status),
                 reason=job.reason,
                 progress=job.progress,
+                examples_done=job.examples_done,
+                examples_total=job.examples_total,
                 # A model sees a hidden set's inputs and may print them: its logs on a
                 # hidden set are for the task's owner only, like its scores there.
                 message=job.message if manage and not hidden else None,
                 log_tail=job.log_tail if manage and not hidden else None,
+                log_withheld=manage and hidden,
                 started_at=job.started_at,
                 finished_at=job.finished_at,
                 metrics=metrics,
@@ -341,6 +358,8 @@ def rerun(ctx: Context, principal: Principal, submission_id: int) -> int:
                 reason=None,
                 message=None,
                 progress=0.0,
+                examples_done=None,
+                examples_total=None,
                 attempts=0,
                 started_at=None,
                 finished_at=None,

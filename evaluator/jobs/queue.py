@@ -156,6 +156,8 @@ def claim(ctx: Context, job_id: int, *, owner: str, lease_s: float = DEFAULT_LEA
                 started_at=now,
                 finished_at=None,
                 progress=0.0,
+                examples_done=None,
+                examples_total=None,
                 reason=None,
                 message=None,
                 log_tail=None,
@@ -197,12 +199,16 @@ def renew(
     *,
     owner: str,
     lease_s: float = DEFAULT_LEASE_S,
-    progress: float | None = None,
+    progress: tuple[int, int] | None = None,
 ) -> bool:
-    """Extend the lease; False when it was lost (reaped, cancelled, or finished elsewhere)."""
+    """Extend the lease, writing ``progress`` (examples done, in all) when given; False
+    when the lease was lost (reaped, cancelled, or finished elsewhere)."""
     values: dict[str, Any] = {"lease_expires_at": utcnow() + timedelta(seconds=lease_s)}
     if progress is not None:
-        values["progress"] = progress
+        done, total = progress
+        values.update(
+            examples_done=done, examples_total=total, progress=done / total if total else 0.0
+        )
     with ctx.db.session() as session:
         done = session.execute(update(Job).where(_owned(job_id, owner)).values(**values))
         return bool(getattr(done, "rowcount", 0) == 1)
@@ -234,6 +240,9 @@ def finish(
     retried job whose first run got as far) or the job was cancelled meanwhile.
     """
     wrote = False
+    # The examples predicted, all of them: the heartbeat may not have written the last batch.
+    examples = metrics.get("examples")
+    done: Any = examples if isinstance(examples, int) else Job.examples_total
     try:
         with ctx.db.session() as session:
             job = session.get(Job, job_id)
@@ -262,6 +271,8 @@ def finish(
                 status=JobStatus.FINISHED.value,
                 finished_at=utcnow(),
                 progress=1.0,
+                examples_done=done,
+                examples_total=func.coalesce(Job.examples_total, done),
                 lease_owner=None,
                 lease_expires_at=None,
                 reason=None,
