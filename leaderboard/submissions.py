@@ -37,6 +37,7 @@ __all__ = [
     "set_baseline",
     "submission_public",
     "submission_status",
+    "submissions_of",
     "uploads_today",
     "visible_submission",
 ]
@@ -305,6 +306,20 @@ def list_submissions(ctx: Context, principal: Principal, task_id: str) -> list[S
     ]
 
 
+def submissions_of(ctx: Context, user_id: int, *, limit: int = 200) -> list[SubmissionPublic]:
+    """A user's own submissions on every task, newest first (their "my submissions")."""
+    with ctx.db.session() as session:
+        rows = session.scalars(
+            select(Submission)
+            .where(Submission.user_id == user_id)
+            .options(selectinload(Submission.jobs))
+            .order_by(Submission.id.desc())
+            .limit(limit)
+        ).all()
+        name = session.scalar(select(User.name).where(User.id == user_id))
+    return [submission_public(s, name) for s in rows]
+
+
 def _manageable(ctx: Context, principal: Principal, submission_id: int) -> Submission:
     principal.require_signed_in()
     submission = get_submission(ctx, submission_id)
@@ -316,14 +331,19 @@ def _manageable(ctx: Context, principal: Principal, submission_id: int) -> Submi
     return submission
 
 
-def cancel(ctx: Context, principal: Principal, submission_id: int) -> int:
-    """Cancel unfinished jobs; returns how many were cancelled."""
+def cancel(
+    ctx: Context, principal: Principal, submission_id: int, *, job_id: int | None = None
+) -> int:
+    """Cancel unfinished jobs (only ``job_id``, when given); returns how many were cancelled."""
     _manageable(ctx, principal, submission_id)
-    return cancel_submission(ctx, submission_id)
+    return cancel_submission(ctx, submission_id, job_id=job_id)
 
 
-def rerun(ctx: Context, principal: Principal, submission_id: int) -> int:
-    """Queue failed and cancelled jobs again (and jobs for datasets added since).
+def rerun(
+    ctx: Context, principal: Principal, submission_id: int, *, job_id: int | None = None
+) -> int:
+    """Queue failed and cancelled jobs again (and jobs for datasets added since); only
+    ``job_id``, when given (an admin retrying one failed job).
 
     A re-run uses the sandbox, so it counts against the caller's daily quota (admins have
     none), in the transaction that records it. A submission a platform fault left out of
@@ -345,14 +365,15 @@ def rerun(ctx: Context, principal: Principal, submission_id: int) -> int:
         if counted:
             assert principal.user_id is not None
             _refuse_over_quota(ctx, principal, _used_today(session, principal.user_id))
-        jobs = session.execute(
-            select(Job.id, Job.queue).where(
-                Job.submission_id == submission_id, Job.status.in_(again)
-            )
-        ).all()
+        chosen = (
+            (Job.submission_id == submission_id)
+            & Job.status.in_(again)
+            & (Job.id == job_id if job_id is not None else Job.id.is_not(None))
+        )
+        jobs = session.execute(select(Job.id, Job.queue).where(chosen)).all()
         session.execute(
             update(Job)
-            .where(Job.submission_id == submission_id, Job.status.in_(again))
+            .where(chosen)
             .values(
                 status=JobStatus.QUEUED.value,
                 reason=None,
@@ -366,8 +387,10 @@ def rerun(ctx: Context, principal: Principal, submission_id: int) -> int:
             )
         )
     dispatcher = dispatcher_for(ctx)
-    for job_id, queue in jobs:
-        dispatcher.dispatch(job_id, queue)
+    for again_id, queue in jobs:
+        dispatcher.dispatch(again_id, queue)
+    if job_id is not None:
+        return len(jobs)
     return len(jobs) + len(enqueue_submission(ctx, submission_id))
 
 

@@ -485,14 +485,16 @@ def resend_queued(
     return [job_id for job_id, _ in rows]
 
 
-def cancel_submission(ctx: Context, submission_id: int) -> int:
-    """Cancel the submission's unfinished jobs; running ones stop at their next heartbeat."""
+def cancel_submission(ctx: Context, submission_id: int, *, job_id: int | None = None) -> int:
+    """Cancel the submission's unfinished jobs (only ``job_id``, when given); running ones
+    stop at their next heartbeat. Returns how many were cancelled."""
     with ctx.db.session() as session:
         done = session.execute(
             update(Job)
             .where(
                 Job.submission_id == submission_id,
                 Job.status.in_((JobStatus.QUEUED.value, *ACTIVE)),
+                Job.id == job_id if job_id is not None else Job.id.is_not(None),
             )
             .values(
                 status=JobStatus.CANCELLED.value,

@@ -12,8 +12,10 @@ from leaderboard.loop.collection import (
     Collected,
     Predictor,
     collect_example,
+    edit_example,
     explain_example,
     get_example,
+    retract_example,
 )
 from leaderboard.loop.failures import Failure, capture_failure, capture_failures, read_failures
 from leaderboard.loop.gate import DatasetComparison, GateReport, Regression, compare, run_gate
@@ -30,7 +32,14 @@ from leaderboard.loop.rounds import (
     round_examples,
 )
 from leaderboard.loop.targets import BundleSandboxes, SandboxFactory, TargetPool, warm_quietly
-from leaderboard.loop.validation import decide, validate_example, validation_queue, verdicts_of
+from leaderboard.loop.validation import (
+    QueueCounts,
+    decide,
+    queue_counts,
+    validate_example,
+    validation_queue,
+    verdicts_of,
+)
 from leaderboard.loop.vmer import AnnotatorVmer, RoundVmer, round_vmer
 
 __all__ = [
@@ -42,6 +51,7 @@ __all__ = [
     "Failure",
     "GateReport",
     "Predictor",
+    "QueueCounts",
     "Ranking",
     "Regression",
     "RoundVmer",
@@ -57,6 +67,7 @@ __all__ = [
     "current_round",
     "dataset_name",
     "decide",
+    "edit_example",
     "explain_example",
     "get_example",
     "get_round",
@@ -66,7 +77,9 @@ __all__ = [
     "list_rounds",
     "may_annotate",
     "open_round",
+    "queue_counts",
     "read_failures",
+    "retract_example",
     "round_examples",
     "round_vmer",
     "run_gate",
