@@ -105,7 +105,8 @@ def test_the_admins_journey(browser: Any, live_server: LiveServer, size: str) ->
         page.wait_for_selector("#grant-error")
         assert "nope" in page.inner_text("#grant-error")
         carol = page.locator("tr[data-user='carol']")
-        assert carol.locator(".grant-form input[name=task]").input_value() == "nope", "the input is kept"
+        kept = carol.locator(".grant-form input[name=task]").input_value()
+        assert kept == "nope", "the input is kept"
         assert carol.locator(".grant-form select[name=role]").input_value() == "annotator"
         _checked(watched, f"users with an error ({size})")
         carol.locator(".grant-form input[name=task]").fill(TASK)
