@@ -210,8 +210,8 @@ def renew(
             examples_done=done, examples_total=total, progress=done / total if total else 0.0
         )
     with ctx.db.session() as session:
-        done = session.execute(update(Job).where(_owned(job_id, owner)).values(**values))
-        return bool(getattr(done, "rowcount", 0) == 1)
+        renewed = session.execute(update(Job).where(_owned(job_id, owner)).values(**values))
+        return bool(getattr(renewed, "rowcount", 0) == 1)
 
 
 def mark_running(ctx: Context, job_id: int, *, owner: str) -> bool:
