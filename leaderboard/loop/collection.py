@@ -115,11 +115,7 @@ def collect_example(
     if not targets:
         raise Conflict(f"Round {number} of task {task_id!r} has no target model")
     target = (rng or random).choice(targets)
-    uid = f"collect-{uuid.uuid4().hex[:12]}"
-    started = time.perf_counter()
-    (output,) = predictor.predict(round_.id, target, [{"uid": uid, **checked}], spec)
-    latency = time.perf_counter() - started
-    fooled = is_model_wrong(spec, output, gold_value(spec, intended))
+    output, latency, fooled = _answer(predictor, round_.id, target, spec, checked, intended)
     with ctx.db.session() as session:
         example = Example(
             task_id=task_id,
@@ -137,6 +133,22 @@ def collect_example(
         session.add(example)
         session.flush()
     return Collected(example=example, latency_s=latency)
+
+
+def _answer(
+    predictor: Predictor,
+    round_id: int,
+    target: int,
+    spec: TaskSpec,
+    inputs: dict[str, str],
+    intended: dict[str, Any],
+) -> tuple[dict[str, Any], float, bool]:
+    """The target's output for the inputs, how long it took, and whether it was fooled."""
+    uid = f"collect-{uuid.uuid4().hex[:12]}"
+    started = time.perf_counter()
+    (output,) = predictor.predict(round_id, target, [{"uid": uid, **inputs}], spec)
+    latency = time.perf_counter() - started
+    return output, latency, is_model_wrong(spec, output, gold_value(spec, intended))
 
 
 def _check_open(round_: Round) -> None:
@@ -259,15 +271,9 @@ def edit_example(
     note = _explanation(explanation)
     if example.round_id is None or example.target_submission_id is None:
         raise Conflict(f"Example {example_id} has no target to answer it again")
-    started = time.perf_counter()
-    (output,) = predictor.predict(
-        example.round_id,
-        example.target_submission_id,
-        [{"uid": f"collect-{uuid.uuid4().hex[:12]}", **checked}],
-        spec,
+    output, latency, fooled = _answer(
+        predictor, example.round_id, example.target_submission_id, spec, checked, intended
     )
-    latency = time.perf_counter() - started
-    fooled = is_model_wrong(spec, output, gold_value(spec, intended))
     with ctx.db.session() as session:
         done = session.execute(
             update(Example)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,22 @@ def _task_of(ctx: Context, tmp_path: Path) -> None:
         perturb=False,
         path=write_jsonl(tmp_path / "sixty.jsonl", rows),
     )
+
+
+@contextmanager
+def _job_updates(ctx: Context) -> Iterator[list[str]]:
+    """The UPDATE statements on the jobs table while the block runs."""
+    updates: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("UPDATE JOBS"):
+            updates.append(statement)
+
+    event.listen(ctx.db.engine, "before_cursor_execute", count)
+    try:
+        yield updates
+    finally:
+        event.remove(ctx.db.engine, "before_cursor_execute", count)
 
 
 def _progress(ctx: Context, job_id: int) -> tuple[str, int | None, int | None]:
@@ -77,14 +95,7 @@ def test_progress_is_written_at_most_once_a_second_however_often_it_moves(
     _task_of(ctx, tmp_path)
     (job_id,) = queue.enqueue_submission(ctx, submit(ctx, keyword_bundle()), dispatcher=None)
     assert queue.claim(ctx, job_id, owner="w")
-    updates: list[str] = []
-
-    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if statement.lstrip().upper().startswith("UPDATE JOBS"):
-            updates.append(statement)
-
-    event.listen(ctx.db.engine, "before_cursor_execute", count)
-    try:
+    with _job_updates(ctx) as updates:
         with Lease(ctx, job_id, "w") as lease:
             started = time.monotonic()
             done = 0
@@ -94,8 +105,6 @@ def test_progress_is_written_at_most_once_a_second_however_often_it_moves(
                 time.sleep(0.001)
             reported = done
             time.sleep(PROGRESS_EVERY_S + 0.3)  # the last report is written too
-    finally:
-        event.remove(ctx.db.engine, "before_cursor_execute", count)
     assert reported > 500
     assert 2 <= len(updates) <= 5, len(updates)
     assert _progress(ctx, job_id)[1:] == (reported, 10**9)
@@ -107,18 +116,9 @@ def test_a_quiet_lease_writes_nothing_between_renewals(
     _task_of(ctx, tmp_path)
     (job_id,) = queue.enqueue_submission(ctx, submit(ctx, keyword_bundle()), dispatcher=None)
     assert queue.claim(ctx, job_id, owner="w")
-    updates: list[str] = []
-
-    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if statement.lstrip().upper().startswith("UPDATE JOBS"):
-            updates.append(statement)
-
-    event.listen(ctx.db.engine, "before_cursor_execute", count)
-    try:
+    with _job_updates(ctx) as updates:
         with Lease(ctx, job_id, "w", lease_s=6.0) as lease:  # renewed every 2 s
             lease.report(1, 10)
             time.sleep(3.0)
-    finally:
-        event.remove(ctx.db.engine, "before_cursor_execute", count)
     # The report once, and one renewal: not one write per second.
     assert 1 <= len(updates) <= 3, len(updates)
