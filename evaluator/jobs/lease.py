@@ -118,14 +118,15 @@ class Lease:
         self.progress = (done, total)
 
     def _beat(self) -> None:
-        failures = 0
         tick = min(self.interval_s, PROGRESS_EVERY_S)
         written: tuple[int, int] | None = None
-        renewed = time.monotonic()
+        renewed = tried = time.monotonic()  # the last renewal that held, the last try
+        failing = False
         while not self._stop.wait(tick):
-            progress = self.progress
-            if progress == written and time.monotonic() - renewed < self.interval_s:
-                continue  # nothing new to write, and the lease is fresh
+            now, progress = time.monotonic(), self.progress
+            if now - tried < self.interval_s and (failing or progress == written):
+                continue  # the lease is fresh and there is nothing new (or: a blip's wait)
+            tried = now
             try:
                 held = renew(
                     self.ctx,
@@ -135,18 +136,18 @@ class Lease:
                     progress=progress,
                 )
             except Exception as exc:
-                # A database blip: keep trying until the lease would have run out.
-                failures += 1
+                # A database blip: try again each interval until the lease would have run out.
+                failing = True
                 if isinstance(exc, PlatformError):  # the database does not answer
                     faults.DATABASE.went_down(faults.DATABASE_PART)
                 else:
                     logger.warning("job %s: heartbeat failed", self.job_id, exc_info=True)
-                if failures * self.interval_s < self.lease_s:
+                if now - renewed < self.lease_s:
                     continue
                 held = False
             else:
-                failures = 0
-                written, renewed = progress, time.monotonic()
+                failing = False
+                written, renewed = progress, now
                 faults.DATABASE.came_back()
             if not held:
                 logger.warning("job %s: lease lost by %s; stopping", self.job_id, self.owner)
