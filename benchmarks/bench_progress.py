@@ -14,8 +14,8 @@ batch) over a dataset of ``--examples`` rows, run through the worker's own path
 
 Reported per variant: the evaluation's throughput (examples per second over the timed
 prediction phase, as the board shows it), the job's wall time and the number of UPDATEs
-of the jobs table; and the ratio of the medians. Runs alternate (quiet, live, quiet, ...)
-so that a busy neighbour weighs on both alike.
+of the jobs table; and the ratio of the medians. Runs alternate in ABBA order (quiet,
+live, live, quiet, ...) so that a busy neighbour weighs on both alike.
 """
 
 from __future__ import annotations
@@ -110,7 +110,8 @@ def main() -> None:
         ctx = _platform(tmp, args.examples)
         _one_job(ctx, tmp, -1)  # warm-up: imports, the first sandbox
         for run in range(args.runs):
-            for variant in ("quiet", "live"):
+            # ABBA: a load that rises or falls during the runs weighs on both alike.
+            for variant in ("quiet", "live") if run % 2 == 0 else ("live", "quiet"):
                 lease.PROGRESS_EVERY_S = shipped if variant == "live" else 1e9
                 samples[variant].append(_one_job(ctx, tmp, 2 * run + (variant == "live")))
         lease.PROGRESS_EVERY_S = shipped
