@@ -21,22 +21,15 @@ from datasets_registry import list_datasets
 from evalboard.core.context import Context
 from evalboard.core.tables import ApiToken, Job, RoleGrant, Submission, User
 from leaderboard.accounts import create_token
-from tests.helpers.a11y import assert_accessible
-from tests.helpers.browser import SIZES, Watched, page_at, sign_in
+from tests.helpers.browser import SIZES, page_at, sign_in
+from tests.helpers.journeys import check_page, signed_in
 from tests.leaderboard.conftest import LiveServer
 from tests.leaderboard.seeding import PASSWORD, TASK
-from tests.leaderboard.test_pages import _csrf
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PAGES = ["/ui/admin", "/ui/admin/users", "/ui/admin/tokens", "/ui/admin/quotas"]
 PAGES += ["/ui/admin/jobs", "/ui/admin/jobs?status=failed", "/ui/admin/failures"]
-
-
-def _checked(watched: Watched, where: str) -> None:
-    watched.page.wait_for_load_state("networkidle")
-    assert_accessible(watched.page, where)
-    assert watched.overflow() == 0, f"{where} scrolls sideways"
 
 
 def _held_job(ctx: Context, name: str) -> int:
@@ -91,13 +84,13 @@ def test_the_admins_journey(browser: Any, live_server: LiveServer, size: str) ->
         sign_in(page, base, "admin", PASSWORD, f"/ui/tasks/{TASK}")
         page.click("header a[href='/ui/admin']")
         page.wait_for_url("**/ui/admin")
-        _checked(watched, f"admin overview ({size})")
+        check_page(watched, f"admin overview ({size})")
         assert "failed" in page.inner_text("#job-counts")
 
         # Users and roles: grant, a bad grant answered beside its form, revoke.
         page.click("nav.task-links a[href='/ui/admin/users']")
         page.wait_for_url("**/ui/admin/users")
-        _checked(watched, f"users ({size})")
+        check_page(watched, f"users ({size})")
         carol = page.locator("tr[data-user='carol']")
         carol.locator(".grant-form select[name=role]").select_option("annotator")
         carol.locator(".grant-form input[name=task]").fill("nope")
@@ -108,7 +101,7 @@ def test_the_admins_journey(browser: Any, live_server: LiveServer, size: str) ->
         kept = carol.locator(".grant-form input[name=task]").input_value()
         assert kept == "nope", "the input is kept"
         assert carol.locator(".grant-form select[name=role]").input_value() == "annotator"
-        _checked(watched, f"users with an error ({size})")
+        check_page(watched, f"users with an error ({size})")
         carol.locator(".grant-form input[name=task]").fill(TASK)
         carol.locator(".grant-form button").click()
         page.wait_for_selector(".flash")
@@ -122,7 +115,7 @@ def test_the_admins_journey(browser: Any, live_server: LiveServer, size: str) ->
         token, row = create_token(ctx, "bob", label=f"bob-{size}")
         page.click("nav.task-links a[href='/ui/admin/tokens']")
         page.wait_for_url("**/ui/admin/tokens")
-        _checked(watched, f"tokens ({size})")
+        check_page(watched, f"tokens ({size})")
         page.once("dialog", lambda dialog: dialog.accept())
         page.locator(f"#tokens tr[data-id='{row.id}'] button").click()
         page.wait_for_selector(".flash")
@@ -132,14 +125,14 @@ def test_the_admins_journey(browser: Any, live_server: LiveServer, size: str) ->
         # Quotas: the limits in force and each user's use today.
         page.click("nav.task-links a[href='/ui/admin/quotas']")
         page.wait_for_url("**/ui/admin/quotas")
-        _checked(watched, f"quotas ({size})")
+        check_page(watched, f"quotas ({size})")
         assert str(ctx.settings.daily_upload_quota) in page.inner_text("#limits")
         assert page.locator("#usage tr[data-user='alice']").count() == 1
 
         # The queue: filter, retry a failed job, cancel a running one (asked first).
         page.click("nav.task-links a[href='/ui/admin/jobs']")
         page.wait_for_url("**/ui/admin/jobs")
-        _checked(watched, f"jobs ({size})")
+        check_page(watched, f"jobs ({size})")
         page.select_option("#status-filter", "failed")
         page.click("#job-filter button")
         page.wait_for_url("**/ui/admin/jobs?status=failed")
@@ -166,21 +159,9 @@ def test_the_admins_journey(browser: Any, live_server: LiveServer, size: str) ->
 
         page.click("nav.task-links a[href='/ui/admin/failures']")
         page.wait_for_url("**/ui/admin/failures")
-        _checked(watched, f"failures ({size})")
+        check_page(watched, f"failures ({size})")
         assert "oom" in page.inner_text("#failures")
         watched.assert_clean(f"the admin's journey ({size})")
-
-
-def _signed_in(base: str, name: str) -> tuple[httpx.Client, str]:
-    """An httpx client signed in through the login form, and its CSRF token."""
-    client = httpx.Client(base_url=base)
-    page = client.get("/ui/login")
-    token = _csrf(page.text)
-    done = client.post(
-        "/ui/login", data={"name": name, "password": PASSWORD, "csrf_token": token, "next": "/ui"}
-    )
-    assert done.status_code == 303, done.text
-    return client, _csrf(client.get("/ui/me").text)
 
 
 def test_only_admins_reach_the_admin_pages(live_server: LiveServer) -> None:
@@ -189,13 +170,13 @@ def test_only_admins_reach_the_admin_pages(live_server: LiveServer) -> None:
         for path in PAGES:
             away = anonymous.get(path)
             assert away.status_code == 303 and away.headers["location"].startswith("/ui/login")
-    alice, _ = _signed_in(base, "alice")
+    alice, _ = signed_in(base, "alice", PASSWORD)
     with closing(alice):
         for path in PAGES:
             refused = alice.get(path)
             assert refused.status_code == 403, path
             assert "Not allowed" in refused.text and "Only an admin" in refused.text
-    admin, _ = _signed_in(base, "admin")
+    admin, _ = signed_in(base, "admin", PASSWORD)
     with closing(admin):
         for path in PAGES:
             assert admin.get(path).status_code == 200, path
@@ -234,10 +215,10 @@ def test_admin_forms_change_nothing_without_an_admin_and_a_csrf_token(
             assert answer.status_code in (401, 403), f"{why}: {path} -> {answer.status_code}"
             assert _state(ctx, held, token.id) == before, f"{why} changed something: {path}"
 
-    alice, alice_csrf = _signed_in(base, "alice")
+    alice, alice_csrf = signed_in(base, "alice", PASSWORD)
     with closing(alice):
         refused(alice, alice_csrf, "a researcher")
-    admin, admin_csrf = _signed_in(base, "admin")
+    admin, admin_csrf = signed_in(base, "admin", PASSWORD)
     with closing(admin):
         refused(admin, None, "an admin's post without its CSRF token")
         refused(admin, "not-the-token", "an admin's post with a wrong CSRF token")

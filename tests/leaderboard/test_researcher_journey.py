@@ -24,8 +24,8 @@ from datasets_registry import list_datasets
 from evalboard.core.tables import Job, Submission, Upload, User
 from leaderboard.uploads import CHUNK_SIZE
 from submission_sandbox import package_bundle
-from tests.helpers.a11y import assert_accessible
-from tests.helpers.browser import SIZES, Watched, page_at, sign_in
+from tests.helpers.browser import SIZES, page_at, sign_in
+from tests.helpers.journeys import check_page
 from tests.leaderboard.conftest import LiveServer
 from tests.leaderboard.seeding import PASSWORD, TASK
 from tests.leaderboard.test_uploads import HANDLER
@@ -56,12 +56,6 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-def _checked(watched: Watched, where: str) -> None:
-    watched.page.wait_for_load_state("networkidle")
-    assert_accessible(watched.page, where)
-    assert watched.overflow() == 0, f"{where} scrolls sideways"
-
-
 @pytest.mark.parametrize("size", SIZES)
 def test_the_researchers_journey(
     browser: Any, live_server: LiveServer, bundles: dict[str, Path], size: str
@@ -73,7 +67,7 @@ def test_the_researchers_journey(
         # The name in the header leads to the researcher's own pages.
         page.click("header a.who")
         page.wait_for_url("**/ui/me")
-        _checked(watched, f"my submissions ({size})")
+        check_page(watched, f"my submissions ({size})")
         mine = page.locator("#my-submissions tbody tr")
         names = mine.locator("td:nth-child(2) a").all_inner_texts()
         assert {"roberta-large", "bow-logreg", "broken-model"} <= set(names)
@@ -84,12 +78,12 @@ def test_the_researchers_journey(
         # A token: made on the page, shown once, works, and is gone once revoked.
         page.click("text=API tokens")
         page.wait_for_url("**/ui/me/tokens")
-        _checked(watched, f"tokens ({size})")
+        check_page(watched, f"tokens ({size})")
         page.fill("#token-label", f"journey {size}")
         page.click("#token-form button[type=submit]")
         token = page.inner_text("#token-value").strip()
         assert token.startswith("eb_")
-        _checked(watched, f"a new token ({size})")
+        check_page(watched, f"a new token ({size})")
         me = httpx.get(f"{base}/users/me", headers={"Authorization": f"Bearer {token}"})
         assert me.status_code == 200 and me.json()["name"] == "alice"
         page.goto(f"{base}/ui/me/tokens")
@@ -107,7 +101,7 @@ def test_the_researchers_journey(
         page.goto(f"{base}/ui/me")
         page.click(f"a[href='/ui/tasks/{TASK}/upload']")
         page.wait_for_url(f"**/ui/tasks/{TASK}/upload")
-        _checked(watched, f"upload ({size})")
+        check_page(watched, f"upload ({size})")
         page.set_input_files("#bundle-file", str(bundles["small"]))
         page.click("#upload-button")
         page.wait_for_url("**/ui/submissions/*", timeout=60_000)
@@ -117,7 +111,7 @@ def test_the_researchers_journey(
         done = page.locator("article.job.finished .examples-done").first.inner_text()
         assert done.endswith("examples") and done.split()[0] == done.split()[2], done
         assert page.evaluate("window.notReloaded") is True, "the page reloaded"
-        _checked(watched, f"submission ({size})")
+        check_page(watched, f"submission ({size})")
         with ctx.db.session() as session:
             stored = session.get(Submission, submission_id)
             assert stored is not None and stored.name == "web-upload"
@@ -142,7 +136,7 @@ def test_cards_follow_dataset_order_and_a_hidden_failure_says_its_log_is_withhel
         visible = page.locator("article.job[data-dataset='test']")
         assert visible.locator(".withheld").count() == 0
         assert "Killed" in (visible.locator("pre.log").text_content() or "")
-        _checked(watched, "a failed submission")
+        check_page(watched, "a failed submission")
         watched.assert_clean()
 
 
@@ -273,6 +267,6 @@ def test_the_task_owners_journey(browser: Any, live_server: LiveServer, size: st
         for place in ("manage", "rounds", "validate", "collect"):
             page.click(f"nav.task-links a[href='/ui/tasks/{TASK}/{place}']")
             page.wait_for_url(f"**/ui/tasks/{TASK}/{place}")
-            _checked(watched, f"the owner's {place} page ({size})")
+            check_page(watched, f"the owner's {place} page ({size})")
             page.goto(f"{base}/ui/tasks/{TASK}")
         watched.assert_clean(f"the owner's journey ({size})")

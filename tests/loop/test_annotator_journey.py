@@ -20,10 +20,9 @@ from evalboard.core.context import Context
 from evalboard.core.tables import Example
 from leaderboard.loop import open_round
 from tests.conftest import make_settings
-from tests.helpers.a11y import assert_accessible
-from tests.helpers.browser import SIZES, Watched, page_at, sign_in
+from tests.helpers.browser import SIZES, page_at, sign_in
+from tests.helpers.journeys import check_page, signed_in
 from tests.leaderboard.conftest import serve
-from tests.leaderboard.test_pages import _csrf
 from tests.loop.platform import Platform, build_platform
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -56,12 +55,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             yield Served(url, platform)
     finally:
         ctx.db.dispose()
-
-
-def _checked(watched: Watched, where: str) -> None:
-    watched.page.wait_for_load_state("networkidle")
-    assert_accessible(watched.page, where)
-    assert watched.overflow() == 0, f"{where} scrolls sideways"
 
 
 def _example(ctx: Context, example_id: int) -> Example:
@@ -98,7 +91,7 @@ def test_the_annotators_journey(browser: Any, served: Served, size: str) -> None
     with page_at(browser, size) as watched:
         page = watched.page
         sign_in(page, base, "alice", PASSWORD, f"/ui/tasks/{TASK}/collect")
-        _checked(watched, f"collect ({size})")
+        check_page(watched, f"collect ({size})")
         # Whitespace only: answered on the form, the choice kept, nothing stored.
         with ctx.db.session() as session:
             before = session.scalar(select(func.count(Example.id)))
@@ -108,19 +101,19 @@ def test_the_annotators_journey(browser: Any, served: Served, size: str) -> None
         page.wait_for_selector("#collect-error")
         assert "non-empty" in page.inner_text("#collect-error")
         assert page.input_value("#label") == "negative"
-        _checked(watched, f"collect with an error ({size})")
+        check_page(watched, f"collect with an error ({size})")
         with ctx.db.session() as session:
             assert session.scalar(select(func.count(Example.id))) == before
 
         # Two examples that fool VADER: one edited, one retracted.
         first = _write(page, f"Great, it rained all week ({size}).", "negative")
         assert "You fooled the model!" in page.inner_text("#verdict")
-        _checked(watched, f"a result ({size})")
+        check_page(watched, f"a result ({size})")
         second = _write(page, f"Wonderful, the flight was cancelled ({size}).", "negative")
         assert _example(ctx, second).status == "pending"
         page.click(f"a[href='/ui/examples/{first}/edit']")
         page.wait_for_url(f"**/ui/examples/{first}/edit")
-        _checked(watched, f"edit ({size})")
+        check_page(watched, f"edit ({size})")
         assert "rained" in page.input_value("#in_statement")
         page.fill("#in_statement", f"Great, it rained all week and the roof leaked ({size}).")
         page.click("#save-example")
@@ -137,7 +130,7 @@ def test_the_annotators_journey(browser: Any, served: Served, size: str) -> None
     with page_at(browser, size) as watched:
         page = watched.page
         sign_in(page, base, "val1", PASSWORD, f"/ui/tasks/{TASK}/validate")
-        _checked(watched, f"validate ({size})")
+        check_page(watched, f"validate ({size})")
         left = _queue_size(served, "val1")
         assert left >= 1
         assert page.inner_text("#queue-counts").startswith(f"{left} example")
@@ -150,21 +143,11 @@ def test_the_annotators_journey(browser: Any, served: Served, size: str) -> None
             assert page.locator("form[action$='/validate']").get_attribute("action") != shown
         # Skipped by val1 only: it stays in val2's queue.
         assert _queue_size(served, "val2") >= 1
-        _checked(watched, f"validate after a skip ({size})")
+        check_page(watched, f"validate after a skip ({size})")
         page.click("#unskip")
         page.wait_for_selector(".flash")
         assert page.inner_text("#queue-counts").startswith(f"{left} example")
         watched.assert_clean(f"the validator's journey ({size})")
-
-
-def _signed_in(base: str, name: str) -> tuple[httpx.Client, str]:
-    client = httpx.Client(base_url=base)
-    token = _csrf(client.get("/ui/login").text)
-    done = client.post(
-        "/ui/login", data={"name": name, "password": PASSWORD, "csrf_token": token, "next": "/ui"}
-    )
-    assert done.status_code == 303, done.text
-    return client, _csrf(client.get(f"/ui/tasks/{TASK}/collect").text)
 
 
 def _fooling(client: httpx.Client, csrf: str, text: str) -> int:
@@ -180,8 +163,8 @@ def test_an_example_is_edited_or_retracted_by_its_author_only_and_only_unjudged(
     served: Served,
 ) -> None:
     base, ctx = served.url, served.ctx
-    alice, alice_csrf = _signed_in(base, "alice")
-    val1, val1_csrf = _signed_in(base, "val1")
+    alice, alice_csrf = signed_in(base, "alice", PASSWORD, f"/ui/tasks/{TASK}/collect")
+    val1, val1_csrf = signed_in(base, "val1", PASSWORD, f"/ui/tasks/{TASK}/collect")
     with closing(alice), closing(val1):
         mine = _fooling(alice, alice_csrf, "Great, the museum burned down.")
         # Another annotator may neither retract nor edit it.
@@ -209,7 +192,7 @@ def test_an_example_is_edited_or_retracted_by_its_author_only_and_only_unjudged(
 
 def test_a_nul_or_a_missing_csrf_token_stores_no_example(served: Served) -> None:
     base, ctx = served.url, served.ctx
-    alice, csrf = _signed_in(base, "alice")
+    alice, csrf = signed_in(base, "alice", PASSWORD, f"/ui/tasks/{TASK}/collect")
     with closing(alice):
         with ctx.db.session() as session:
             before = session.scalar(select(func.count(Example.id)))
