@@ -36,11 +36,14 @@ __all__ = [
     "end_sessions",
     "get_user",
     "grant_role",
+    "list_tokens",
     "list_users",
     "principal_for",
     "principal_for_token",
+    "revoke_role",
     "revoke_token",
     "set_password",
+    "token_owner",
     "token_user_id",
 ]
 
@@ -173,6 +176,26 @@ def grant_role(ctx: Context, name: str, role: Role, *, task_id: str | None = Non
     end_sessions(ctx, user.id)  # a changed role signs in afresh
 
 
+def revoke_role(ctx: Context, name: str, role: Role, *, task_id: str | None = None) -> bool:
+    """Take ``role`` (per task, or platform-wide) from a user; False when they had no
+    such grant. Their sessions end, as with a grant. A task's recorded owner
+    (``Task.owner_id``) stays its owner: that is not a grant."""
+    user = get_user(ctx, name)
+    with ctx.db.session() as session:
+        grant = session.scalar(
+            select(RoleGrant).where(
+                RoleGrant.user_id == user.id,
+                RoleGrant.role == role.value,
+                RoleGrant.task_id.is_(None) if task_id is None else RoleGrant.task_id == task_id,
+            )
+        )
+        if grant is None:
+            return False
+        session.delete(grant)
+    end_sessions(ctx, user.id)
+    return True
+
+
 def end_sessions(ctx: Context, user_id: int) -> None:
     """End every browser session of the user at once (each cookie carries the version)."""
     with ctx.db.session() as session:
@@ -214,6 +237,16 @@ def create_token(ctx: Context, name: str, *, label: str = "") -> tuple[str, ApiT
         row = ApiToken(user_id=user.id, token_hash=token_hash(token), label=label[:64])
         session.add(row)
     return token, row
+
+
+def list_tokens(ctx: Context, user_id: int | None = None) -> list[tuple[ApiToken, str]]:
+    """API tokens (never their secrets) with their user's name, oldest first: one user's,
+    or everyone's when ``user_id`` is None (for admins)."""
+    query = select(ApiToken, User.name).join(User, User.id == ApiToken.user_id)
+    if user_id is not None:
+        query = query.where(ApiToken.user_id == user_id)
+    with ctx.db.session() as session:
+        return [(token, name) for token, name in session.execute(query.order_by(ApiToken.id))]
 
 
 def revoke_token(ctx: Context, user_id: int, token_id: int) -> None:
@@ -267,3 +300,16 @@ def token_user_id(ctx: Context, token: str) -> int | None:
         return session.scalar(
             select(ApiToken.user_id).where(ApiToken.token_hash == token_hash(token))
         )
+
+
+def token_owner(ctx: Context, token_id: int) -> int:
+    """The id of the user a stored token (by its id) belongs to.
+
+    Raises:
+        NotFound: there is no such token.
+    """
+    with ctx.db.session() as session:
+        user_id = session.scalar(select(ApiToken.user_id).where(ApiToken.id == token_id))
+    if user_id is None:
+        raise NotFound(f"No token {token_id}")
+    return int(user_id)

@@ -27,6 +27,8 @@ from leaderboard.body_limit import BodyLimitMiddleware
 from leaderboard.errors import install_error_handlers
 from leaderboard.headers import SecurityHeadersMiddleware
 from leaderboard.routes import (
+    account_pages,
+    admin_pages,
     attributions,
     compare,
     datasets,
@@ -133,6 +135,8 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     app.include_router(compare.pages_router)
     app.include_router(lineages.pages_router)
     app.include_router(manage.router)
+    app.include_router(account_pages.router)
+    app.include_router(admin_pages.router)
     app.include_router(loop_router)  # rounds, collection, validation, failures + their pages
     app.include_router(health.router)
 

@@ -28,6 +28,7 @@ __all__ = [
     "UNPROCESSABLE_RESPONSES",
     "ErrorPublic",
     "UnprocessablePublic",
+    "error_response",
     "install_error_handlers",
 ]
 
@@ -86,7 +87,9 @@ def _way_back(request: Request) -> str | None:
     return None if back == request.url.path and request.method == "GET" else back
 
 
-def _response(request: Request, status: int, message: str) -> Response:
+def error_response(request: Request, status: int, message: str) -> Response:
+    """The error as a page for a browser on ``/ui`` (one design: what happened and a way
+    back), as ``{"detail": message}`` for the API."""
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     if _wants_html(request):
         templates = request.app.state.templates
@@ -145,17 +148,17 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def domain(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, EvalboardError)
-        return _response(request, exc.http_status, exc.message)
+        return error_response(request, exc.http_status, exc.message)
 
     async def scoring(request: Request, exc: Exception) -> Response:
         # Weights are well-formed requests with unusable values: 422, as InvalidWeights.
         status = 422 if isinstance(exc, InvalidWeightsError) else 400
-        return _response(request, status, str(exc))
+        return error_response(request, status, str(exc))
 
     async def http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 404 and _wants_html(request):
-            return _response(request, 404, "No such page.")
+            return error_response(request, 404, "No such page.")
         if exc.status_code == 405:
             return _method_not_allowed(request)
         if isinstance(exc.detail, str):

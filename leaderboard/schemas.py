@@ -163,8 +163,17 @@ class JobPublic(BaseModel):
     status: JobStatus
     reason: str | None = Field(description="Why it failed: oom, timeout, crashed, ...")
     progress: float = Field(description="0..1")
+    examples_done: int | None = Field(
+        None, description="Examples predicted so far, as the worker last wrote (about 1 s)."
+    )
+    examples_total: int | None = Field(None, description="Examples in the dataset.")
     message: str | None = Field(None, description="Submitter, task owner and admin only.")
     log_tail: str | None = Field(None, description="Submitter, task owner and admin only.")
+    log_withheld: bool = Field(
+        False,
+        description="True for the submitter on a hidden dataset: its message and log are "
+        "withheld (a model sees the inputs and could print them); the task owner sees them.",
+    )
     started_at: Timestamp | None
     finished_at: Timestamp | None
     metrics: dict[str, Any] | None = None

@@ -5,7 +5,8 @@ encodable as UTF-8) in the path, the query string, a JSON body or a url-encoded 
 answered 422 here, once for every route, instead of failing deep in a query as a 500.
 Multipart bodies (dataset files) and raw upload chunks are bytes, checked where they are
 parsed (dataset rows by the importer; other multipart text fields fall back on the
-database's DataError, answered 422 as InvalidText).
+database's DataError, answered 422 as InvalidText). A page's form (``/ui``) hears the one
+error page instead of JSON: what was wrong, and the way back to the form as it was typed.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import re
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from starlette.responses import JSONResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evalboard.core.validation import bad_text
+from leaderboard.errors import error_response
 
 __all__ = ["StrictTextMiddleware", "bad_text"]
 
@@ -85,7 +88,8 @@ class StrictTextMiddleware:
         if _bad_url_part(raw_path) or _bad_url_part(
             scope.get("query_string", b""), plus_is_space=True
         ):
-            await _refused("path" if _bad_url_part(raw_path) else "query")(scope, receive, send)
+            where = "path" if _bad_url_part(raw_path) else "query"
+            await _refused(scope, receive, where)(scope, receive, send)
             return
         content_type = _content_type(scope)
         if not _checks_body(content_type):
@@ -102,7 +106,9 @@ class StrictTextMiddleware:
                 break
         body = b"".join(chunks)
         if _bad_body(content_type, body):
-            await _refused("body")(scope, receive, send)
+            await _refused(scope, receive, "form" if scope["path"].startswith("/ui") else "body")(
+                scope, receive, send
+            )
             return
         replayed: Message = {"type": "http.request", "body": body, "more_body": False}
         await self.app(scope, _replay([replayed], receive), send)
@@ -115,12 +121,16 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
     return replay
 
 
-def _refused(where: str) -> JSONResponse:
+def _message(where: str) -> str:
+    return (
+        f"The {where} holds a NUL character or an unpaired surrogate, which Evalboard "
+        "does not store; remove it and send the text as plain UTF-8"
+    )
+
+
+def _refused(scope: Scope, receive: Receive, where: str) -> Response:
+    if scope["path"].startswith("/ui"):
+        return error_response(Request(scope, receive), 422, _message(where))
     # Shaped as FastAPI's own 422 (HTTPValidationError), which every route documents.
-    problem = {
-        "loc": [where],
-        "msg": f"The {where} holds a NUL character or an unpaired surrogate, which Evalboard "
-        "does not store; remove it and send the text as plain UTF-8",
-        "type": "invalid_text",
-    }
+    problem = {"loc": [where], "msg": _message(where), "type": "invalid_text"}
     return JSONResponse({"detail": [problem]}, status_code=422)

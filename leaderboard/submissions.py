@@ -8,6 +8,7 @@ the queue, keeping those that finished.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, time
 from typing import Any
 
@@ -37,6 +38,7 @@ __all__ = [
     "set_baseline",
     "submission_public",
     "submission_status",
+    "submissions_of",
     "uploads_today",
     "visible_submission",
 ]
@@ -239,6 +241,19 @@ def visible_submission(ctx: Context, principal: Principal, submission_id: int) -
     return submission
 
 
+def _job_order(jobs: list[Job]) -> Callable[[Job], tuple[int, str, str]]:
+    """Round by round; each original dataset, then its perturbed copies (issue 19: the
+    cards were alphabetical, copies before their originals)."""
+    names = {job.dataset.id: job.dataset.name for job in jobs}
+
+    def key(job: Job) -> tuple[int, str, str]:
+        dataset = job.dataset
+        original = names.get(dataset.derived_from_id or dataset.id, dataset.name)
+        return dataset.round, original, dataset.perturbation or ""
+
+    return key
+
+
 def submission_status(
     ctx: Context, principal: Principal, submission_id: int
 ) -> SubmissionStatusPublic:
@@ -247,7 +262,7 @@ def submission_status(
     submission = visible_submission(ctx, principal, submission_id)
     manage = principal.may_see_logs(task_id=submission.task_id, submitter_id=submission.user_id)
     see_hidden = principal.owns(submission.task_id)
-    jobs = sorted(submission.jobs, key=lambda j: (j.dataset.round, j.dataset.name))
+    jobs = sorted(submission.jobs, key=_job_order(submission.jobs))
     public = submission_public(submission, _seen_user(ctx, principal, submission), jobs)
     views = []
     for index, job in enumerate(jobs, start=1):
@@ -261,10 +276,13 @@ def submission_status(
                 status=JobStatus(job.status),
                 reason=job.reason,
                 progress=job.progress,
+                examples_done=job.examples_done,
+                examples_total=job.examples_total,
                 # A model sees a hidden set's inputs and may print them: its logs on a
                 # hidden set are for the task's owner only, like its scores there.
                 message=job.message if manage and not hidden else None,
                 log_tail=job.log_tail if manage and not hidden else None,
+                log_withheld=manage and hidden,
                 started_at=job.started_at,
                 finished_at=job.finished_at,
                 metrics=metrics,
@@ -300,6 +318,20 @@ def list_submissions(ctx: Context, principal: Principal, task_id: str) -> list[S
     ]
 
 
+def submissions_of(ctx: Context, user_id: int, *, limit: int = 200) -> list[SubmissionPublic]:
+    """A user's own submissions on every task, newest first (their "my submissions")."""
+    with ctx.db.session() as session:
+        rows = session.scalars(
+            select(Submission)
+            .where(Submission.user_id == user_id)
+            .options(selectinload(Submission.jobs))
+            .order_by(Submission.id.desc())
+            .limit(limit)
+        ).all()
+        name = session.scalar(select(User.name).where(User.id == user_id))
+    return [submission_public(s, name) for s in rows]
+
+
 def _manageable(ctx: Context, principal: Principal, submission_id: int) -> Submission:
     principal.require_signed_in()
     submission = get_submission(ctx, submission_id)
@@ -311,14 +343,19 @@ def _manageable(ctx: Context, principal: Principal, submission_id: int) -> Submi
     return submission
 
 
-def cancel(ctx: Context, principal: Principal, submission_id: int) -> int:
-    """Cancel unfinished jobs; returns how many were cancelled."""
+def cancel(
+    ctx: Context, principal: Principal, submission_id: int, *, job_id: int | None = None
+) -> int:
+    """Cancel unfinished jobs (only ``job_id``, when given); returns how many were cancelled."""
     _manageable(ctx, principal, submission_id)
-    return cancel_submission(ctx, submission_id)
+    return cancel_submission(ctx, submission_id, job_id=job_id)
 
 
-def rerun(ctx: Context, principal: Principal, submission_id: int) -> int:
-    """Queue failed and cancelled jobs again (and jobs for datasets added since).
+def rerun(
+    ctx: Context, principal: Principal, submission_id: int, *, job_id: int | None = None
+) -> int:
+    """Queue failed and cancelled jobs again (and jobs for datasets added since); only
+    ``job_id``, when given (an admin retrying one failed job).
 
     A re-run uses the sandbox, so it counts against the caller's daily quota (admins have
     none), in the transaction that records it. A submission a platform fault left out of
@@ -340,27 +377,32 @@ def rerun(ctx: Context, principal: Principal, submission_id: int) -> int:
         if counted:
             assert principal.user_id is not None
             _refuse_over_quota(ctx, principal, _used_today(session, principal.user_id))
-        jobs = session.execute(
-            select(Job.id, Job.queue).where(
-                Job.submission_id == submission_id, Job.status.in_(again)
-            )
-        ).all()
+        chosen = (
+            (Job.submission_id == submission_id)
+            & Job.status.in_(again)
+            & (Job.id == job_id if job_id is not None else Job.id.is_not(None))
+        )
+        jobs = session.execute(select(Job.id, Job.queue).where(chosen)).all()
         session.execute(
             update(Job)
-            .where(Job.submission_id == submission_id, Job.status.in_(again))
+            .where(chosen)
             .values(
                 status=JobStatus.QUEUED.value,
                 reason=None,
                 message=None,
                 progress=0.0,
+                examples_done=None,
+                examples_total=None,
                 attempts=0,
                 started_at=None,
                 finished_at=None,
             )
         )
     dispatcher = dispatcher_for(ctx)
-    for job_id, queue in jobs:
-        dispatcher.dispatch(job_id, queue)
+    for again_id, queue in jobs:
+        dispatcher.dispatch(again_id, queue)
+    if job_id is not None:
+        return len(jobs)
     return len(jobs) + len(enqueue_submission(ctx, submission_id))
 
 

@@ -62,6 +62,7 @@ __all__ = [
     "expire_uploads",
     "expire_uploads_forever",
     "get_upload",
+    "open_uploads",
     "upload_public",
     "write_chunk",
 ]
@@ -197,6 +198,15 @@ def cancel_upload(ctx: Context, principal: Principal, upload_id: str) -> None:
         if getattr(done, "rowcount", 0) != 1:
             raise Conflict(f"Upload {upload_id} is not open; only an open upload can be cancelled")
     _drop_parts(ctx, upload_id)
+
+
+def open_uploads(ctx: Context, user_id: int, *, task_id: str | None = None) -> list[Upload]:
+    """The user's uploads that still take chunks (to resume), oldest first."""
+    query = select(Upload).where(Upload.user_id == user_id, Upload.state == UploadState.OPEN.value)
+    if task_id is not None:
+        query = query.where(Upload.task_id == task_id)
+    with ctx.db.session() as session:
+        return list(session.scalars(query.order_by(Upload.created_at)))
 
 
 def get_upload(ctx: Context, principal: Principal, upload_id: str) -> Upload:

@@ -83,6 +83,7 @@ class ExampleStatus(StrEnum):
     REJECTED = "rejected"
     FLAGGED = "flagged"
     NOT_FOOLING = "not_fooling"  # the target got it right; kept for vMER's denominator
+    RETRACTED = "retracted"  # withdrawn by its author before any verdict; still counted
 
 
 class Verdict(StrEnum):

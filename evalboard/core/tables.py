@@ -197,6 +197,10 @@ class Job(Base):
     message: Mapped[str | None] = mapped_column(Text)
     log_tail: Mapped[str | None] = mapped_column(Text)
     progress: Mapped[float] = mapped_column(Float, default=0.0)
+    # Examples predicted so far of those in all, as the worker last wrote them (issue 19);
+    # None until the first batch.
+    examples_done: Mapped[int | None] = mapped_column(Integer)
+    examples_total: Mapped[int | None] = mapped_column(Integer)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     lease_owner: Mapped[str | None] = mapped_column(String(128))
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -117,19 +117,20 @@ def _fetch_bundle(ctx: Context, submission: Submission, workdir: Path) -> Bundle
 
 
 class _JobProgress:
-    """Moves the job to ``running`` at the first batch and feeds the heartbeat."""
+    """Moves the job to ``running`` at the first batch and hands the heartbeat the
+    examples done (it writes them, throttled, in its own thread)."""
 
     def __init__(self, ctx: Context, lease: Lease) -> None:
-        self.ctx, self.lease, self.total, self.running = ctx, lease, 1, False
+        self.ctx, self.lease, self.total, self.running = ctx, lease, 0, False
 
     def begin(self, dataset: str, total: int) -> None:
-        self.total = max(total, 1)
+        self.total = total
 
     def advance(self, dataset: str, done: int) -> None:
         if not self.running:
             self.running = True
             queue.mark_running(self.ctx, self.lease.job_id, owner=self.lease.owner)
-        self.lease.progress = done / self.total
+        self.lease.report(done, self.total)
 
     def end(self, dataset: str, note: str) -> None:
         pass

@@ -1,7 +1,10 @@
 """A job's lease, kept alive by a heartbeat thread while the job runs.
 
 The heartbeat renews ``lease_expires_at`` every third of the lease and writes the job's
-progress with it (one small UPDATE, not one per batch). When a renewal finds the lease
+progress with it: examples done of the total, reported by the evaluation
+(:meth:`Lease.report`, which only stores two numbers) and written by the heartbeat's own
+thread at most once per :data:`PROGRESS_EVERY_S` while it moves (one small UPDATE, not one
+per batch; the evaluation never waits for the database). When a renewal finds the lease
 gone (the job was cancelled, or reaped because this worker looked dead) it sets ``lost``,
 which the evaluation checks between batches and stops on.
 
@@ -15,6 +18,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from types import TracebackType
 from typing import Self
 
@@ -27,6 +31,7 @@ from submission_sandbox import docker_client, reap_orphans
 
 __all__ = [
     "ORPHAN_REAP_EVERY_S",
+    "PROGRESS_EVERY_S",
     "Lease",
     "reap_orphan_sandboxes",
     "reap_orphans_of_dead_workers",
@@ -37,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 #: How often a worker's reaper looks for orphaned sandbox containers (one engine query).
 ORPHAN_REAP_EVERY_S = 300.0
+
+#: The most often a job's progress is written while it moves (seconds): the submitter's
+#: page reads it every few seconds, so a second is fresh enough and costs one UPDATE.
+PROGRESS_EVERY_S = 1.0
 
 
 def worker_identity() -> str:
@@ -95,7 +104,8 @@ class Lease:
         self.owner = owner
         self.lease_s = lease_s
         self.interval_s = max(lease_s / 3, 0.05)
-        self.progress: float | None = None
+        #: (examples done, examples in all), as last reported; None before the first batch.
+        self.progress: tuple[int, int] | None = None
         #: Set when the lease is gone: stop the job and write nothing.
         self.lost = threading.Event()
         self._stop = threading.Event()
@@ -103,29 +113,41 @@ class Lease:
             target=self._beat, name=f"heartbeat-job-{job_id}", daemon=True
         )
 
+    def report(self, done: int, total: int) -> None:
+        """The evaluation's progress: stored here, written by the heartbeat's thread."""
+        self.progress = (done, total)
+
     def _beat(self) -> None:
-        failures = 0
-        while not self._stop.wait(self.interval_s):
+        tick = min(self.interval_s, PROGRESS_EVERY_S)
+        written: tuple[int, int] | None = None
+        renewed = tried = time.monotonic()  # the last renewal that held, the last try
+        failing = False
+        while not self._stop.wait(tick):
+            now, progress = time.monotonic(), self.progress
+            if now - tried < self.interval_s and (failing or progress == written):
+                continue  # the lease is fresh and there is nothing new (or: a blip's wait)
+            tried = now
             try:
                 held = renew(
                     self.ctx,
                     self.job_id,
                     owner=self.owner,
                     lease_s=self.lease_s,
-                    progress=self.progress,
+                    progress=progress,
                 )
             except Exception as exc:
-                # A database blip: keep trying until the lease would have run out.
-                failures += 1
+                # A database blip: try again each interval until the lease would have run out.
+                failing = True
                 if isinstance(exc, PlatformError):  # the database does not answer
                     faults.DATABASE.went_down(faults.DATABASE_PART)
                 else:
                     logger.warning("job %s: heartbeat failed", self.job_id, exc_info=True)
-                if failures * self.interval_s < self.lease_s:
+                if now - renewed < self.lease_s:
                     continue
                 held = False
             else:
-                failures = 0
+                failing = False
+                written, renewed = progress, now
                 faults.DATABASE.came_back()
             if not held:
                 logger.warning("job %s: lease lost by %s; stopping", self.job_id, self.owner)

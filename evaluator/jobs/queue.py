@@ -156,6 +156,8 @@ def claim(ctx: Context, job_id: int, *, owner: str, lease_s: float = DEFAULT_LEA
                 started_at=now,
                 finished_at=None,
                 progress=0.0,
+                examples_done=None,
+                examples_total=None,
                 reason=None,
                 message=None,
                 log_tail=None,
@@ -197,15 +199,19 @@ def renew(
     *,
     owner: str,
     lease_s: float = DEFAULT_LEASE_S,
-    progress: float | None = None,
+    progress: tuple[int, int] | None = None,
 ) -> bool:
-    """Extend the lease; False when it was lost (reaped, cancelled, or finished elsewhere)."""
+    """Extend the lease, writing ``progress`` (examples done, in all) when given; False
+    when the lease was lost (reaped, cancelled, or finished elsewhere)."""
     values: dict[str, Any] = {"lease_expires_at": utcnow() + timedelta(seconds=lease_s)}
     if progress is not None:
-        values["progress"] = progress
+        done, total = progress
+        values.update(
+            examples_done=done, examples_total=total, progress=done / total if total else 0.0
+        )
     with ctx.db.session() as session:
-        done = session.execute(update(Job).where(_owned(job_id, owner)).values(**values))
-        return bool(getattr(done, "rowcount", 0) == 1)
+        renewed = session.execute(update(Job).where(_owned(job_id, owner)).values(**values))
+        return bool(getattr(renewed, "rowcount", 0) == 1)
 
 
 def mark_running(ctx: Context, job_id: int, *, owner: str) -> bool:
@@ -234,6 +240,9 @@ def finish(
     retried job whose first run got as far) or the job was cancelled meanwhile.
     """
     wrote = False
+    # The examples predicted, all of them: the heartbeat may not have written the last batch.
+    examples = metrics.get("examples")
+    done: Any = examples if isinstance(examples, int) else Job.examples_total
     try:
         with ctx.db.session() as session:
             job = session.get(Job, job_id)
@@ -262,6 +271,8 @@ def finish(
                 status=JobStatus.FINISHED.value,
                 finished_at=utcnow(),
                 progress=1.0,
+                examples_done=done,
+                examples_total=func.coalesce(Job.examples_total, done),
                 lease_owner=None,
                 lease_expires_at=None,
                 reason=None,
@@ -474,14 +485,16 @@ def resend_queued(
     return [job_id for job_id, _ in rows]
 
 
-def cancel_submission(ctx: Context, submission_id: int) -> int:
-    """Cancel the submission's unfinished jobs; running ones stop at their next heartbeat."""
+def cancel_submission(ctx: Context, submission_id: int, *, job_id: int | None = None) -> int:
+    """Cancel the submission's unfinished jobs (only ``job_id``, when given); running ones
+    stop at their next heartbeat. Returns how many were cancelled."""
     with ctx.db.session() as session:
         done = session.execute(
             update(Job)
             .where(
                 Job.submission_id == submission_id,
                 Job.status.in_((JobStatus.QUEUED.value, *ACTIVE)),
+                Job.id == job_id if job_id is not None else Job.id.is_not(None),
             )
             .values(
                 status=JobStatus.CANCELLED.value,

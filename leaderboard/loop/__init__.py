@@ -23,8 +23,10 @@ from leaderboard.loop.collection import (
     Collected,
     Predictor,
     collect_example,
+    edit_example,
     explain_example,
     get_example,
+    retract_example,
 )
 from leaderboard.loop.failures import Failure, capture_failure, capture_failures, read_failures
 from leaderboard.loop.gate import (
@@ -57,7 +59,14 @@ from leaderboard.loop.suites import (
     list_suite_versions,
 )
 from leaderboard.loop.targets import BundleSandboxes, SandboxFactory, TargetPool, warm_quietly
-from leaderboard.loop.validation import decide, validate_example, validation_queue, verdicts_of
+from leaderboard.loop.validation import (
+    QueueCounts,
+    decide,
+    queue_counts,
+    validate_example,
+    validation_queue,
+    verdicts_of,
+)
 from leaderboard.loop.vmer import AnnotatorVmer, RoundVmer, round_vmer
 
 __all__ = [
@@ -72,6 +81,7 @@ __all__ = [
     "Failure",
     "GateReport",
     "Predictor",
+    "QueueCounts",
     "Ranking",
     "Regression",
     "RoundVmer",
@@ -94,6 +104,7 @@ __all__ = [
     "dataset_name",
     "decide",
     "describe_rule",
+    "edit_example",
     "explain_example",
     "export_suite",
     "gate_datasets",
@@ -109,8 +120,10 @@ __all__ = [
     "may_annotate",
     "open_round",
     "parse_suite",
+    "queue_counts",
     "read_failures",
     "read_suite",
+    "retract_example",
     "round_examples",
     "round_vmer",
     "run_gate",

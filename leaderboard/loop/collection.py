@@ -7,6 +7,11 @@ same request, and the task's model-wrong rule says whether it was fooled. A fool
 example waits for validation (``pending``); one that did not fool the target is kept as
 ``not_fooling``, since it counts in vMER's denominator. The annotator says why it fooled
 (or did not fool) the model, in the same request or afterwards.
+
+Until a validator has judged it, the author may edit a pending example (the same target
+answers the new version at once, and decides again whether it fooled) or retract it. A
+retracted example leaves validation but stays in vMER's denominator: retracting the
+examples one expects rejected must not raise one's own vMER.
 """
 
 from __future__ import annotations
@@ -18,15 +23,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sqlalchemy import exists, update
+
 from datasets_registry import TaskSpec, get_task
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, UsageError
 from evalboard.core.states import ExampleStatus, RoundStatus
-from evalboard.core.tables import Example, Round
+from evalboard.core.tables import Example, Round, Validation
 from leaderboard.loop.answers import check_gold, check_inputs, gold_value, is_model_wrong
 from leaderboard.loop.rounds import get_round
 
-__all__ = ["Collected", "Predictor", "collect_example", "explain_example", "get_example"]
+__all__ = [
+    "Collected",
+    "Predictor",
+    "collect_example",
+    "edit_example",
+    "explain_example",
+    "get_example",
+    "retract_example",
+]
 
 _MAX_EXPLANATION = 2_000
 
@@ -100,11 +115,7 @@ def collect_example(
     if not targets:
         raise Conflict(f"Round {number} of task {task_id!r} has no target model")
     target = (rng or random).choice(targets)
-    uid = f"collect-{uuid.uuid4().hex[:12]}"
-    started = time.perf_counter()
-    (output,) = predictor.predict(round_.id, target, [{"uid": uid, **checked}], spec)
-    latency = time.perf_counter() - started
-    fooled = is_model_wrong(spec, output, gold_value(spec, intended))
+    output, latency, fooled = _answer(predictor, round_.id, target, spec, checked, intended)
     with ctx.db.session() as session:
         example = Example(
             task_id=task_id,
@@ -122,6 +133,22 @@ def collect_example(
         session.add(example)
         session.flush()
     return Collected(example=example, latency_s=latency)
+
+
+def _answer(
+    predictor: Predictor,
+    round_id: int,
+    target: int,
+    spec: TaskSpec,
+    inputs: dict[str, str],
+    intended: dict[str, Any],
+) -> tuple[dict[str, Any], float, bool]:
+    """The target's output for the inputs, how long it took, and whether it was fooled."""
+    uid = f"collect-{uuid.uuid4().hex[:12]}"
+    started = time.perf_counter()
+    (output,) = predictor.predict(round_id, target, [{"uid": uid, **inputs}], spec)
+    latency = time.perf_counter() - started
+    return output, latency, is_model_wrong(spec, output, gold_value(spec, intended))
 
 
 def _check_open(round_: Round) -> None:
@@ -153,3 +180,113 @@ def explain_example(ctx: Context, example_id: int, *, author_id: int, explanatio
         example.explanation = note
         session.flush()
         return example
+
+
+def _unjudged_mine(example_id: int, author_id: int) -> Any:
+    """The example, if it is this author's, pending, and has no verdict yet."""
+    return (
+        (Example.id == example_id)
+        & (Example.author_id == author_id)
+        & (Example.status == ExampleStatus.PENDING.value)
+        & ~exists().where(Validation.example_id == example_id)
+    )
+
+
+def _editable(ctx: Context, example_id: int, author_id: int, doing: str) -> Example:
+    """The author's own pending example with no verdict, in an open round; else why not."""
+    example = get_example(ctx, example_id)
+    if example.author_id != author_id:
+        raise PermissionDenied(f"Only the author of example {example_id} may {doing} it")
+    if example.status != ExampleStatus.PENDING:
+        raise Conflict(
+            f"Example {example_id} is {example.status}; only a pending example (one that "
+            f"fooled the target and awaits validation) can be {doing}ed"
+        )
+    if example.round_id is not None:
+        _check_open(_round_of(ctx, example.round_id))
+    return example
+
+
+def _round_of(ctx: Context, round_id: int) -> Round:
+    with ctx.db.session() as session:
+        round_ = session.get(Round, round_id)
+        if round_ is None:
+            raise NotFound(f"Round {round_id} does not exist")
+        return round_
+
+
+def _judged_meanwhile(example_id: int) -> Conflict:
+    return Conflict(
+        f"Example {example_id} has a verdict already (or changed meanwhile); it can no "
+        "longer be edited or retracted"
+    )
+
+
+def retract_example(ctx: Context, example_id: int, *, author_id: int) -> Example:
+    """Withdraw one's own pending example before anyone judged it.
+
+    It leaves the validation queue and never enters a dataset, but still counts among the
+    examples its author wrote (vMER's denominator).
+
+    Raises:
+        PermissionDenied: the caller did not write it.
+        Conflict: it is not pending, has a verdict, or its round is closed.
+    """
+    _editable(ctx, example_id, author_id, "retract")
+    with ctx.db.session() as session:
+        done = session.execute(
+            update(Example)
+            .where(_unjudged_mine(example_id, author_id))
+            .values(status=ExampleStatus.RETRACTED.value)
+        )
+        if getattr(done, "rowcount", 0) != 1:
+            raise _judged_meanwhile(example_id)
+    return get_example(ctx, example_id)
+
+
+def edit_example(
+    ctx: Context,
+    example_id: int,
+    *,
+    author_id: int,
+    inputs: Mapping[str, Any],
+    gold: Mapping[str, Any],
+    predictor: Predictor,
+    explanation: str = "",
+) -> Collected:
+    """Rewrite one's own pending example before anyone judged it; its target answers the
+    new version at once, and whether it fooled the target is decided again.
+
+    Raises:
+        PermissionDenied: the caller did not write it.
+        Conflict: it is not pending, has a verdict (also one given meanwhile), or its round
+            is closed.
+        UsageError: the inputs or the intended answer do not fit the task.
+        SandboxFailure: the target failed to answer (nothing is changed).
+    """
+    example = _editable(ctx, example_id, author_id, "edit")
+    spec = get_task(ctx, example.task_id)
+    checked = check_inputs(spec, inputs)
+    intended = check_gold(spec, checked, gold)
+    note = _explanation(explanation)
+    if example.round_id is None or example.target_submission_id is None:
+        raise Conflict(f"Example {example_id} has no target to answer it again")
+    output, latency, fooled = _answer(
+        predictor, example.round_id, example.target_submission_id, spec, checked, intended
+    )
+    with ctx.db.session() as session:
+        done = session.execute(
+            update(Example)
+            .where(_unjudged_mine(example_id, author_id))
+            .values(
+                inputs=checked,
+                gold=intended,
+                model_output=dict(output),
+                fooled=fooled,
+                explanation=note,
+                status=(ExampleStatus.PENDING if fooled else ExampleStatus.NOT_FOOLING).value,
+            )
+        )
+        if getattr(done, "rowcount", 0) != 1:
+            raise _judged_meanwhile(example_id)
+    return Collected(example=get_example(ctx, example_id), latency_s=latency)

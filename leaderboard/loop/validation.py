@@ -13,8 +13,10 @@ round is closed its dataset is fixed, and verdicts are refused.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass
 
-from sqlalchemy import exists, select
+from sqlalchemy import ColumnElement, and_, exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -24,7 +26,14 @@ from evalboard.core.errors import Conflict, NotFound, PermissionDenied
 from evalboard.core.states import ExampleStatus, RoundStatus, Verdict
 from evalboard.core.tables import Example, Round, Validation
 
-__all__ = ["decide", "validate_example", "validation_queue", "verdicts_of"]
+__all__ = [
+    "QueueCounts",
+    "decide",
+    "queue_counts",
+    "validate_example",
+    "validation_queue",
+    "verdicts_of",
+]
 
 _OUTCOME = {
     Verdict.CORRECT: ExampleStatus.VERIFIED,
@@ -146,6 +155,26 @@ def validate_example(
         return example
 
 
+def _waiting(
+    task_id: str, *, user_id: int, flagged: bool, skipped: Collection[int]
+) -> ColumnElement[bool]:
+    """Examples this user may judge: pending ones not theirs and not yet judged by them in
+    open rounds (or captured failures), less those they skipped; or the flagged ones."""
+    status = ExampleStatus.FLAGGED if flagged else ExampleStatus.PENDING
+    judged = select(Validation.example_id).where(Validation.user_id == user_id)
+    open_rounds = select(Round.id).where(
+        Round.task_id == task_id, Round.status == RoundStatus.OPEN.value
+    )
+    return and_(
+        Example.task_id == task_id,
+        Example.status == status.value,
+        (Example.author_id.is_(None)) | (Example.author_id != user_id),
+        Example.id.not_in(judged) if not flagged else Example.id.is_not(None),
+        Example.round_id.is_(None) | Example.round_id.in_(open_rounds),
+        Example.id.not_in(list(skipped)) if skipped else Example.id.is_not(None),
+    )
+
+
 def validation_queue(
     ctx: Context,
     task_id: str,
@@ -153,27 +182,51 @@ def validation_queue(
     user_id: int,
     limit: int = 20,
     flagged: bool = False,
+    skipped: Collection[int] = (),
 ) -> list[Example]:
     """Examples this user may judge, oldest first: pending ones not theirs and not yet
     judged by them in open rounds (or captured failures); ``flagged`` lists those flagged
-    for the owner instead."""
+    for the owner instead. ``skipped``: examples this validator passed over (their
+    session's); they stay in everyone else's queue."""
     get_task(ctx, task_id)
-    status = ExampleStatus.FLAGGED if flagged else ExampleStatus.PENDING
-    judged = select(Validation.example_id).where(Validation.user_id == user_id)
-    open_rounds = select(Round.id).where(
-        Round.task_id == task_id, Round.status == RoundStatus.OPEN.value
-    )
+    where = _waiting(task_id, user_id=user_id, flagged=flagged, skipped=skipped)
     with ctx.db.session() as session:
-        query = (
-            select(Example)
-            .where(
-                Example.task_id == task_id,
-                Example.status == status.value,
-                (Example.author_id.is_(None)) | (Example.author_id != user_id),
-                Example.id.not_in(judged) if not flagged else Example.id.is_not(None),
-                Example.round_id.is_(None) | Example.round_id.in_(open_rounds),
+        return list(session.scalars(select(Example).where(where).order_by(Example.id).limit(limit)))
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    """What is left for one validator, and where their own examples stand."""
+
+    waiting: int  # examples they may still judge (skipped ones not counted)
+    skipped: int  # of those, passed over in this session
+    mine_pending: int  # their own examples awaiting others' verdicts
+
+
+def queue_counts(
+    ctx: Context, task_id: str, *, user_id: int, skipped: Collection[int] = ()
+) -> QueueCounts:
+    """The validation page's counts for one user (one query each)."""
+    with ctx.db.session() as session:
+        everything = session.scalar(
+            select(func.count(Example.id)).where(
+                _waiting(task_id, user_id=user_id, flagged=False, skipped=())
             )
-            .order_by(Example.id)
-            .limit(limit)
         )
-        return list(session.scalars(query))
+        waiting = session.scalar(
+            select(func.count(Example.id)).where(
+                _waiting(task_id, user_id=user_id, flagged=False, skipped=skipped)
+            )
+        )
+        mine = session.scalar(
+            select(func.count(Example.id)).where(
+                Example.task_id == task_id,
+                Example.author_id == user_id,
+                Example.status == ExampleStatus.PENDING.value,
+            )
+        )
+    return QueueCounts(
+        waiting=int(waiting or 0),
+        skipped=int(everything or 0) - int(waiting or 0),
+        mine_pending=int(mine or 0),
+    )

@@ -2,7 +2,10 @@
 
 Forms post back to ``/ui/...`` with the session's CSRF token; the target's answer is
 rendered in the response to the example's own post, so the annotator sees the prediction,
-its probabilities and whether the model was fooled at once.
+its probabilities and whether the model was fooled at once. An author edits or retracts
+their own pending example until someone judges it. A validator may skip an example: it is
+not shown to them again in this browser session (the ids are kept in the signed session
+cookie, at most :data:`MAX_SKIPPED` per task) and stays in everyone else's queue.
 """
 
 from __future__ import annotations
@@ -14,15 +17,21 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
-from datasets_registry import get_task
+from datasets_registry import TaskSpec, get_task
 from evalboard.core.context import Context
-from evalboard.core.errors import InvalidWeights, UsageError
-from evalboard.core.states import RoundStatus, Verdict
-from evalboard.core.tables import Example, Submission, User
+from evalboard.core.errors import InvalidWeights, PermissionDenied, UsageError
+from evalboard.core.states import ExampleStatus, RoundStatus, Verdict
+from evalboard.core.tables import Example, Submission, User, Validation
 from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep
 from leaderboard.loop.access import may_annotate
-from leaderboard.loop.collection import collect_example, explain_example, get_example
+from leaderboard.loop.collection import (
+    collect_example,
+    edit_example,
+    explain_example,
+    get_example,
+    retract_example,
+)
 from leaderboard.loop.rounds import (
     close_round,
     closing_preview,
@@ -31,7 +40,12 @@ from leaderboard.loop.rounds import (
     open_round,
 )
 from leaderboard.loop.targets import warm_quietly
-from leaderboard.loop.validation import validate_example, validation_queue, verdicts_of
+from leaderboard.loop.validation import (
+    queue_counts,
+    validate_example,
+    validation_queue,
+    verdicts_of,
+)
 from leaderboard.loop.vmer import round_vmer
 from leaderboard.routes._loop_deps import PoolDep
 from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
@@ -45,9 +59,16 @@ def _signed_in(principal: Principal, path: str) -> RedirectResponse | None:
     return None if principal.signed_in else redirect(login_path(path))
 
 
-def _my_examples(ctx: Context, round_id: int, user_id: int | None) -> list[Example]:
+#: The most skipped examples a session remembers per task (the cookie stays small).
+MAX_SKIPPED = 200
+
+
+def _my_examples(
+    ctx: Context, round_id: int, user_id: int | None
+) -> tuple[list[Example], set[int]]:
+    """The author's latest examples in the round, and which of them have a verdict."""
     with ctx.db.session() as session:
-        return list(
+        mine = list(
             session.scalars(
                 select(Example)
                 .where(Example.round_id == round_id, Example.author_id == user_id)
@@ -55,6 +76,28 @@ def _my_examples(ctx: Context, round_id: int, user_id: int | None) -> list[Examp
                 .limit(10)
             )
         )
+        judged = set(
+            session.scalars(
+                select(Validation.example_id).where(Validation.example_id.in_([e.id for e in mine]))
+            )
+        )
+    return mine, judged
+
+
+def _skipped(request: Request, task_id: str) -> list[int]:
+    kept = request.session.get("skipped")
+    ids = kept.get(task_id) if isinstance(kept, dict) else None
+    return [i for i in ids if isinstance(i, int)] if isinstance(ids, list) else []
+
+
+def _set_skipped(request: Request, task_id: str, ids: list[int]) -> None:
+    kept = request.session.get("skipped")
+    kept = dict(kept) if isinstance(kept, dict) else {}
+    if ids:
+        kept[task_id] = ids[-MAX_SKIPPED:]
+    else:
+        kept.pop(task_id, None)
+    request.session["skipped"] = kept
 
 
 def _collect_page(
@@ -67,7 +110,9 @@ def _collect_page(
 ) -> HTMLResponse:
     spec = get_task(ctx, task_id)
     open_round_ = current_round(ctx, task_id)
-    mine = _my_examples(ctx, open_round_.id, principal.user_id) if open_round_ else []
+    mine, judged = (
+        _my_examples(ctx, open_round_.id, principal.user_id) if open_round_ else ([], set())
+    )
     return render(
         request,
         "loop/collect.html",
@@ -75,9 +120,21 @@ def _collect_page(
         task=spec,
         round=open_round_,
         mine=mine,
+        judged=judged,
+        pending_status=ExampleStatus.PENDING.value,
         status_code=status_code,
         **extra,
     )
+
+
+def _written(spec: TaskSpec, form: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any], str]:
+    """What the example form holds: the inputs, the intended answer, the explanation."""
+    inputs = {name: str(form.get(f"in_{name}", "")) for name in spec.input_names}
+    if spec.output.type == "span":
+        gold: dict[str, Any] = {"answer": str(form.get("answer", "")).strip()}
+    else:
+        gold = {"label": str(form.get("label", ""))}
+    return inputs, gold, str(form.get("explanation", ""))
 
 
 @router.get("/tasks/{task_id}/collect", response_class=HTMLResponse, response_model=None)
@@ -102,12 +159,7 @@ async def collect(
     open_round_ = current_round(ctx, task_id)
     if open_round_ is None:
         raise UsageError(f"Task {task_id!r} has no open round; the owner opens one")
-    inputs = {name: str(form.get(f"in_{name}", "")) for name in spec.input_names}
-    if spec.output.type == "span":
-        gold: dict[str, Any] = {"answer": str(form.get("answer", "")).strip()}
-    else:
-        gold = {"label": str(form.get("label", ""))}
-    explanation = str(form.get("explanation", ""))
+    inputs, gold, explanation = _written(spec, form)
     try:
         collected = await run_in_threadpool(
             collect_example,
@@ -158,6 +210,121 @@ async def explain(
     return redirect(f"/ui/tasks/{example.task_id}/collect")
 
 
+@router.post("/examples/{example_id}/retract")
+async def retract(
+    example_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    await form_csrf(request)
+    principal.require_signed_in()
+    assert principal.user_id is not None
+    example = retract_example(ctx, example_id, author_id=principal.user_id)
+    flash(
+        request,
+        f"Example {example_id} is retracted: it will not be validated (it still counts "
+        "among the examples you wrote).",
+    )
+    return redirect(f"/ui/tasks/{example.task_id}/collect")
+
+
+def _edit_page(
+    request: Request,
+    ctx: Context,
+    principal: Principal,
+    example: Example,
+    status_code: int = 200,
+    **extra: Any,
+) -> HTMLResponse:
+    return render(
+        request,
+        "loop/edit.html",
+        principal,
+        task=get_task(ctx, example.task_id),
+        example=example,
+        status_code=status_code,
+        **extra,
+    )
+
+
+@router.get("/examples/{example_id}/edit", response_class=HTMLResponse, response_model=None)
+def edit_page(
+    example_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> HTMLResponse | RedirectResponse:
+    if (away := _signed_in(principal, request.url.path)) is not None:
+        return away
+    example = get_example(ctx, example_id)
+    if example.author_id != principal.user_id:
+        raise PermissionDenied(f"Only the author of example {example_id} may edit it")
+    return _edit_page(request, ctx, principal, example)
+
+
+@router.post("/examples/{example_id}/edit", response_class=HTMLResponse)
+async def edit(
+    example_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep, pool: PoolDep
+) -> HTMLResponse:
+    form = await form_csrf(request)
+    principal.require_signed_in()
+    assert principal.user_id is not None
+    example = get_example(ctx, example_id)
+    spec = get_task(ctx, example.task_id)
+    inputs, gold, explanation = _written(spec, form)
+    try:
+        edited = await run_in_threadpool(
+            edit_example,
+            ctx,
+            example_id,
+            author_id=principal.user_id,
+            inputs=inputs,
+            gold=gold,
+            explanation=explanation,
+            predictor=pool,
+        )
+    except UsageError as error:
+        return _edit_page(
+            request,
+            ctx,
+            principal,
+            example,
+            FORM_AGAIN,
+            error=str(error),
+            kept={"inputs": inputs, **gold, "explanation": explanation},
+        )
+    return _collect_page(
+        request,
+        ctx,
+        principal,
+        example.task_id,
+        result=edited.example,
+        latency_ms=edited.latency_s * 1000,
+        edited=True,
+    )
+
+
+@router.post("/examples/{example_id}/skip")
+async def skip(
+    example_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    form = await form_csrf(request)
+    task_id = get_example(ctx, example_id).task_id
+    may_annotate(principal, task_id)
+    skipped = [i for i in _skipped(request, task_id) if i != example_id] + [example_id]
+    _set_skipped(request, task_id, skipped)
+    flash(request, f"Skipped example {example_id}; others will still judge it.")
+    suffix = "?flagged=true" if form.get("flagged") == "true" else ""
+    return redirect(f"/ui/tasks/{task_id}/validate{suffix}")
+
+
+@router.post("/tasks/{task_id}/validate/unskip")
+async def unskip(
+    task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    await form_csrf(request)
+    get_task(ctx, task_id)
+    may_annotate(principal, task_id)
+    _set_skipped(request, task_id, [])
+    flash(request, "The examples you skipped are back in your queue.")
+    return redirect(f"/ui/tasks/{task_id}/validate")
+
+
 @router.get("/tasks/{task_id}/validate", response_class=HTMLResponse, response_model=None)
 def validate_page(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep, flagged: bool = False
@@ -169,7 +336,10 @@ def validate_page(
     if flagged:
         principal.require_owner(task_id, doing="review flagged examples")
     assert principal.user_id is not None
-    waiting = validation_queue(ctx, task_id, user_id=principal.user_id, limit=1, flagged=flagged)
+    skipped = _skipped(request, task_id)
+    waiting = validation_queue(
+        ctx, task_id, user_id=principal.user_id, limit=1, flagged=flagged, skipped=skipped
+    )
     is_owner = principal.owns(task_id)
     return render(
         request,
@@ -182,6 +352,7 @@ def validate_page(
         flagged=flagged,
         is_owner=is_owner,
         verdicts=[v.value for v in Verdict],
+        counts=queue_counts(ctx, task_id, user_id=principal.user_id, skipped=skipped),
     )
 
 

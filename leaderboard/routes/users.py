@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, status
+from fastapi import APIRouter, Path, Query, status
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
 
 from evalboard.core.context import Context
-from evalboard.core.errors import PermissionDenied
+from evalboard.core.errors import NotFound, PermissionDenied
 from evalboard.core.states import Role
-from evalboard.core.tables import ApiToken, RoleGrant, User
+from evalboard.core.tables import RoleGrant, User
 from leaderboard.accounts import (
     authenticate,
     create_token,
     create_user,
     get_user,
     grant_role,
+    list_tokens,
+    revoke_role,
     revoke_token,
     set_password,
 )
@@ -87,6 +89,21 @@ def add_role(
     return user_public(ctx, get_user(ctx, name))
 
 
+@router.delete("/users/{name}/roles/{role}", summary="Revoke a role (admin)")
+def remove_role(
+    name: UserName,
+    role: Literal[Role.OWNER, Role.RESEARCHER, Role.ANNOTATOR],
+    ctx: CtxDep,
+    principal: SignedInDep,
+    task: Annotated[str | None, Query(max_length=64, description="None: platform-wide.")] = None,
+) -> UserPublic:
+    principal.require_admin(doing="revoke roles")
+    if not revoke_role(ctx, name, Role(role), task_id=task):
+        where = f"task {task!r}" if task else "the platform"
+        raise NotFound(f"{name!r} has no {role} role on {where}; nothing revoked")
+    return user_public(ctx, get_user(ctx, name))
+
+
 @router.put(
     "/users/me/password",
     status_code=status.HTTP_204_NO_CONTENT,
@@ -101,13 +118,9 @@ async def change_password(body: PasswordChange, ctx: CtxDep, principal: SignedIn
 @router.get("/users/me/tokens", summary="Your API tokens (never the secrets)")
 def tokens(ctx: CtxDep, principal: SignedInDep) -> list[TokenPublic]:
     principal.require_signed_in()
-    with ctx.db.session() as session:
-        rows = session.scalars(
-            select(ApiToken).where(ApiToken.user_id == principal.user_id).order_by(ApiToken.id)
-        ).all()
     return [
         TokenPublic(id=t.id, label=t.label, created_at=t.created_at, last_used_at=t.last_used_at)
-        for t in rows
+        for t, _ in list_tokens(ctx, principal.user_id)
     ]
 
 

@@ -17,6 +17,13 @@
     return a >= 1000 ? v.toFixed(0) : a >= 100 ? v.toFixed(1) : v.toFixed(2);
   }
 
+  function examplesDone(job) {  // as submission.html writes it
+    if (job.examples_total) return (job.examples_done || 0) + " of " + job.examples_total + " examples";
+    if (job.status === "queued") return "waiting for a worker";
+    if (job.status === "building") return "starting the model";
+    return "";
+  }
+
   function setStatus(el, status) {
     el.className = "status " + status;
     el.textContent = status;
@@ -38,6 +45,7 @@
     var bar = card.querySelector("progress");
     bar.value = job.progress;
     bar.textContent = Math.round(job.progress * 100) + "%";
+    card.querySelector(".examples-done").textContent = examplesDone(job);
     if (job.metrics && !card.querySelector(".job-metrics")) {
       var line = document.createElement("p");
       line.className = "small job-metrics";

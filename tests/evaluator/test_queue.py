@@ -204,7 +204,7 @@ def test_renew_fails_for_a_lease_someone_else_holds(
     submission = _setup(any_ctx, tmp_path, keyword_bundle())
     (job_id,) = queue.enqueue_submission(any_ctx, submission, dispatcher=Recorder())
     assert queue.claim(any_ctx, job_id, owner=owner)
-    assert queue.renew(any_ctx, job_id, owner=owner, progress=0.5)
+    assert queue.renew(any_ctx, job_id, owner=owner, progress=(5, 10))
     assert not queue.renew(any_ctx, job_id, owner="intruder")
     assert not queue.claim(any_ctx, job_id, owner="intruder")
 

@@ -1,0 +1,244 @@
+"""The admin's pages: users and roles, API tokens, quotas, the job queue and failures.
+
+Admins only: a signed-out visitor is sent to sign in, anyone else hears 403 (the same
+error page as every refusal). Every form carries the session's CSRF token, checked
+before the role, so a forged or stale session changes nothing. Changes go through the
+rules' own homes (``accounts``, ``submissions.rerun`` / ``cancel``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from datasets_registry import list_tasks
+from evalboard.core.context import Context
+from evalboard.core.errors import NotFound, UsageError
+from evalboard.core.states import JobStatus, Role
+from leaderboard.accounts import (
+    Principal,
+    grant_role,
+    list_tokens,
+    revoke_role,
+    revoke_token,
+    token_owner,
+)
+from leaderboard.admin import (
+    job_counts,
+    job_submission,
+    queue_rows,
+    recent_failures,
+    usage_today,
+    user_rows,
+)
+from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
+from leaderboard.submissions import cancel, rerun
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/ui/admin", include_in_schema=False)
+
+#: The roles a form may grant or revoke (admin is a user's flag, set from the CLI).
+_GRANTABLE = (Role.OWNER, Role.RESEARCHER, Role.ANNOTATOR)
+
+
+def _admin(principal: Principal, path: str, doing: str) -> RedirectResponse | None:
+    """Send a signed-out visitor to sign in; refuse anyone but an admin (403)."""
+    if not principal.signed_in:
+        return redirect(login_path(path))
+    principal.require_admin(doing=doing)
+    return None
+
+
+def _page(
+    request: Request,
+    principal: Principal,
+    template: str,
+    here: str,
+    status_code: int = 200,
+    **context: Any,
+) -> HTMLResponse:
+    return render(
+        request, f"admin/{template}", principal, status_code=status_code, here=here, **context
+    )
+
+
+@router.get("", response_class=HTMLResponse, response_model=None)
+def overview(
+    request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> HTMLResponse | RedirectResponse:
+    if (away := _admin(principal, "/ui/admin", "open the admin pages")) is not None:
+        return away
+    return _page(
+        request,
+        principal,
+        "overview.html",
+        "overview",
+        counts=job_counts(ctx),
+        failures=recent_failures(ctx, limit=5),
+    )
+
+
+def _users_page(
+    request: Request, ctx: Context, principal: Principal, status_code: int = 200, **extra: Any
+) -> HTMLResponse:
+    return _page(
+        request,
+        principal,
+        "users.html",
+        "users",
+        status_code,
+        users=user_rows(ctx),
+        tasks=[t.id for t in list_tasks(ctx)],
+        roles=[r.value for r in _GRANTABLE],
+        **extra,
+    )
+
+
+@router.get("/users", response_class=HTMLResponse, response_model=None)
+def users(
+    request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> HTMLResponse | RedirectResponse:
+    if (away := _admin(principal, "/ui/admin/users", "manage users")) is not None:
+        return away
+    return _users_page(request, ctx, principal)
+
+
+def _grant(form: dict[str, Any]) -> tuple[Role, str | None]:
+    try:
+        role = Role(str(form.get("role", "")))
+    except ValueError:
+        role = Role.ADMIN
+    if role not in _GRANTABLE:
+        raise UsageError(f"role must be one of {', '.join(r.value for r in _GRANTABLE)}")
+    task = str(form.get("task", "")).strip() or None
+    return role, task
+
+
+@router.post("/users/{name}/{action}", response_model=None)
+async def change_role(
+    name: str, action: str, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> HTMLResponse | RedirectResponse:
+    form = await form_csrf(request)
+    principal.require_admin(doing="grant or revoke roles")
+    if action not in ("grant", "revoke"):
+        raise NotFound(f"No action {action!r}; use grant or revoke")
+    try:
+        role, task = _grant(form)
+        if action == "grant":
+            grant_role(ctx, name, role, task_id=task)
+            done = f"{name} is now {role.value}"
+        elif revoke_role(ctx, name, role, task_id=task):
+            done = f"{name} is no longer {role.value}"
+        else:
+            raise UsageError(f"{name} has no {role.value} role there; nothing revoked")
+    except (UsageError, NotFound) as error:
+        # The page again, the error beside the form it came from, the choice kept.
+        return _users_page(
+            request,
+            ctx,
+            principal,
+            FORM_AGAIN,
+            error={"user": name, "text": str(error)},
+            kept={"role": str(form.get("role", "")), "task": str(form.get("task", ""))},
+        )
+    flash(request, f"{done}{f' on task {task}' if task else ' on every task'}; their sessions end.")
+    return redirect("/ui/admin/users")
+
+
+@router.get("/tokens", response_class=HTMLResponse, response_model=None)
+def tokens(
+    request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> HTMLResponse | RedirectResponse:
+    if (away := _admin(principal, "/ui/admin/tokens", "list API tokens")) is not None:
+        return away
+    return _page(request, principal, "tokens.html", "tokens", tokens=list_tokens(ctx))
+
+
+@router.post("/tokens/{token_id}/revoke")
+async def revoke(
+    token_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    await form_csrf(request)
+    principal.require_admin(doing="revoke API tokens")
+    owner = token_owner(ctx, token_id)
+    revoke_token(ctx, owner, token_id)
+    flash(request, f"Token {token_id} is revoked; its user's browser sessions were signed out.")
+    return redirect("/ui/admin/tokens")
+
+
+@router.get("/quotas", response_class=HTMLResponse, response_model=None)
+def quotas(
+    request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> HTMLResponse | RedirectResponse:
+    if (away := _admin(principal, "/ui/admin/quotas", "see the quotas")) is not None:
+        return away
+    return _page(
+        request,
+        principal,
+        "quotas.html",
+        "quotas",
+        settings=ctx.settings,
+        usage=usage_today(ctx),
+    )
+
+
+StatusQuery = Annotated[str | None, Query(max_length=16)]
+
+
+@router.get("/jobs", response_class=HTMLResponse, response_model=None)
+def jobs(
+    request: Request, ctx: CtxDep, principal: PrincipalDep, status: StatusQuery = None
+) -> HTMLResponse | RedirectResponse:
+    if (away := _admin(principal, "/ui/admin/jobs", "see the job queue")) is not None:
+        return away
+    try:
+        chosen = JobStatus(status) if status else None
+    except ValueError:
+        raise UsageError(
+            f"status must be one of {', '.join(s.value for s in JobStatus)}, not {status!r}"
+        ) from None
+    return _page(
+        request,
+        principal,
+        "jobs.html",
+        "jobs",
+        rows=queue_rows(ctx, status=chosen),
+        counts=job_counts(ctx),
+        chosen=chosen.value if chosen else "",
+        retryable=(JobStatus.FAILED.value, JobStatus.CANCELLED.value),
+        final=[s.value for s in JobStatus if s.is_final],
+    )
+
+
+@router.post("/jobs/{job_id}/{action}")
+async def job_action(
+    job_id: int, action: str, request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> RedirectResponse:
+    form = await form_csrf(request)
+    principal.require_admin(doing="retry or cancel jobs")
+    submission_id = job_submission(ctx, job_id)
+    if action == "retry":
+        count = rerun(ctx, principal, submission_id, job_id=job_id)
+        done = "queued again" if count else "not failed or cancelled: nothing to retry"
+    elif action == "cancel":
+        count = cancel(ctx, principal, submission_id, job_id=job_id)
+        done = "cancelled" if count else "finished already: nothing to cancel"
+    else:
+        raise NotFound(f"No action {action!r}; use retry or cancel")
+    kind = "ok" if count else "error"
+    flash(request, f"Job {job_id} (submission {submission_id}): {done}.", kind)
+    back = str(form.get("status", ""))
+    return redirect(f"/ui/admin/jobs?status={back}" if back in set(JobStatus) else "/ui/admin/jobs")
+
+
+@router.get("/failures", response_class=HTMLResponse, response_model=None)
+def failures(
+    request: Request, ctx: CtxDep, principal: PrincipalDep
+) -> HTMLResponse | RedirectResponse:
+    if (away := _admin(principal, "/ui/admin/failures", "see recent failures")) is not None:
+        return away
+    return _page(request, principal, "failures.html", "failures", rows=recent_failures(ctx))
