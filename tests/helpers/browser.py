@@ -7,7 +7,7 @@ system's chromium, with the flags that keep it from reaching out to the network.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+#: The two screens every journey is tried on (issue 19): a laptop and a phone.
+SIZES: dict[str, tuple[int, int]] = {"desktop": (1366, 900), "mobile": (390, 844)}
 
 
 def chromium_path() -> str:
@@ -75,6 +77,21 @@ class Watched:
             ),
         )
 
+    def assert_clean(self, where: str = "") -> None:
+        """Fail, listing them, if anything went wrong on the page so far."""
+        if self.problems:
+            place = where or self.page.url
+            listed = "\n    ".join(self.problems)
+            pytest.fail(f"Problems on {place}:\n    {listed}", pytrace=False)
+
+    def overflow(self) -> int:
+        """How many CSS pixels the page is wider than the window (0: no sideways scroll;
+        a wide table scrolls in its own box, not the page)."""
+        width: int = self.page.evaluate(
+            "() => document.documentElement.scrollWidth - window.innerWidth"
+        )
+        return max(width, 0)
+
 
 @contextmanager
 def watched_page(browser: Any, width: int = 1366, height: int = 900) -> Iterator[Watched]:
@@ -84,6 +101,34 @@ def watched_page(browser: Any, width: int = 1366, height: int = 900) -> Iterator
         yield Watched(context.new_page())
     finally:
         context.close()
+
+
+@contextmanager
+def page_at(browser: Any, size: str) -> Iterator[Watched]:
+    """A watched page on one of :data:`SIZES` (``"desktop"`` or ``"mobile"``); a phone's
+    context also reports touch, as a phone's browser does."""
+    width, height = SIZES[size]
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, has_touch=size == "mobile"
+    )
+    try:
+        yield Watched(context.new_page())
+    finally:
+        context.close()
+
+
+def visit_at_every_size(
+    browser: Any, url: str, check: Callable[[Watched, str], None] | None = None
+) -> None:
+    """Load ``url`` at every size of :data:`SIZES`, run ``check(watched, size)`` there,
+    and fail on a console error, a page error, a failed request or a 4xx/5xx answer."""
+    for size in SIZES:
+        with page_at(browser, size) as watched:
+            watched.page.goto(url)
+            watched.page.wait_for_load_state("networkidle")
+            if check is not None:
+                check(watched, size)
+            watched.assert_clean(f"{url} at {size}")
 
 
 def sign_in(page: Any, base_url: str, name: str, password: str, target: str) -> None:
