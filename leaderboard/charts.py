@@ -19,7 +19,7 @@ Figure = dict[str, Any]
 _ACCENT = "#1f6feb"
 _MUTED = "#9aa4b2"
 _FRONT = "#d9480f"
-_HEIGHT = 340
+_HEIGHT = 350
 
 
 def _layout(
@@ -31,7 +31,7 @@ def _layout(
 ) -> dict[str, Any]:
     # automargin: the margins grow to fit tick labels and axis titles, so none is cut
     # ("Througl"); the title sits on a row of its own under the toolbar's (which plotly
-    # draws in the top 30 px), so the toolbar never covers it.
+    # draws in the top 40 px), so the toolbar never covers it.
     return {
         "title": {
             "text": title,
@@ -39,10 +39,10 @@ def _layout(
             "x": 0.02,
             "xanchor": "left",
             "yref": "container",
-            "y": 1 - 34 / _HEIGHT,
+            "y": 1 - 46 / _HEIGHT,
             "yanchor": "top",
         },
-        "margin": {"l": 50, "r": 16, "t": 66, "b": 40},
+        "margin": {"l": 50, "r": 16, "t": 76, "b": 40},
         "height": _HEIGHT,
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
