@@ -16,7 +16,7 @@ from evalboard.core.errors import InvalidQuery
 from evalboard.core.tables import Job, Submission
 from leaderboard.intervals import load_records
 
-__all__ = ["EXAMPLE_SORTS", "ExamplesPage", "drilldown", "drilldown_page", "example_sort"]
+__all__ = ["EXAMPLE_SORTS", "ExamplesPage", "drilldown_page", "example_sort"]
 
 # Not the model's inputs: the gold (of any output type) and the bookkeeping fields.
 _NOT_INPUTS = ("uid", *GOLD_FIELDS, "input_id", "perturbation")
@@ -101,18 +101,3 @@ def drilldown_page(
         scored.sort(key=lambda row: row[field], reverse=sort.startswith("-"))
         rows = scored + [r for r in rows if r[field] is None]
     return ExamplesPage(total=len(rows), rows=rows[offset : offset + limit])
-
-
-def drilldown(
-    ctx: Context,
-    submission: Submission,
-    job: Job,
-    *,
-    offset: int = 0,
-    limit: int = 50,
-    wrong_only: bool = False,
-) -> list[dict[str, Any]]:
-    """Examples ``offset .. offset+limit`` (after the ``wrong_only`` filter), in file order."""
-    return drilldown_page(
-        ctx, submission, job, offset=offset, limit=limit, wrong_only=wrong_only
-    ).rows

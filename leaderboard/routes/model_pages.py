@@ -4,9 +4,10 @@ changes the dataset, searches, sorts or pages - without a reload, the weights ke
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
 
 from evalboard.core.context import Context
@@ -33,10 +34,20 @@ EXAMPLES_PER_PAGE = 25
 
 WeightsQuery = Annotated[str | None, Query(max_length=500)]
 DatasetWeightsQuery = Annotated[str | None, Query(max_length=2000)]
-DatasetQuery = Annotated[str | None, Query(max_length=128)]
-OffsetQuery = Annotated[int, Query(ge=0, le=10**9)]
-SearchQuery = Annotated[str | None, Query(max_length=200)]
-SortQuery = Annotated[str | None, Query(max_length=20)]
+
+
+@dataclass
+class ExamplesParams:
+    """What the address says about the drill-down (read by FastAPI)."""
+
+    dataset: Annotated[str | None, Query(max_length=128)] = None
+    offset: Annotated[int, Query(ge=0, le=10**9)] = 0
+    wrong_only: bool = False
+    q: Annotated[str | None, Query(max_length=200)] = None
+    sort: Annotated[str | None, Query(max_length=20)] = None
+
+
+Examples = Annotated[ExamplesParams, Depends()]
 
 
 def _dataset_scores(
@@ -74,20 +85,16 @@ def _examples(
     table: TaskTable,
     entry: ModelEntry,
     submission: Submission,
-    *,
-    dataset: str | None,
-    offset: int,
-    wrong_only: bool,
-    q: str | None,
-    sort: str | None,
+    params: ExamplesParams,
 ) -> dict[str, Any]:
     """What ``_examples.html`` needs: the datasets one may browse and the chosen page."""
+    dataset, offset, wrong_only = params.dataset, params.offset, params.wrong_only
     browsable = [
         d for d in table.datasets if d.access != Access.HIDDEN and d.name in entry.predictions
     ]
     chosen = next((d for d in browsable if d.name == dataset), browsable[0] if browsable else None)
-    order = example_sort(sort)
-    search = (q or "").strip() or None
+    order = example_sort(params.sort)
+    search = (params.q or "").strip() or None
     total, rows = 0, []
     if chosen is not None:
         job = next(j for j in submission.jobs if j.dataset_id == chosen.id)
@@ -105,7 +112,10 @@ def _examples(
     path = f"/ui/tasks/{table.task.id}/models/{entry.submission_id}"
 
     def at(new_offset: int) -> str:
-        url = request.url.replace(path=path).include_query_params(offset=new_offset)
+        # The dataset shown, not the one asked for (it may be one the caller cannot see).
+        url = request.url.replace(path=path).include_query_params(
+            dataset=chosen.name if chosen is not None else "", offset=new_offset
+        )
         return f"{url.path}?{url.query}"
 
     return {
@@ -142,13 +152,9 @@ def model_page(
     request: Request,
     ctx: CtxDep,
     principal: PrincipalDep,
+    params: Examples,
     weights: WeightsQuery = None,
     dataset_weights: DatasetWeightsQuery = None,
-    dataset: DatasetQuery = None,
-    offset: OffsetQuery = 0,
-    wrong_only: bool = False,
-    q: SearchQuery = None,
-    sort: SortQuery = None,
 ) -> HTMLResponse:
     table, entry = _model(ctx, principal, task_id, submission_id)
     board = build_leaderboard(
@@ -170,18 +176,7 @@ def model_page(
             if any(m.name == metric for m in board.metrics):
                 charts[f"pareto_{metric}"] = pareto_figure(board, metric, row.key)
     submission = get_submission(ctx, submission_id)
-    examples = _examples(
-        ctx,
-        request,
-        table,
-        entry,
-        submission,
-        dataset=dataset,
-        offset=offset,
-        wrong_only=wrong_only,
-        q=q,
-        sort=sort,
-    )
+    examples = _examples(ctx, request, table, entry, submission, params)
     return render(
         request,
         "model.html",
@@ -206,24 +201,10 @@ def examples_part(
     request: Request,
     ctx: CtxDep,
     principal: PrincipalDep,
-    dataset: DatasetQuery = None,
-    offset: OffsetQuery = 0,
-    wrong_only: bool = False,
-    q: SearchQuery = None,
-    sort: SortQuery = None,
+    params: Examples,
 ) -> HTMLResponse:
     """The drill-down alone, for the model page's script to swap in."""
     table, entry = _model(ctx, principal, task_id, submission_id)
-    examples = _examples(
-        ctx,
-        request,
-        table,
-        entry,
-        get_submission(ctx, submission_id),
-        dataset=dataset,
-        offset=offset,
-        wrong_only=wrong_only,
-        q=q,
-        sort=sort,
-    )
+    submission = get_submission(ctx, submission_id)
+    examples = _examples(ctx, request, table, entry, submission, params)
     return render(request, "_examples.html", principal, **examples)

@@ -12,7 +12,7 @@ from evalboard.core.errors import NotFound
 from evalboard.core.states import Access
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.cards import CardUpdate, update_card
-from leaderboard.drilldown import drilldown
+from leaderboard.drilldown import drilldown_page
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import (
@@ -112,4 +112,5 @@ def examples(
         raise NotFound(
             f"Submission {submission_id} has no results on a dataset {dataset!r} you may see"
         )
-    return drilldown(ctx, submission, job, offset=offset, limit=limit, wrong_only=wrong_only)
+    page = drilldown_page(ctx, submission, job, offset=offset, limit=limit, wrong_only=wrong_only)
+    return page.rows
