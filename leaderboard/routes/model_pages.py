@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse
@@ -177,6 +178,8 @@ def model_page(
                 charts[f"pareto_{metric}"] = pareto_figure(board, metric, row.key)
     submission = get_submission(ctx, submission_id)
     examples = _examples(ctx, request, table, entry, submission, params)
+    # Back to the board with the weights this page was ranked with.
+    back = {k: v for k, v in (("weights", weights), ("dataset_weights", dataset_weights)) if v}
     return render(
         request,
         "model.html",
@@ -190,6 +193,7 @@ def model_page(
         charts=charts,
         see_hidden=see_hidden,
         table=table,
+        board_url=f"/ui/tasks/{task_id}" + (f"?{urlencode(back)}" if back else ""),
         **examples,
     )
 

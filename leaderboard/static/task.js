@@ -131,6 +131,7 @@
     var weights = values(sliders, "metric");
     var tbody = section.querySelector("#board tbody");
     var keys = Object.keys(data.table);
+    markStale(true);
     if (data.paged || !tbody || keys.length === 0) return;
     var order = Dynascore.floorOrder(
       Dynascore.rank(data.table, weights, data.directions, data.offsets, data.perf), data.flagged);
@@ -148,7 +149,6 @@
     Array.prototype.forEach.call(tbody.querySelectorAll("tr[data-kind=majority]"), function (tr) {
       tbody.appendChild(tr);
     });
-    markStale(true);
   }
 
   function moved() {

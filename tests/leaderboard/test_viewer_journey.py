@@ -319,6 +319,9 @@ def test_the_drill_down_changes_dataset_without_a_reload(
     assert f"of {len(matching)} matching" in page.inner_text("#examples-count")
     assert page.inner_text("#examples-announce") == page.inner_text("#examples-count")
     assert _still_same_document(page) and _query(page)["weights"] == [weights]
+    # Back to the board: the same weights.
+    back = page.get_attribute("#back-to-board", "href") or ""
+    assert parse_qs(urlsplit(back).query)["weights"] == [weights]
 
 
 def test_the_drill_down_pages_with_a_total(watched: Watched, live_server: LiveServer) -> None:
