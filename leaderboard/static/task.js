@@ -126,12 +126,27 @@
     }, 250);
   }
 
+  /* The downloads and the models' pages follow the sliders at once. */
+  function followLinks() {
+    var only = withWeights(new URLSearchParams());
+    only.delete("hide");
+    var query = only.toString() ? "?" + only.toString() : "";
+    ["csv", "json"].forEach(function (kind) {
+      var a = document.getElementById("dl-" + kind);
+      if (a) a.href = "/tasks/" + data.task + "/leaderboard." + kind + query;
+    });
+    Array.prototype.forEach.call(section.querySelectorAll("#board td.name a"), function (a) {
+      a.href = a.pathname + query;
+    });
+  }
+
   /* The instant re-rank while a slider moves (the whole board only: see data.paged). */
   function rerank() {
     var weights = values(sliders, "metric");
     var tbody = section.querySelector("#board tbody");
     var keys = Object.keys(data.table);
     markStale(true);
+    followLinks();
     if (data.paged || !tbody || keys.length === 0) return;
     var order = Dynascore.floorOrder(
       Dynascore.rank(data.table, weights, data.directions, data.offsets, data.perf), data.flagged);

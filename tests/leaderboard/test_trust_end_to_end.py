@@ -380,8 +380,8 @@ def _assert_page_shows(page: Any, board: dict[str, Any]) -> None:
             pFirst: r.querySelector('.p-first').textContent.trim(),
             score: r.querySelector('.ds-value').textContent.trim(),
             gap: r.querySelector('.gap').textContent.trim(),
-            metrics: Object.fromEntries(Array.from(r.querySelectorAll('td[data-metric]')).map(
-                td => [td.dataset.metric, td.querySelector('.metric').textContent.trim()])),
+            metrics: Object.fromEntries(Array.from(r.querySelectorAll('td.metric')).map(
+                td => [td.dataset.metric, td.querySelector('.metric-value').textContent.trim()])),
         }))""",
     )
     assert [c["key"] for c in cells] == [r["key"] for r in board["rows"]]
