@@ -179,8 +179,10 @@ def render_markdown(text: str) -> Markup:
 
 @dataclass(frozen=True)
 class CardFilter:
-    """Which models a board shows by their card: the one rule for the API and the pages.
-    A size bound leaves out models whose card gives no size.
+    """Which models a board shows by their card and two flags: the one rule for the API
+    and the pages. A size bound leaves out models whose card gives no size;
+    ``baselines=False`` leaves out the task's baselines, ``busy=False`` the models whose
+    throughput was measured on a busy worker (``evaluator.CONTENDED_SHARE``).
 
     Raises:
         UsageError: an unknown runtime (the known ones are listed).
@@ -190,6 +192,8 @@ class CardFilter:
     license: str | None = None
     min_params: int | None = None
     max_params: int | None = None
+    baselines: bool = True
+    busy: bool = True
 
     def __post_init__(self) -> None:
         if self.runtime is not None and self.runtime not in {r.value for r in Runtime}:
@@ -199,8 +203,13 @@ class CardFilter:
     @property
     def active(self) -> bool:
         """Whether any model may be left out."""
-        return any(
-            v is not None for v in (self.runtime, self.license, self.min_params, self.max_params)
+        return (
+            any(
+                v is not None
+                for v in (self.runtime, self.license, self.min_params, self.max_params)
+            )
+            or not self.baselines
+            or not self.busy
         )
 
     def matches(self, *, runtime: str | None, license: str | None, params: int | None) -> bool:
@@ -222,6 +231,10 @@ class CardFilter:
 
     def keeps(self, entry: ModelEntry) -> bool:
         """Whether the model of ``entry`` is shown (``build_leaderboard``'s ``keep``)."""
+        if not self.baselines and entry.is_baseline:
+            return False
+        if not self.busy and entry.contended:
+            return False
         return self.matches(
             runtime=entry.runtime, license=entry.card.license, params=entry.card.params
         )

@@ -25,15 +25,35 @@ Figure = dict[str, Any]
 _ACCENT = "#1f6feb"
 _MUTED = "#9aa4b2"
 _FRONT = "#d9480f"
+_HEIGHT = 350
 
 
-def _layout(title: str, **extra: Any) -> dict[str, Any]:
+def _layout(
+    title: str,
+    *,
+    xaxis: dict[str, Any] | None = None,
+    yaxis: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    # automargin: the margins grow to fit tick labels and axis titles, so none is cut
+    # ("Througl"); the title sits on a row of its own under the toolbar's (which plotly
+    # draws in the top 40 px), so the toolbar never covers it.
     return {
-        "title": {"text": title, "font": {"size": 15}},
-        "margin": {"l": 50, "r": 16, "t": 40, "b": 50},
-        "height": 320,
+        "title": {
+            "text": title,
+            "font": {"size": 14},
+            "x": 0.02,
+            "xanchor": "left",
+            "yref": "container",
+            "y": 1 - 46 / _HEIGHT,
+            "yanchor": "top",
+        },
+        "margin": {"l": 50, "r": 16, "t": 76, "b": 40},
+        "height": _HEIGHT,
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
+        "xaxis": {"automargin": True, **(xaxis or {})},
+        "yaxis": {"automargin": True, **(yaxis or {})},
         **extra,
     }
 

@@ -17,7 +17,14 @@ from pydantic import ValidationError
 
 from evalboard.core.states import JobStatus
 from evalboard.core.tables import Dataset, Submission
-from evaluator import DatasetOutcome, TaskMetrics, shown_metrics, stored_outcome, summarize
+from evaluator import (
+    CONTENDED_SHARE,
+    DatasetOutcome,
+    TaskMetrics,
+    shown_metrics,
+    stored_outcome,
+    summarize,
+)
 from scoring import METRICS
 from submission_sandbox import ModelCard
 
@@ -81,6 +88,13 @@ class ModelEntry:
             if o.perturbation is None and o.metrics is not None and o.metrics.load is not None
         ]
         return max(shares) if shares else None
+
+    @property
+    def contended(self) -> bool:
+        """Whether it was timed while other processes used more than
+        ``evaluator.CONTENDED_SHARE`` of the worker's CPU (the board's "busy worker")."""
+        share = self.busiest_load()
+        return share is not None and share > CONTENDED_SHARE
 
 
 def summary_status(statuses: list[str]) -> JobStatus:

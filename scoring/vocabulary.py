@@ -51,6 +51,8 @@ class BoardMetric:
         result_field: the field of the evaluator's summary (``evaluator.TaskMetrics``)
             that holds it.
         measured: how it is measured, in one sentence, for tooltips and docs.
+        caveat: what the figure does not say, for the page's column explanations ("" if
+            nothing needs saying).
         capped: the good is ``memory_cap_gib - value`` (the task's cap), as Dynaboard
             turns memory into a good; otherwise ``sign * value``.
     """
@@ -62,6 +64,7 @@ class BoardMetric:
     weighable: bool
     result_field: str
     measured: str
+    caveat: str = ""
     capped: bool = False
 
     @property
@@ -88,6 +91,8 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
                 measured="The task's metric (accuracy, macro-F1, SQuAD F1; for text chrF, "
                 "BLEU, ROUGE-L, token F1 or exact match) x100 on each scoring dataset, "
                 "averaged with the dataset weights.",
+                caveat="Only as good as the test sets: a high perf on one round's data "
+                "says little about examples written to fool the model later.",
             ),
             BoardMetric(
                 "throughput",
@@ -98,6 +103,8 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
                 result_field="throughput",
                 measured="Examples per second over the timed prediction phase, after "
                 "start-up: the median of repeated timed runs.",
+                caveat="Depends on the worker's hardware and load; figures marked "
+                '"busy worker" were measured while other processes shared its CPU.',
             ),
             BoardMetric(
                 "memory",
@@ -108,6 +115,8 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
                 result_field="memory_gib",
                 measured="Peak memory of the sandbox (cgroup); enters the Dynascore as the "
                 "task's memory cap minus the peak.",
+                caveat="The sandbox's whole peak (runtime and libraries included), "
+                "not the model's weights alone.",
                 capped=True,
             ),
             BoardMetric(
@@ -119,6 +128,8 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
                 result_field="fairness",
                 measured="Predictions on the fairness copies (gendered words and names "
                 "swapped) scored against the model's own predictions on the originals, x100.",
+                caveat="Measures stability, not correctness: a model that gives the same "
+                "answer with the words swapped scores 100 even when that answer is wrong.",
             ),
             BoardMetric(
                 "robustness",
@@ -129,6 +140,8 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
                 result_field="robustness",
                 measured="Predictions on the robustness copies (typos, case, punctuation) "
                 "scored against the model's own predictions on the originals, x100.",
+                caveat="Measures stability, not correctness: a model that gives the same "
+                "answer despite the typos scores 100 even when that answer is wrong.",
             ),
             BoardMetric(
                 "latency_p50",
@@ -138,6 +151,8 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
                 weighable=False,
                 result_field="latency_p50_s",
                 measured="Median seconds per batch over the timed prediction phase.",
+                caveat="Per batch of the task's batch size, on the worker's hardware: "
+                "compare it between models of one board only.",
             ),
             BoardMetric(
                 "ece",
@@ -148,6 +163,8 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
                 result_field="ece",
                 measured="Expected calibration error of the predicted probabilities, x100, "
                 "where the model gives probabilities.",
+                caveat="Only for models that give probabilities; says nothing about "
+                "which answers are right.",
             ),
         )
     }

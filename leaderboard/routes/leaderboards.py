@@ -81,6 +81,13 @@ MaxParams = Annotated[
     int | None,
     Query(ge=0, le=10**13, description="Only models with at most this many parameters."),
 ]
+Baselines = Annotated[
+    bool, Query(description="false: leave out the task's baselines (ranks stay the board's).")
+]
+Busy = Annotated[
+    bool,
+    Query(description="false: leave out models whose throughput was measured on a busy worker."),
+]
 
 
 def _board(
@@ -124,12 +131,19 @@ def leaderboard(
     license: LicenseFilter = None,
     min_params: MinParams = None,
     max_params: MaxParams = None,
+    baselines: Baselines = True,
+    busy: Busy = True,
 ) -> LeaderboardPublic:
     """Filters show part of the ranking: each row keeps its rank on the whole board, and
     ``total`` counts the rows that match."""
     query = parse_board_query(limit=limit, offset=offset, sort=sort, q=q)
     cards = CardFilter(
-        runtime=runtime, license=license, min_params=min_params, max_params=max_params
+        runtime=runtime,
+        license=license,
+        min_params=min_params,
+        max_params=max_params,
+        baselines=baselines,
+        busy=busy,
     )
     return _board(ctx, principal, task_id, weights, dataset_weights, query, cards)
 

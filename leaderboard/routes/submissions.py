@@ -10,7 +10,7 @@ from fastapi import APIRouter, Path, Query
 from datasets_registry import get_task
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.cards import CardUpdate, update_card
-from leaderboard.drilldown import drilldown, visible_job
+from leaderboard.drilldown import drilldown_page, visible_job
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import (
@@ -104,4 +104,5 @@ def examples(
 ) -> list[dict[str, Any]]:
     submission = visible_submission(ctx, principal, submission_id)
     job = visible_job(principal, submission, dataset)
-    return drilldown(ctx, submission, job, offset=offset, limit=limit, wrong_only=wrong_only)
+    page = drilldown_page(ctx, submission, job, offset=offset, limit=limit, wrong_only=wrong_only)
+    return page.rows

@@ -121,9 +121,12 @@
     });
   }
 
-  Array.prototype.forEach.call(document.querySelectorAll("[data-attribution-url]"), function (panel) {
-    var start = panel.querySelector("[data-attribution-start]");
-    if (start) start.addEventListener("click", function () { ask(panel); });
-    if (panel.hasAttribute("data-auto")) ask(panel);
+  // One listener for the document: the model page swaps its drill-down in without a
+  // reload, and the panels it brings must answer a click too.
+  document.addEventListener("click", function (event) {
+    var start = event.target.closest && event.target.closest("[data-attribution-start]");
+    var panel = start && start.closest("[data-attribution-url]");
+    if (panel) ask(panel);
   });
+  Array.prototype.forEach.call(document.querySelectorAll("[data-attribution-url][data-auto]"), ask);
 })();

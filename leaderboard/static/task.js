@@ -1,68 +1,153 @@
-/* The task page: re-rank the table in the browser as the metric weight sliders move.
- * The formula is static/dynascore.js (the same as the server's), and so is the baseline
- * floor; the table data, the directions and the offsets come from the page (#board-data).
- * Dataset weights change every average, the intervals and the baseline: releasing a
- * dataset slider loads the page again for them. The URL carries both kinds of weights.
- * On one page of several (data.paged) a metric slider does the same on release. */
+/* The task page. While a weight slider moves, the table re-ranks in the browser
+ * (static/dynascore.js, the server's formula) and the interval figures are marked stale;
+ * when it is released, the server's ranking for the new weights - intervals, rank
+ * intervals and P(first) recomputed - replaces the #ranking section
+ * (/ui/tasks/T/ranking). Sorting, searching, paging and filtering do the same, so
+ * every change keeps the others (weights, search, order, filters, columns) and the
+ * address always reloads to what is shown. The table's data, directions and offsets come
+ * from the server (#board-data); this file has no copy of the metric table. */
 (function () {
   "use strict";
-  var data = JSON.parse(document.getElementById("board-data").textContent);
-  var tbody = document.querySelector("#board tbody");
+  var section = document.getElementById("ranking");
   var sliders = Array.prototype.slice.call(document.querySelectorAll("input[type=range][data-metric]"));
   var datasetSliders = Array.prototype.slice.call(
     document.querySelectorAll("input[type=range][data-dataset]"));
   var note = document.getElementById("weights-note");
-  var staleNote = document.getElementById("stale-note");
   var announce = document.getElementById("rank-announce");
-  var loaded = currentWeights();
+  var data = readData();
+  var pending = null;
+  var asked = 0;
+
+  function readData() {
+    return JSON.parse(document.getElementById("board-data").textContent);
+  }
 
   function format(v) {
     var a = Math.abs(v);
     return a >= 1000 ? v.toFixed(0) : a >= 100 ? v.toFixed(1) : v.toFixed(2);
   }
 
-  function currentWeights() {
+  function values(list, key) {
     var weights = {};
-    sliders.forEach(function (s) { weights[s.dataset.metric] = parseFloat(s.value); });
+    list.forEach(function (s) { weights[s.dataset[key]] = parseFloat(s.value); });
     return weights;
   }
 
-  function currentDatasetWeights() {
-    var weights = {};
-    datasetSliders.forEach(function (s) { weights[s.dataset.dataset] = parseFloat(s.value); });
-    return weights;
-  }
-
-  function weightsQuery(weights) {
+  function weightsText(weights) {
     return Object.keys(weights).map(function (m) { return m + ":" + weights[m]; }).join(",");
   }
 
-  function sameWeights(a, b) {
+  function same(a, b) {
     return Object.keys(a).every(function (k) { return Math.abs(a[k] - b[k]) < 1e-12; });
   }
 
-  function query() {
-    var q = "?weights=" + encodeURIComponent(weightsQuery(currentWeights()));
-    var datasets = currentDatasetWeights();
-    if (!sameWeights(datasets, data.owner_dataset_weights)) {
-      q += "&dataset_weights=" + encodeURIComponent(weightsQuery(datasets));
+  /* The address's parameters with the sliders' weights (none: the owner's). */
+  function withWeights(params) {
+    var weights = values(sliders, "metric"), datasets = values(datasetSliders, "dataset");
+    var owners = same(weights, data.owner_weights) && same(datasets, data.owner_dataset_weights);
+    params.delete("weights");
+    params.delete("dataset_weights");
+    if (!owners) params.set("weights", weightsText(weights));
+    if (!same(datasets, data.owner_dataset_weights)) {
+      params.set("dataset_weights", weightsText(datasets));
     }
-    return q;
+    // The columns chosen since the section was drawn (its links carry the older choice).
+    var hide = new URLSearchParams(window.location.search).get("hide");
+    if (hide) params.set("hide", hide); else params.delete("hide");
+    return params;
   }
 
-  function rerank(changed) {
-    var weights = currentWeights();
-    sliders.forEach(function (s) {
-      document.getElementById("o-" + s.dataset.metric).textContent = s.value;
+  /* Where the keyboard was inside the section, to put it back after a swap. */
+  function focusKey() {
+    var el = document.activeElement;
+    if (!el || !section.contains(el)) return null;
+    if (el.id) return "#" + el.id;
+    if (el.dataset && el.dataset.focus) return "[data-focus='" + el.dataset.focus + "']";
+    if (el.getAttribute("rel")) return "a[rel=" + el.getAttribute("rel") + "]";
+    return null;
+  }
+
+  function leaderName(tbody) {
+    var first = tbody && tbody.querySelector("tr[data-key]:not([data-kind=majority])");
+    if (!first) return null;
+    var name = first.querySelector("td.name a") || first.querySelector("td.name");
+    return { name: name.textContent.trim(), score: first.querySelector(".ds-value").textContent };
+  }
+
+  function markStale(stale) {
+    Array.prototype.forEach.call(section.querySelectorAll(".stale-able"), function (el) {
+      el.hidden = stale;
     });
-    var total = Object.keys(weights).reduce(function (t, m) { return t + weights[m]; }, 0);
-    if (!(total > 0)) {
-      note.textContent = "Give at least one metric a weight above 0.";
-      return;
-    }
-    note.textContent = "";
+    var staleNote = document.getElementById("stale-note");
+    if (staleNote) staleNote.hidden = !stale;
+  }
+
+  /* Ask the server for the ranking of `params` and put it in place. */
+  function refresh(params, why) {
+    var number = ++asked;
+    var query = params.toString();
+    section.setAttribute("aria-busy", "true");
+    fetch("/ui/tasks/" + data.task + "/ranking" + (query ? "?" + query : ""), {
+      headers: { Accept: "text/html" }, credentials: "same-origin"
+    }).then(function (response) {
+      return response.text().then(function (text) { return { ok: response.ok, text: text }; });
+    }).then(function (answer) {
+      if (number !== asked) return; // a later change is on its way
+      section.removeAttribute("aria-busy");
+      if (!answer.ok) {
+        note.textContent = "The server could not rank the board for this: reload the page.";
+        return;
+      }
+      var focus = focusKey();
+      section.innerHTML = answer.text;
+      data = readData();
+      var again = focus && section.querySelector(focus);
+      if (again) again.focus();
+      if (window.history && history.replaceState) {
+        history.replaceState(null, "", window.location.pathname + (query ? "?" + query : ""));
+      }
+      var leader = leaderName(section.querySelector("#board tbody"));
+      var range = document.getElementById("pager-range");
+      announce.textContent = (why === "weights" && leader ?
+        "Re-ranked: " + leader.name + " is first, Dynascore " + leader.score + "." :
+        (range ? range.textContent.trim() + "." : "")) + (why === "weights" ? " Intervals recomputed." : "");
+    }).catch(function () {
+      if (number !== asked) return;
+      section.removeAttribute("aria-busy");
+      note.textContent = "The server could not be reached: the intervals shown are for the " +
+        "weights the page was loaded with. Reload to recompute them.";
+    });
+  }
+
+  function refreshSoon() {
+    window.clearTimeout(pending);
+    pending = window.setTimeout(function () {
+      refresh(withWeights(new URLSearchParams(window.location.search)), "weights");
+    }, 250);
+  }
+
+  /* The downloads and the models' pages follow the sliders at once. */
+  function followLinks() {
+    var only = withWeights(new URLSearchParams());
+    only.delete("hide");
+    var query = only.toString() ? "?" + only.toString() : "";
+    ["csv", "json"].forEach(function (kind) {
+      var a = document.getElementById("dl-" + kind);
+      if (a) a.href = "/tasks/" + data.task + "/leaderboard." + kind + query;
+    });
+    Array.prototype.forEach.call(section.querySelectorAll("#board td.name a"), function (a) {
+      a.href = a.pathname + query;
+    });
+  }
+
+  /* The instant re-rank while a slider moves (the whole board only: see data.paged). */
+  function rerank() {
+    var weights = values(sliders, "metric");
+    var tbody = section.querySelector("#board tbody");
     var keys = Object.keys(data.table);
-    if (!tbody || keys.length === 0) return;
+    markStale(true);
+    followLinks();
+    if (data.paged || !tbody || keys.length === 0) return;
     var order = Dynascore.floorOrder(
       Dynascore.rank(data.table, weights, data.directions, data.offsets, data.perf), data.flagged);
     var scores = Dynascore.compute(data.table, weights, data.directions, data.offsets, data.perf);
@@ -74,69 +159,97 @@
       var tr = rows[key];
       tr.querySelector(".rank").textContent = String(i + 1);
       tr.querySelector(".ds-value").textContent = format(scores[key]);
-      // Intervals, P(first) and contributions were computed for the weights the page
-      // was loaded with; hide them once the weights change.
-      Array.prototype.forEach.call(tr.querySelectorAll(".stale-able"), function (el) {
-        el.hidden = changed;
-      });
       tbody.appendChild(tr);
     });
-    if (staleNote) staleNote.hidden = !changed;
-    var leader = rows[order[0]];
-    if (announce && leader) {
-      // Screen readers hear the new order's head; sighted users see the rows move.
-      var name = leader.querySelector("td.name a") || leader.querySelector("td.name");
-      announce.textContent = "Re-ranked: " + name.textContent.trim() +
-        " is first, Dynascore " + format(scores[order[0]]) + ".";
-    }
     Array.prototype.forEach.call(tbody.querySelectorAll("tr[data-kind=majority]"), function (tr) {
       tbody.appendChild(tr);
     });
-    var q = query();
-    document.getElementById("dl-csv").href = "/tasks/" + data.task + "/leaderboard.csv" + q;
-    document.getElementById("dl-json").href = "/tasks/" + data.task + "/leaderboard.json" + q;
-    Array.prototype.forEach.call(tbody.querySelectorAll("td.name a"), function (a) {
-      a.href = a.pathname + q;
+  }
+
+  function moved() {
+    sliders.forEach(function (s) {
+      document.getElementById("o-" + s.dataset.metric).textContent = s.value;
     });
-    if (changed && window.history && history.replaceState) {
-      history.replaceState(null, "", window.location.pathname + q);
+    var total = Object.values(values(sliders, "metric")).reduce(function (t, w) { return t + w; }, 0);
+    if (!(total > 0)) {
+      note.textContent = "Give at least one metric a weight above 0.";
+      return false;
     }
+    note.textContent = "";
+    return true;
   }
 
   sliders.forEach(function (s) {
-    if (data.paged) {
-      // One page of a larger board: the server ranks every model with the new weights.
-      s.addEventListener("input", function () {
-        document.getElementById("o-" + s.dataset.metric).textContent = s.value;
-      });
-      s.addEventListener("change", function () {
-        window.location.assign(window.location.pathname + query());
-      });
-      return;
-    }
-    s.addEventListener("input", function () { rerank(true); });
+    s.addEventListener("input", function () { if (moved()) rerank(); });
+    s.addEventListener("change", function () { if (moved()) refreshSoon(); });
   });
   datasetSliders.forEach(function (s, i) {
     var out = document.getElementById("dwo-" + (i + 1));
     s.addEventListener("input", function () { out.textContent = parseFloat(s.value).toPrecision(3); });
     s.addEventListener("change", function () {
-      if (!(Object.values(currentDatasetWeights()).some(function (w) { return w > 0; }))) {
+      if (!(Object.values(values(datasetSliders, "dataset")).some(function (w) { return w > 0; }))) {
         note.textContent = "Give at least one dataset a weight above 0.";
         return;
       }
-      window.location.assign(window.location.pathname + query());
+      note.textContent = "";
+      markStale(true);
+      refreshSoon();
     });
   });
+
   document.getElementById("reset-weights").addEventListener("click", function () {
-    // The owner's weights, not a shared URL's. Intervals were computed for the weights the
-    // page loaded with: when those were not the owner's, load the plain page for its own.
-    if (!sameWeights(currentDatasetWeights(), data.owner_dataset_weights) ||
-        !sameWeights(loaded, data.owner_weights)) {
-      window.location.assign(window.location.pathname);
-      return;
+    // The owner's weights, not a shared URL's; the rest of the address stays.
+    sliders.forEach(function (s) {
+      s.value = data.owner_weights[s.dataset.metric];
+      document.getElementById("o-" + s.dataset.metric).textContent = s.value;
+    });
+    datasetSliders.forEach(function (s, i) {
+      s.value = data.owner_dataset_weights[s.dataset.dataset];
+      document.getElementById("dwo-" + (i + 1)).textContent = parseFloat(s.value).toPrecision(3);
+    });
+    note.textContent = "";
+    var params = withWeights(new URLSearchParams(window.location.search));
+    var query = params.toString();
+    if (window.history && history.replaceState) {
+      history.replaceState(null, "", window.location.pathname + (query ? "?" + query : ""));
     }
-    sliders.forEach(function (s) { s.value = data.owner_weights[s.dataset.metric]; });
-    rerank(false);
-    if (window.history && history.replaceState) history.replaceState(null, "", window.location.pathname);
+    rerank();
+    refresh(params, "weights");
+  });
+
+  // Sort links, pages, "show every model": the server's order for the sliders' weights.
+  section.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a[data-board-link]");
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    event.preventDefault();
+    refresh(withWeights(new URL(link.href).searchParams), "view");
+  });
+  // The search and the filters: the form's fields replace theirs in the address.
+  section.addEventListener("submit", function (event) {
+    var form = event.target.closest("form[data-board-form]");
+    if (!form) return;
+    event.preventDefault();
+    var params = new URLSearchParams();
+    new FormData(form).forEach(function (value, name) {
+      if (value !== "") params.append(name, value);
+    });
+    refresh(withWeights(params), "view");
+  });
+  // The column chooser: shown or hidden at once, remembered in the address.
+  section.addEventListener("change", function (event) {
+    var box = event.target;
+    if (!box.matches || !box.matches("input[data-col-toggle]")) return;
+    var name = box.dataset.colToggle;
+    Array.prototype.forEach.call(section.querySelectorAll("[data-col='" + name + "']"), function (el) {
+      el.classList.toggle("col-hidden", !box.checked);
+    });
+    var hidden = Array.prototype.filter.call(
+      section.querySelectorAll("input[data-col-toggle]"), function (b) { return !b.checked; }
+    ).map(function (b) { return b.dataset.colToggle; });
+    var params = new URLSearchParams(window.location.search);
+    if (hidden.length) params.set("hide", hidden.join(",")); else params.delete("hide");
+    var query = params.toString();
+    history.replaceState(null, "", window.location.pathname + (query ? "?" + query : ""));
+    announce.textContent = (box.checked ? "Showing " : "Hiding ") + box.parentNode.textContent.trim() + ".";
   });
 })();

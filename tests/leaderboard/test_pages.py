@@ -95,7 +95,7 @@ async def test_pages_render_for_viewers(client: httpx.AsyncClient, shared: Seede
         "chart-pareto_memory",
         "chart-datasets",
         "chart-rounds",
-        "/static/vendor/plotly.min.js",
+        "/static/model.js",
     ):
         assert marker in model.text, marker
     assert "hidden-test" not in model.text
@@ -125,8 +125,10 @@ async def test_the_task_page_reads_the_metric_vocabulary(client: httpx.AsyncClie
     assert data["directions"] == {"memory": -1.0} and data["offsets"] == {"memory": 16.0}
     for name in data["metrics"]:
         metric = METRICS[name]
-        tooltip = f"{metric.label} ({metric.unit}), {metric.direction} is better. {metric.measured}"
-        assert f'title="{tooltip}"' in page, name
+        explained = f'<div id="explain-{name}">'
+        assert explained in page, name
+        text = page.split(explained, 1)[1].split("</div>", 1)[0]
+        assert metric.measured in text and metric.caveat in text, name
 
 
 async def test_nothing_is_loaded_from_elsewhere(client: httpx.AsyncClient, shared: Seeded) -> None:
@@ -134,8 +136,13 @@ async def test_nothing_is_loaded_from_elsewhere(client: httpx.AsyncClient, share
     for path in ("/ui", f"/ui/tasks/{TASK}", f"/ui/tasks/{TASK}/models/{roberta}"):
         html = (await client.get(path)).text
         assert not re.search(r'(src|href)="(https?:)?//', html), path
-    plotly_js = await client.get("/static/vendor/plotly.min.js")
-    assert plotly_js.status_code == 200 and len(plotly_js.content) == PLOTLY_JS.stat().st_size
+    # The basic bundle, gzip-compressed for a browser that takes it, plain for one that does not.
+    for encoding in ("gzip", "identity"):
+        plotly_js = await client.get(
+            "/static/vendor/plotly-basic.min.js", headers={"Accept-Encoding": encoding}
+        )
+        assert plotly_js.status_code == 200 and plotly_js.content == PLOTLY_JS.read_bytes()
+        assert plotly_js.headers.get("content-encoding", "identity") == encoding
     assert (await client.get("/static/dynascore.js")).status_code == 200
 
 
