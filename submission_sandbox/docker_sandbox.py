@@ -26,7 +26,6 @@ from typing import Any, ClassVar, Literal
 from evalboard.core.errors import PlatformError
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.scratch import scratch_dir
-from evalboard.core.settings import get_settings
 from evalboard.core.states import FailureReason
 from submission_sandbox._channel_sandbox import ChannelSandbox
 from submission_sandbox._failures import ExitInfo
@@ -163,6 +162,8 @@ class DockerSandbox(ChannelSandbox):
         gpu_available: bool | None = None,
     ) -> None:
         super().__init__(bundle, limits=limits, channel=channel)
+        from evalboard.core.settings import get_settings  # not loaded for other sandboxes
+
         settings = get_settings()
         self.base_image = base_image or settings.base_image
         self.torch_image = torch_image or settings.torch_image
