@@ -35,7 +35,8 @@ def _path() -> Path:
 
 def _identity(tracker: Any) -> dict[str, str]:
     """What must match for a kept plan to describe this machine and this tracker."""
-    import codecarbon
+    from importlib.metadata import version
+
     from codecarbon.core import hardware_cache
 
     try:
@@ -46,7 +47,7 @@ def _identity(tracker: Any) -> dict[str, str]:
         "host": platform.node(),
         "boot": boot,
         "cpus": str(os.cpu_count()),
-        "codecarbon": str(codecarbon.__version__),
+        "codecarbon": version("codecarbon"),
         "options": repr(hardware_cache.make_key(tracker)),
     }
 
