@@ -38,6 +38,7 @@ from submission_sandbox.contract import (
     UnixListener,
     docker_stdio_reader,
     socket_reader,
+    socket_write_now,
 )
 from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.manifest import Manifest
@@ -310,7 +311,11 @@ class DockerSandbox(ChannelSandbox):
             conn = self._conn
             assert conn is not None
             self._contract = ContractClient(
-                read, conn.sendall, max_line_bytes=self.limits.max_output_bytes
+                read,
+                conn.sendall,
+                max_line_bytes=self.limits.max_output_bytes,
+                # Our own socket; the engine's attach socket may be TLS (no send flags).
+                write_now=socket_write_now(conn) if self._listener is not None else None,
             )
             self._cgroup = self._find_cgroup()
             hello = self._contract.hello(self._deadline)

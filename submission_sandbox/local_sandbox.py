@@ -39,6 +39,7 @@ from submission_sandbox.contract import (
     UnixListener,
     fd_reader,
     socket_reader,
+    socket_write_now,
 )
 from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.manifest import Runtime
@@ -158,6 +159,7 @@ class LocalSandbox(ChannelSandbox):
                     socket_reader(conn),
                     conn.sendall,
                     max_line_bytes=self.limits.max_output_bytes,
+                    write_now=socket_write_now(conn),
                 )
             else:
                 stdin, stdout = self._process.stdin, self._process.stdout
