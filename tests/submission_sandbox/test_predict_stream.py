@@ -118,19 +118,21 @@ def test_small_requests_go_out_at_once_and_large_ones_on_a_thread() -> None:
     # and the GIL passed back and forth); only a request the channel cannot take at once
     # needs the thread, so that reading answers goes on meanwhile.
     host, model_end = socket.socketpair()
-    client = ContractClient(
-        socket_reader(host), host.sendall, max_line_bytes=1 << 24, write_now=socket_write_now(host)
-    )
-    EchoModel(model_end)
-    before = _writer_threads()
-    stream = client.stream(iter(_batches(50)), _deadline(), in_flight=4, latencies=[])
-    assert len(list(stream)) == 50 and _writer_threads() == before
-    big = [[{"uid": "z" * 4_000_000}] for _ in range(3)]  # beyond any socket buffer
-    answers = client.stream(iter(big), _deadline(), in_flight=2, latencies=[])
-    assert next(answers) == [{"label": "z" * 4_000_000}] and _writer_threads() == before + 1
-    assert len(list(answers)) == 2
-    host.close()
-    model_end.close()
+    with host, model_end:
+        client = ContractClient(
+            socket_reader(host),
+            host.sendall,
+            max_line_bytes=1 << 24,
+            write_now=socket_write_now(host),
+        )
+        EchoModel(model_end)
+        before = _writer_threads()
+        stream = client.stream(iter(_batches(50)), _deadline(), in_flight=4, latencies=[])
+        assert len(list(stream)) == 50 and _writer_threads() == before
+        big = [[{"uid": "z" * 4_000_000}] for _ in range(3)]  # beyond any socket buffer
+        answers = client.stream(iter(big), _deadline(), in_flight=2, latencies=[])
+        assert next(answers) == [{"label": "z" * 4_000_000}] and _writer_threads() == before + 1
+        assert len(list(answers)) == 2
 
 
 def test_leaving_a_stream_early_leaves_the_channel_usable(
