@@ -75,6 +75,8 @@ class LocalSandbox(ChannelSandbox):
         limits: only ``timeout_s``, ``max_output_bytes`` and ``max_log_bytes`` apply.
         channel: ``unix`` (default) or ``stdio``.
         python: the interpreter to run the model with (default: this one).
+        pin_cpus: run the model on cores of its own where the machine has them free
+            (:mod:`submission_sandbox.cpuset`; its CPU affinity, no quota).
     """
 
     isolating = False
@@ -86,8 +88,9 @@ class LocalSandbox(ChannelSandbox):
         limits: SandboxLimits,
         channel: Literal["unix", "stdio"] = "unix",
         python: str | None = None,
+        pin_cpus: bool = False,
     ) -> None:
-        super().__init__(bundle, limits=limits, channel=channel)
+        super().__init__(bundle, limits=limits, channel=channel, pin_cpus=pin_cpus)
         self.python = python or sys.executable
         self._process: subprocess.Popen[bytes] | None = None
         self._run_dir: Path | None = None
@@ -148,6 +151,10 @@ class LocalSandbox(ChannelSandbox):
             stderr=self._log,
             start_new_session=True,  # its own process group, killed as one
         )
+        cores = self._reserve_cores()
+        if cores is not None:
+            # Before the model loads: the threads it starts inherit the affinity.
+            os.sched_setaffinity(self._process.pid, cores)
         self._start_watchdog()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
         self._sampler.start()
