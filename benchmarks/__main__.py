@@ -31,6 +31,8 @@ RESULTS = HERE / "results"
 QUICK_ARGS = {
     "sandbox": ["--quick"],
     "evaluator": ["--repeats", "2", "--jobs", "10"],
+    "startup": ["--runs", "3"],
+    "stability": ["--runs", "3", "--examples", "600"],
 }
 
 
