@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import update_readme
+from benchmarks.figures import dig, read_results, update_readme
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -69,33 +69,14 @@ def run_one(name: str, path: Path, *, quick: bool, timeout: float) -> dict[str, 
     return {"status": status, "exit_code": code, "seconds": round(seconds, 1), "wrote": written}
 
 
-def _load(results: Path, name: str) -> dict[str, Any]:
-    path = results / f"{name}.json"
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _dig(data: Any, *keys: str) -> float | None:
-    for key in keys:
-        if not isinstance(data, dict) or key not in data:
-            return None
-        data = data[key]
-    return float(data) if isinstance(data, int | float) else None
-
-
 def _median(data: Any, *keys: str) -> float | None:
-    value = _dig(data, *keys, "median")
-    return value if value is not None else None
+    value = dig(data, *keys, "median")
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _sandbox_panel(results: Path) -> dict[str, float]:
     panel = {}
-    inference = _load(results, "sandbox").get("inference")
+    inference = read_results(results, "sandbox").get("inference")
     for model, rows in (inference if isinstance(inference, dict) else {}).items():
         for row in rows if isinstance(rows, list) else []:
             # The evaluator streams requests pipelined; quote the same path.
@@ -106,13 +87,13 @@ def _sandbox_panel(results: Path) -> dict[str, float]:
 
 
 def _evaluator_panel(results: Path) -> dict[str, float]:
-    cases = _load(results, "evaluator").get("end_to_end_10k") or {}
+    cases = read_results(results, "evaluator").get("end_to_end_10k") or {}
     panel = {name: _median(case, "ratio_cli_to_raw") for name, case in cases.items()}
     return {k.replace("_", " "): v for k, v in panel.items() if v is not None}
 
 
 def _rerank_panel(results: Path) -> dict[str, float]:
-    spreads = _load(results, "scoring").get("spread_ms", {})
+    spreads = read_results(results, "scoring").get("spread_ms", {})
     panel = {
         "prepared": _median(spreads, "rerank_prepared_10000x8_ms"),
         "from the table": _median(spreads, "rerank_from_table_10000x8_ms"),
@@ -121,7 +102,7 @@ def _rerank_panel(results: Path) -> dict[str, float]:
 
 
 def _jobs_panel(results: Path) -> dict[str, float]:
-    data = _load(results, "evaluator").get("jobs_per_minute", {})
+    data = read_results(results, "evaluator").get("jobs_per_minute", {})
     panel = {
         key.replace("_worker", " worker").replace("_", " "): _median(value)
         for key, value in data.items()

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BEGIN", "END", "Row", "rows", "table", "update_readme"]
+__all__ = ["BEGIN", "END", "Row", "dig", "figure", "read_results", "rows", "table", "update_readme"]
 
 BEGIN = "<!-- benchmarks:begin (made by `python -m benchmarks` from benchmarks/results) -->"
 END = "<!-- benchmarks:end -->"
@@ -35,7 +35,8 @@ class Row:
     source: str = ""
 
 
-def _load(results: Path, name: str) -> dict[str, Any]:
+def read_results(results: Path, name: str) -> dict[str, Any]:
+    """``results/<name>.json`` as a mapping; empty where it is absent or not one."""
     path = results / f"{name}.json"
     if not path.is_file():
         return {}
@@ -46,7 +47,8 @@ def _load(results: Path, name: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _dig(data: Any, *keys: str) -> Any:
+def dig(data: Any, *keys: str) -> Any:
+    """``data[k1][k2]...``, None where a key or a mapping is missing."""
     for key in keys:
         if not isinstance(data, Mapping) or key not in data:
             return None
@@ -87,7 +89,7 @@ def _row(
 
 
 def _startup(results: Path) -> Iterator[Row]:
-    data, src = _load(results, "startup"), "startup.json"
+    data, src = read_results(results, "startup"), "startup.json"
     cli = _mapping(data.get("cli"))
     yield from _row(
         "`import evalboard.cli` (`python -X importtime`)",
@@ -133,7 +135,7 @@ def _startup(results: Path) -> Iterator[Row]:
 
 
 def _evaluator(results: Path) -> Iterator[Row]:
-    data, src = _load(results, "evaluator"), "evaluator.json"
+    data, src = read_results(results, "evaluator"), "evaluator.json"
     for case in map(_mapping, _mapping(data.get("end_to_end_10k")).values()):
         energy = "energy measured" if case.get("energy") else "--no-energy"
         what = (
@@ -165,7 +167,7 @@ def _evaluator(results: Path) -> Iterator[Row]:
 
 
 def _sandbox(results: Path) -> Iterator[Row]:
-    data, src = _load(results, "sandbox"), "sandbox.json"
+    data, src = read_results(results, "sandbox"), "sandbox.json"
     models = _mapping(data.get("models"))
     for name, rows_ in _mapping(data.get("inference")).items():
         for row in map(_mapping, rows_ if isinstance(rows_, list) else []):
@@ -204,7 +206,7 @@ def _sandbox(results: Path) -> Iterator[Row]:
 
 
 def _stability(results: Path) -> Iterator[Row]:
-    data, src = _load(results, "stability"), "stability.json"
+    data, src = read_results(results, "stability"), "stability.json"
     goal = data.get("goal_max_over_min")
     for sandbox, series in map(
         lambda item: (item[0], _mapping(item[1])), _mapping(data.get("series")).items()
@@ -229,7 +231,7 @@ def _stability(results: Path) -> Iterator[Row]:
 
 
 def _scoring(results: Path) -> Iterator[Row]:
-    data, src = _load(results, "scoring"), "scoring.json"
+    data, src = read_results(results, "scoring"), "scoring.json"
     spreads = _mapping(data.get("spread_ms"))
     for key, what in (
         ("rerank_prepared_10000x8_ms", "re-ranking 10,000 submissions x 8 metrics, prepared"),
@@ -251,10 +253,10 @@ def _scoring(results: Path) -> Iterator[Row]:
 
 
 def _board(results: Path) -> Iterator[Row]:
-    ranking = _load(results, "ranking")
+    ranking = read_results(results, "ranking")
     for size in ("1000", "10000"):
-        median = _dig(ranking, "median_ms", size)
-        low, high = _dig(ranking, "min_ms", size), _dig(ranking, "max_ms", size)
+        median = dig(ranking, "median_ms", size)
+        low, high = dig(ranking, "min_ms", size), dig(ranking, "max_ms", size)
         if None not in (median, low, high):
             yield from _row(
                 f"ranking {int(size):,} submissions (`build_leaderboard`, no intervals)",
@@ -262,10 +264,10 @@ def _board(results: Path) -> Iterator[Row]:
                 unit=" ms",
                 source="ranking.json",
             )
-    board = _load(results, "leaderboard")
+    board = read_results(results, "leaderboard")
     for size, found in _mapping(board.get("sizes")).items():
         for part, what in (("api", "API"), ("page", "task page")):
-            warm = _dig(found, "warm", part)
+            warm = dig(found, "warm", part)
             if isinstance(warm, Mapping) and {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(warm):
                 yield Row(
                     f"leaderboard {what} at {int(size):,} submissions, warm, p50 / p95",
@@ -295,7 +297,7 @@ def rows(results: Path) -> list[Row]:
 def _loads(results: Path) -> str:
     found = []
     for path in sorted(results.glob("*.json")):
-        load = _dig(_load(results, path.stem), "load_average_1m")
+        load = dig(read_results(results, path.stem), "load_average_1m")
         if isinstance(load, Mapping) and "before" in load:
             found.append(f"{path.stem} {load['before']}-{load.get('after')}")
     return ", ".join(found)
