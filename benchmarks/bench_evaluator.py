@@ -296,19 +296,20 @@ def jobs_per_minute(jobs: int, repeats: int, sandboxes: list[str]) -> dict[str, 
     """Jobs per minute by path, sandbox and workers; the Celery path where its servers run."""
     found: dict[str, Any] = {}
     for sandbox in sandboxes:
+        count = jobs if sandbox == "local" else max(4, jobs // 2)  # a container a job
         for workers in (1, 2):
             label = f"{workers}_worker{'s' if workers > 1 else ''}"
-            pool = [bench_jobs_per_minute(workers, jobs, sandbox) for _ in range(repeats)]
+            pool = [bench_jobs_per_minute(workers, count, sandbox) for _ in range(repeats)]
             found[f"pool_{sandbox}_{label}"] = spread(pool, 1)
-            celery = [bench_jobs_per_minute_celery(workers, jobs, sandbox)]
+            celery = [bench_jobs_per_minute_celery(workers, count, sandbox)]
             if celery[0] is not None:
-                celery += [bench_jobs_per_minute_celery(workers, jobs, sandbox)]
-                celery += [bench_jobs_per_minute_celery(workers, jobs, sandbox)]
+                celery += [bench_jobs_per_minute_celery(workers, count, sandbox)]
+                celery += [bench_jobs_per_minute_celery(workers, count, sandbox)]
                 found[f"celery_{sandbox}_{label}"] = spread([v for v in celery if v], 1)
             print(sandbox, label, {k: v for k, v in found.items() if label in k}, flush=True)
     return {
         **found,
-        "jobs": jobs,
+        "jobs": {"local": jobs, "docker": max(4, jobs // 2)},
         "examples_per_job": 200,
         "model": "vader (vaderSentiment lexicon)",
         "paths": {
