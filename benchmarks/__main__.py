@@ -3,10 +3,10 @@
 Usage: ``python -m benchmarks [--quick] [--only NAME ...] [--timeout SECONDS]``.
 
 Each ``benchmarks/bench_<name>.py`` runs in its own process (as its docstring says to run
-it), so one that fails or hangs does not take the others down. The summary reads the
-JSON files they write and pulls out the ratios the README quotes: sandbox against
-in-process inference, evaluator against raw inference, re-ranking time, and jobs per
-minute with one and two workers.
+it), so one that fails or hangs does not take the others down. Then README.md's
+Performance table is rewritten from the JSON files they wrote (``benchmarks/figures.py``),
+and a summary (``summary.md``, ``summary.png``) plots the main ratios: sandbox against
+in-process inference, ``evaluate`` against raw inference, re-ranking time, jobs per minute.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.figures import dig, read_results, update_readme
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
@@ -29,6 +31,8 @@ RESULTS = HERE / "results"
 QUICK_ARGS = {
     "sandbox": ["--quick"],
     "evaluator": ["--repeats", "2", "--jobs", "10"],
+    "startup": ["--runs", "3"],
+    "stability": ["--runs", "3", "--examples", "600"],
 }
 
 
@@ -65,67 +69,53 @@ def run_one(name: str, path: Path, *, quick: bool, timeout: float) -> dict[str, 
     return {"status": status, "exit_code": code, "seconds": round(seconds, 1), "wrote": written}
 
 
-def _load(results: Path, name: str) -> dict[str, Any]:
-    path = results / f"{name}.json"
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _dig(data: Any, *keys: str) -> float | None:
-    for key in keys:
-        if not isinstance(data, dict) or key not in data:
-            return None
-        data = data[key]
-    return float(data) if isinstance(data, int | float) else None
+def _median(data: Any, *keys: str) -> float | None:
+    value = dig(data, *keys, "median")
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _sandbox_panel(results: Path) -> dict[str, float]:
     panel = {}
-    for row in _load(results, "sandbox").get("inference", []):
-        # The evaluator streams with two requests in flight; quote the same path.
-        for kind in ("docker", "gvisor"):
-            ratio = _dig(row, f"ratio_{kind}_pipelined_to_in_process")
+    inference = read_results(results, "sandbox").get("inference")
+    for model, rows in (inference if isinstance(inference, dict) else {}).items():
+        for row in rows if isinstance(rows, list) else []:
+            # The evaluator streams requests pipelined; quote the same path.
+            ratio = _median(row, "ratio_docker_pipelined_to_in_process")
             if ratio is not None:
-                panel[f"{kind} batch {row.get('batch_size')}"] = ratio
+                panel[f"{model} b{row.get('batch_size')}"] = ratio
     return panel
 
 
 def _evaluator_panel(results: Path) -> dict[str, float]:
-    data = _load(results, "evaluator")
-    panel = {
-        "lexicon model": _dig(data, "end_to_end_10k", "ratio_end_to_end_to_raw"),
-        "1 ms/example model": _dig(
-            data, "end_to_end_10k_model_1ms_per_example", "ratio_end_to_end_to_raw"
-        ),
-    }
-    return {k: v for k, v in panel.items() if v is not None}
+    cases = read_results(results, "evaluator").get("end_to_end_10k") or {}
+    panel = {name: _median(case, "ratio_cli_to_raw") for name, case in cases.items()}
+    return {k.replace("_", " "): v for k, v in panel.items() if v is not None}
 
 
 def _rerank_panel(results: Path) -> dict[str, float]:
-    medians = _load(results, "scoring").get("medians_ms", {})
+    spreads = read_results(results, "scoring").get("spread_ms", {})
     panel = {
-        "prepared": _dig(medians, "rerank_prepared_10000x8_ms"),
-        "from the table": _dig(medians, "rerank_from_table_10000x8_ms"),
+        "prepared": _median(spreads, "rerank_prepared_10000x8_ms"),
+        "from the table": _median(spreads, "rerank_from_table_10000x8_ms"),
     }
     return {k: v for k, v in panel.items() if v is not None}
 
 
 def _jobs_panel(results: Path) -> dict[str, float]:
-    data = _load(results, "evaluator").get("jobs_per_minute", {})
-    panel = {"1 worker": _dig(data, "1_worker"), "2 workers": _dig(data, "2_workers")}
+    data = read_results(results, "evaluator").get("jobs_per_minute", {})
+    panel = {
+        key.replace("_worker", " worker").replace("_", " "): _median(value)
+        for key, value in data.items()
+        if isinstance(value, dict)
+    }
     return {k: v for k, v in panel.items() if v is not None}
 
 
 PANELS: list[tuple[str, str, Callable[[Path], dict[str, float]]]] = [
-    ("Sandbox throughput / in-process", "ratio (1 = no overhead)", _sandbox_panel),
-    ("Evaluator / raw inference (10k examples)", "time ratio (goal <= 1.1)", _evaluator_panel),
+    ("Docker sandbox throughput / in-process", "ratio (1 = no overhead)", _sandbox_panel),
+    ("evaluate end to end / raw inference (10k)", "time ratio", _evaluator_panel),
     ("Re-ranking 10,000 submissions", "ms (goal < 20)", _rerank_panel),
-    ("Jobs per minute (embedded pool)", "jobs / min", _jobs_panel),
+    ("Jobs per minute", "jobs / min", _jobs_panel),
 ]
 
 
@@ -202,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         runs = {n: run_one(n, p, quick=args.quick, timeout=args.timeout) for n, p in chosen.items()}
     panels = summarise()
     write_markdown(panels, RESULTS / "summary.md")
+    changed = update_readme(ROOT / "README.md", RESULTS)
+    print(f"README.md's Performance table {'rewritten' if changed else 'unchanged'}")
     picture = plot(panels, RESULTS / "summary.png")
     summary = {
         "schema_version": 1,

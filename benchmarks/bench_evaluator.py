@@ -1,26 +1,33 @@
-"""Benchmark the evaluator: its overhead over raw inference, and jobs per minute.
+"""Benchmark ``evalboard evaluate`` end to end against raw inference, and jobs per minute.
 
 Run: ``.venv/bin/python benchmarks/bench_evaluator.py [--repeats 5] [--jobs 20]``.
-Writes medians to ``benchmarks/results/evaluator.json``.
+Writes ``benchmarks/results/evaluator.json``: every figure a median with its range.
 
-1. End to end on 10,000 examples (real DynaSent/SST sentences from ../shared/datasets,
-   cycled to 10,000; synthetic sentences where that is absent) with the real VADER
-   lexicon model: ``evaluate_dataset`` in the ``local`` sandbox (start-up, the timed
-   phase, output checks, scoring, energy) against the same model's ``predict`` in this
-   process over the same batches. Goal: end to end, start-up excluded, within 1.1x the raw
-   time; the start-up is reported beside it (``startup_s``: ``Sandbox.start`` until the
-   model's hello; the evaluator starts its energy meter on a thread meanwhile, so a
-   slower meter start would show there, and in ``evaluator_total_s``, which includes
-   everything). The same for a model doing 1 ms of CPU work
-   per example, to show how the fixed per-example cost weighs against model cost.
-   Beside it, in the same run, the timed phase alone (``measure``, output checks
-   included) in one local sandbox with one request in flight (the evaluator before
-   pipelining) and with two (what it runs now), alternating, medians.
-2. Jobs per minute through the queue with one and with two workers: the embedded pool
-   (threads, SQLite) and, where PostgreSQL and Redis run locally, `evalboard worker`
-   processes under Celery. Each job is a 200-example dataset for the same model, so the
-   figure is dominated by per-job cost (claim, bundle fetch and unpack, sandbox start,
-   result write), which is what a busy queue pays. Local sandbox in both.
+1. ``evalboard evaluate`` as a user runs it: the console script in a fresh process, so
+   everything is in the figure (Python's start, the imports, the bundle read and hashed,
+   the dataset file read, the sandbox's start, the timed phase, output checks, scoring,
+   the sandbox's close, the JSON written and the tables printed), on 10,000 examples
+   (real DynaSent/SST sentences from ../shared/datasets, cycled; synthetic sentences
+   where that is absent), against the same model's ``predict`` in this process over the
+   same batches of 64 ("raw inference"). Each repetition times both, one after the other,
+   and gives one ratio. Models, named by what they are:
+
+   - ``vader``: VADER (vaderSentiment's rule-based lexicon model,
+     tests/evaluator/fixtures/vader_bundle), tens of microseconds per example; in the
+     local sandbox with ``--no-energy`` and with ``--energy`` (the default), and in the
+     docker sandbox (the bundle's requirements.txt names vaderSentiment, resolved once
+     on the host like any bundle's). Goal: at most 2x raw inference.
+   - ``keyword_1ms``: the keyword model of tests/evaluator/fixtures/keyword_bundle doing
+     about 1 ms of CPU work per example (calibrated on this machine), local sandbox, no
+     energy. Goal: at most 1.05x.
+2. Jobs per minute through the queue with one and with two workers, each job a
+   200-example dataset of VADER, so the figure is dominated by per-job cost (claim,
+   bundle fetch and unpack, sandbox start, result write): the embedded pool (threads,
+   SQLite) and, where PostgreSQL and Redis run locally, ``evalboard worker`` processes
+   under Celery; each with the local sandbox and with the docker sandbox.
+
+What each fixed cost of one dataset is (imports, energy meter, sandbox start, scoring,
+close) is measured by ``bench_startup.py``.
 """
 
 from __future__ import annotations
@@ -28,7 +35,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import random
 import shutil
 import statistics
@@ -36,6 +42,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -44,31 +52,25 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import func, select  # noqa: E402
 
-from benchmarks._report import machine, save  # noqa: E402
-from datasets_registry.registry import add_dataset, create_task  # noqa: E402
-from datasets_registry.taskspec import parse_task_spec  # noqa: E402
+from benchmarks._report import load_average, machine, save, spread, user_env  # noqa: E402
+from datasets_registry import add_dataset, create_task, parse_task_spec  # noqa: E402
 from evalboard.core.context import Context  # noqa: E402
 from evalboard.core.settings import Settings  # noqa: E402
 from evalboard.core.tables import Job  # noqa: E402
-from evaluator import (  # noqa: E402
-    RunOptions,
-    TestSet,
-    WorkerPool,
-    enqueue_submission,
-    evaluate_dataset,
-)
+from evaluator import WorkerPool, enqueue_submission  # noqa: E402
 from evaluator.jobs.dispatch import make_celery  # noqa: E402
-from evaluator.measurement import measure  # noqa: E402
 from evaluator.provenance import cpu_count, cpu_model  # noqa: E402
-from submission_sandbox import open_sandbox  # noqa: E402
 from tests.evaluator.conftest import submit  # noqa: E402
 from tests.helpers.tasks import SENTIMENT  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "evaluator.json"
-BUNDLE = ROOT / "tests" / "evaluator" / "fixtures" / "vader_bundle"
-KEYWORD_BUNDLE = ROOT / "tests" / "evaluator" / "fixtures" / "keyword_bundle"
+VADER = ROOT / "tests" / "evaluator" / "fixtures" / "vader_bundle"
+KEYWORD = ROOT / "tests" / "evaluator" / "fixtures" / "keyword_bundle"
 DYNASENT = ROOT.parent / "shared" / "datasets" / "dynasent"
+EVALBOARD = Path(sys.executable).parent / "evalboard"
 LABELS = {"positive", "negative", "neutral"}
+BATCH = 64
+EXAMPLES = 10_000
 
 
 def sentences(n: int) -> tuple[list[dict[str, Any]], str]:
@@ -83,25 +85,7 @@ def sentences(n: int) -> tuple[list[dict[str, Any]], str]:
         source = "dynasent+sst (cycled)"
     else:
         rng = random.Random(0)
-        words = [
-            "good",
-            "bad",
-            "food",
-            "service",
-            "slow",
-            "great",
-            "the",
-            "was",
-            "not",
-            "awful",
-            "staff",
-            "lovely",
-            "price",
-            "ok",
-            "room",
-            "never",
-            "again",
-        ]
+        words = "good bad food service slow great the was not awful staff lovely".split()
         rows = [(" ".join(rng.choices(words, k=12)), rng.choice(sorted(LABELS))) for _ in range(n)]
         source = "synthetic"
     examples = [
@@ -124,89 +108,76 @@ def raw_model(bundle: Path) -> Any:
     return _handler(bundle).Model(str(bundle))
 
 
-def bench_end_to_end(bundle: Path, repeats: int) -> dict[str, Any]:
-    task = parse_task_spec(SENTIMENT)
-    examples, source = sentences(10_000)
-    test_set = TestSet(name="bench-10k", examples=examples, sha256="0" * 64)
-    batch = 64
-    model = raw_model(bundle)
+def _timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def bench_end_to_end(
+    bundle: Path, root: Path, repeats: int, *, sandbox: str, energy: bool
+) -> dict[str, Any]:
+    """The CLI on 10,000 examples against raw inference, one ratio per repetition."""
+    examples, source = sentences(EXAMPLES)
+    dataset = root / "bench-10k.jsonl"
+    if not dataset.is_file():
+        dataset.write_text("".join(json.dumps(e) + "\n" for e in examples), encoding="utf-8")
+    task_file = root / "task.json"  # JSON is YAML
+    task_file.write_text(json.dumps(SENTIMENT), encoding="utf-8")
     inputs = [{"uid": e["uid"], "statement": e["statement"]} for e in examples]
+    model = raw_model(bundle)
+    argv = [str(EVALBOARD), "evaluate", str(bundle), "--task-file", str(task_file)]
+    argv += ["--dataset", str(dataset), "--sandbox", sandbox, "--json", str(root / "r.json")]
+    argv += ["--batch-size", str(BATCH), "--energy" if energy else "--no-energy"]
+    env = user_env(EVALBOARD_DATA_DIR=str(root / "data"), COLUMNS="120")
 
-    def raw() -> float:
-        started = time.perf_counter()
-        for offset in range(0, len(inputs), batch):
-            model.predict(inputs[offset : offset + batch])
-        return time.perf_counter() - started
+    def raw() -> None:
+        for offset in range(0, len(inputs), BATCH):
+            model.predict(inputs[offset : offset + BATCH])
 
-    def evaluator() -> tuple[float, float, float]:
-        started = time.perf_counter()
-        run = evaluate_dataset(
-            bundle, test_set, task, options=RunOptions(sandbox="local", batch_size=batch)
-        )
-        total = time.perf_counter() - started
-        assert run.outcome.metrics is not None, run.outcome.failure
-        startup = run.outcome.metrics.startup_s or 0.0
-        return total, startup, run.outcome.metrics.predict_s
+    def cli() -> None:
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"evaluate failed ({done.returncode}):\n{done.stderr[-3000:]}")
 
     raw()
-    evaluator()  # warm-up: imports, codecarbon's one-off hardware probe, page cache
-    raw_s, total_s, startup_s, predict_s = [], [], [], []
+    cli()  # warm-up: the page cache, an image build, codecarbon's kept hardware probe
+    raw_s, cli_s = [], []
     for _ in range(repeats):
-        raw_s.append(raw())
-        total, startup, predict = evaluator()
-        total_s.append(total)
-        startup_s.append(startup)
-        predict_s.append(predict)
-    raw_median = statistics.median(raw_s)
-    e2e = statistics.median(t - s for t, s in zip(total_s, startup_s, strict=True))
+        raw_s.append(_timed(raw))
+        cli_s.append(_timed(cli))
+    result = json.loads((root / "r.json").read_text())["datasets"][0]["metrics"]
     return {
         "examples": len(examples),
         "source": source,
-        "batch_size": batch,
-        "raw_inference_s": round(raw_median, 4),
-        "evaluator_end_to_end_excluding_startup_s": round(e2e, 4),
-        "evaluator_timed_phase_s": round(statistics.median(predict_s), 4),
-        "startup_s": round(statistics.median(startup_s), 4),
-        "evaluator_total_s": round(statistics.median(total_s), 4),
-        "ratio_end_to_end_to_raw": round(e2e / raw_median, 3),
-        "goal_ratio": 1.1,
-    }
-
-
-def bench_in_flight(bundle: Path, repeats: int) -> dict[str, Any]:
-    """The timed phase with one request in flight and with two, alternating in one sandbox."""
-    task = parse_task_spec(SENTIMENT)
-    examples, _ = sentences(10_000)
-    inputs = [{"uid": e["uid"], "statement": e["statement"]} for e in examples]
-    seconds: dict[int, list[float]] = {1: [], 2: []}
-    with open_sandbox(bundle, kind="local", limits=task.limits) as box:
-        measure(box, inputs[:640], task, batch_size=64)  # warm-up
-        for _ in range(repeats):
-            for in_flight, times in seconds.items():
-                run = measure(box, inputs, task, batch_size=64, in_flight=in_flight)
-                times.append(run.predict_s)
-    one, two = (statistics.median(seconds[n]) for n in (1, 2))
-    return {
-        "examples": len(inputs),
-        "batch_size": 64,
-        "timed_phase_one_in_flight_s": round(one, 4),
-        "timed_phase_two_in_flight_s": round(two, 4),
-        "speedup": round(one / two, 3),
+        "batch_size": BATCH,
+        "sandbox": sandbox,
+        "energy": energy,
+        "raw_us_per_example": round(statistics.median(raw_s) / len(examples) * 1e6, 1),
+        "raw_inference_s": spread(raw_s),
+        "evaluate_cli_s": spread(cli_s),
+        "ratio_cli_to_raw": spread([c / r for c, r in zip(cli_s, raw_s, strict=True)], 3),
+        "last_run": {
+            key: result.get(key)
+            for key in ("throughput", "startup_s", "predict_s", "cpu_per_example_s")
+        },
     }
 
 
 def iterations_per_ms() -> int:
     """Loop iterations of the keyword model's ``busy`` that take about 1 ms here (best of 5)."""
-    busy = _handler(KEYWORD_BUNDLE).busy
+    busy = _handler(KEYWORD).busy
     n = 200_000
-    best = min(_timed(busy, n) for _ in range(5))
+    best = min(_timed(lambda: busy(n)) for _ in range(5))
     return max(1, round(n / (best * 1000)))
 
 
-def _timed(fn: Any, n: int) -> float:
-    started = time.perf_counter()
-    fn(n)
-    return time.perf_counter() - started
+def _docker_vader(root: Path) -> Path:
+    """VADER with its lexicon package named, as a docker bundle needs it."""
+    target = root / "vader_docker"
+    shutil.copytree(VADER, target)
+    (target / "requirements.txt").write_text(f"vaderSentiment=={version('vaderSentiment')}\n")
+    return target
 
 
 def _prepare(ctx: Context, root: Path, jobs: int) -> int:
@@ -217,26 +188,26 @@ def _prepare(ctx: Context, root: Path, jobs: int) -> int:
         path = root / f"d{n}.jsonl"
         path.write_text("".join(json.dumps(e) + "\n" for e in examples[n * 200 : (n + 1) * 200]))
         add_dataset(ctx, task_id="sentiment", name=f"d{n}", path=path, perturb=False)
-    return submit(ctx, _bundle_copy(root))
+    return submit(ctx, _docker_vader(root))
 
 
-def bench_jobs_per_minute(workers: int, jobs: int) -> float:
+def bench_jobs_per_minute(workers: int, jobs: int, sandbox: str) -> float:
     """The embedded pool: ``workers`` threads over SQLite."""
     with tempfile.TemporaryDirectory(prefix="evalboard-bench-") as tmp:
         root = Path(tmp)
-        ctx = Context.from_settings(Settings(data_dir=root / "data", sandbox="local"))
+        ctx = Context.from_settings(Settings(data_dir=root / "data", sandbox=sandbox))
         submission = _prepare(ctx, root, jobs)
         with WorkerPool(ctx, concurrency=workers, poll_s=0.02) as pool:
             started = time.perf_counter()
             enqueue_submission(ctx, submission)
             pool.wake()
-            assert pool.wait_idle(timeout=600)
+            assert pool.wait_idle(timeout=900)
             elapsed = time.perf_counter() - started
         ctx.db.dispose()
         return jobs / elapsed * 60
 
 
-def bench_jobs_per_minute_celery(workers: int, jobs: int) -> float | None:
+def bench_jobs_per_minute_celery(workers: int, jobs: int, sandbox: str) -> float | None:
     """``workers`` `evalboard worker` processes over PostgreSQL and Redis (None: absent)."""
     import uuid
 
@@ -270,35 +241,29 @@ def bench_jobs_per_minute_celery(workers: int, jobs: int) -> float | None:
                 data_dir=root / "data",
                 database_url=url,
                 broker_url=f"redis://127.0.0.1:6379/{index}",
-                sandbox="local",
+                sandbox=sandbox,
             )
             ctx = Context.from_settings(settings)
             submission = _prepare(ctx, root, jobs)
-            env = {
-                **os.environ,
-                "EVALBOARD_DATA_DIR": str(settings.data_dir),
-                "EVALBOARD_DATABASE_URL": url,
-                "EVALBOARD_BROKER_URL": settings.broker_url,
-                "EVALBOARD_ARTIFACTS": settings.artifacts,
-                "EVALBOARD_SANDBOX": "local",
-            }
+            env = user_env(
+                EVALBOARD_DATA_DIR=str(settings.data_dir),
+                EVALBOARD_DATABASE_URL=url,
+                EVALBOARD_BROKER_URL=settings.broker_url,
+                EVALBOARD_ARTIFACTS=settings.artifacts,
+                EVALBOARD_SANDBOX=sandbox,
+            )
             logs = [root / f"worker-{n}.log" for n in range(workers)]
             for log in logs:
                 with log.open("wb") as output:
                     processes.append(
                         subprocess.Popen(
-                            [
-                                str(Path(sys.executable).parent / "evalboard"),
-                                "worker",
-                                "--concurrency",
-                                "1",
-                            ],
+                            [str(EVALBOARD), "worker", "--concurrency", "1"],
                             env=env,
                             stdout=output,
                             stderr=subprocess.STDOUT,
                         )
                     )
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 120
             while not all("ready." in log.read_text() for log in logs):
                 assert time.monotonic() < deadline, "workers did not start"
                 time.sleep(0.1)
@@ -327,62 +292,77 @@ def bench_jobs_per_minute_celery(workers: int, jobs: int) -> float | None:
         admin.close()
 
 
-def _bundle_copy(root: Path) -> Path:
-    target = root / "vader_bundle"
-    shutil.copytree(BUNDLE, target)
-    return target
+def jobs_per_minute(jobs: int, repeats: int, sandboxes: list[str]) -> dict[str, Any]:
+    """Jobs per minute by path, sandbox and workers; the Celery path where its servers run."""
+    found: dict[str, Any] = {}
+    for sandbox in sandboxes:
+        count = jobs if sandbox == "local" else max(4, jobs // 2)  # a container a job
+        for workers in (1, 2):
+            label = f"{workers}_worker{'s' if workers > 1 else ''}"
+            pool = [bench_jobs_per_minute(workers, count, sandbox) for _ in range(repeats)]
+            found[f"pool_{sandbox}_{label}"] = spread(pool, 1)
+            celery = [bench_jobs_per_minute_celery(workers, count, sandbox)]
+            if celery[0] is not None:
+                celery += [bench_jobs_per_minute_celery(workers, count, sandbox)]
+                celery += [bench_jobs_per_minute_celery(workers, count, sandbox)]
+                found[f"celery_{sandbox}_{label}"] = spread([v for v in celery if v], 1)
+            print(sandbox, label, {k: v for k, v in found.items() if label in k}, flush=True)
+    return {
+        **found,
+        "jobs": {"local": jobs, "docker": max(4, jobs // 2)},
+        "examples_per_job": 200,
+        "model": "vader (vaderSentiment lexicon)",
+        "paths": {
+            "pool": "embedded pool (threads), SQLite",
+            "celery": "`evalboard worker` processes (concurrency 1), Celery over Redis, PostgreSQL",
+        },
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=20)
+    parser.add_argument("--no-docker", action="store_true", help="the local sandbox only")
     args = parser.parse_args()
-    load_before = os.getloadavg()[0]
-    end_to_end = bench_end_to_end(BUNDLE, args.repeats)
-    print("vader:", json.dumps(end_to_end, indent=2))
-    in_flight = bench_in_flight(BUNDLE, args.repeats)
-    print("vader, timed phase by requests in flight:", json.dumps(in_flight, indent=2))
+    load_before = load_average()
+    sandboxes = ["local"] if args.no_docker else ["local", "docker"]
+    end_to_end: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="evalboard-bench-") as tmp:
-        # The same pipeline for a model with 1 ms of CPU work per example (a small neural
-        # model on CPU costs more): the evaluator's per-example cost, fixed, matters less.
-        heavier = Path(tmp) / "keyword_bundle"
-        shutil.copytree(KEYWORD_BUNDLE, heavier)
+        root = Path(tmp)
+        cases = [
+            ("vader_local_no_energy", VADER, "local", False),
+            ("vader_local_energy", VADER, "local", True),
+        ]
+        if not args.no_docker:
+            cases.append(("vader_docker_no_energy", _docker_vader(root), "docker", False))
+        for name, bundle, sandbox, energy in cases:
+            end_to_end[name] = {
+                "model": "vader (vaderSentiment lexicon)",
+                **bench_end_to_end(bundle, root, args.repeats, sandbox=sandbox, energy=energy),
+                "goal_ratio": 2.0,
+            }
+            print(name, json.dumps(end_to_end[name], indent=1), flush=True)
+        # A model with 1 ms of CPU work per example (a small neural model on CPU costs
+        # more): the evaluator's fixed costs, the same, weigh far less.
+        heavier = root / "keyword_bundle"
+        shutil.copytree(KEYWORD, heavier)
         (heavier / "config.json").write_text(json.dumps({"work": iterations_per_ms()}))
-        one_ms = bench_end_to_end(heavier, max(1, args.repeats // 2))
-    print("1 ms/example:", json.dumps(one_ms, indent=2))
-    per_minute: dict[str, float] = {}
-    celery: dict[str, float] = {}
-    for workers in (1, 2):
-        label = f"{workers}_worker{'s' if workers > 1 else ''}"
-        runs = [bench_jobs_per_minute(workers, args.jobs) for _ in range(3)]
-        per_minute[label] = round(statistics.median(runs), 1)
-        print(f"pool, {label}: {per_minute[label]} jobs/min (runs: {runs})")
-        distributed = [bench_jobs_per_minute_celery(workers, args.jobs) for _ in range(3)]
-        if all(value is not None for value in distributed):
-            celery[label] = round(statistics.median(v for v in distributed if v), 1)
-            print(f"celery, {label}: {celery[label]} jobs/min (runs: {distributed})")
+        end_to_end["keyword_1ms_local_no_energy"] = {
+            "model": "keyword model with about 1 ms of CPU work per example",
+            **bench_end_to_end(
+                heavier, root, max(3, args.repeats // 2), sandbox="local", energy=False
+            ),
+            "goal_ratio": 1.05,
+        }
+        print(json.dumps(end_to_end["keyword_1ms_local_no_energy"], indent=1), flush=True)
     document = {
         "benchmark": "evaluator",
         "end_to_end_10k": end_to_end,
-        "end_to_end_10k_model_1ms_per_example": one_ms,
-        "timed_phase_10k_by_in_flight": in_flight,
-        "jobs_per_minute": {
-            **per_minute,
-            "jobs": args.jobs,
-            "examples_per_job": 200,
-            "path": "embedded pool (threads), SQLite, local sandbox",
-        },
-        "jobs_per_minute_celery": {
-            **celery,
-            "jobs": args.jobs,
-            "examples_per_job": 200,
-            "path": "`evalboard worker` processes (concurrency 1), "
-            "Celery over Redis, PostgreSQL, local sandbox",
-        },
+        "jobs_per_minute": jobs_per_minute(args.jobs, 3, sandboxes),
         "repeats": args.repeats,
         # Other work on the machine skews every figure; this says how busy it was.
-        "load_average_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
+        "load_average_1m": {"before": load_before, "after": load_average()},
         **machine(),
         "cpu": cpu_model(),
         "cpus": cpu_count(),

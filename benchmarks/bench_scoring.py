@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 import scoring
-from benchmarks._report import machine, save
+from benchmarks._report import load_average, machine, save, spread
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scoring.json"
 METRICS = ["perf", "throughput", "memory", "fairness", "robustness", "latency", "energy", "co2"]
@@ -59,21 +59,26 @@ def main() -> None:
 
     normalised = scoring.normalise(table, directions=directions, offsets=offsets)
     results: dict[str, Any] = {}
+    spreads: dict[str, Any] = {}
+    load_before = load_average()
 
-    ms, _ = median_ms(lambda: normalised.rank(next_weights()), repeats=51)
+    ms, times = median_ms(lambda: normalised.rank(next_weights()), repeats=51)
     results["rerank_prepared_10000x8_ms"] = ms
-    ms, _ = median_ms(
+    spreads["rerank_prepared_10000x8_ms"] = spread(times, 3)
+    ms, times = median_ms(
         lambda: scoring.rank(table, weights=next_weights(), directions=directions, offsets=offsets),
         repeats=21,
     )
     results["rerank_from_table_10000x8_ms"] = ms
-    ms, _ = median_ms(
+    spreads["rerank_from_table_10000x8_ms"] = spread(times, 3)
+    ms, times = median_ms(
         lambda: scoring.dynascore(
             table, weights=next_weights(), directions=directions, offsets=offsets
         ),
         repeats=21,
     )
     results["dynascore_from_table_10000x8_ms"] = ms
+    spreads["dynascore_from_table_10000x8_ms"] = spread(times, 3)
 
     n_models, n_examples, n_resamples = 100, 10_000, 1000
     rates = rng.uniform(0.5, 0.9, n_models)
@@ -85,7 +90,7 @@ def main() -> None:
         m: {k: v for k, v in row.items() if k != "perf"}
         for m, row in zip(examples, submissions(n_models, rng).values(), strict=True)
     }
-    ms, _ = median_ms(
+    ms, times = median_ms(
         lambda: scoring.bootstrap(
             examples,
             table=others,
@@ -97,6 +102,7 @@ def main() -> None:
         repeats=5,
     )
     results["bootstrap_100_models_10000_examples_1000_resamples_ms"] = ms
+    spreads["bootstrap_100_models_10000_examples_1000_resamples_ms"] = spread(times, 3)
     # The board's bootstrap: the paired baseline floor (three constant answers) and
     # throughput resampled from three timed runs, beside the plain one above.
     constants = [{"test": (rng.random(n_examples) < 1 / 3).astype(np.float64)} for _ in range(3)]
@@ -104,7 +110,7 @@ def main() -> None:
         m: {"throughput": [row["throughput"] * f for f in (0.9, 1.0, 1.1)]}
         for m, row in others.items()
     }
-    ms, _ = median_ms(
+    ms, times = median_ms(
         lambda: scoring.bootstrap(
             examples,
             table=others,
@@ -118,6 +124,9 @@ def main() -> None:
         repeats=5,
     )
     results["bootstrap_floor_and_repeats_100_models_10000_examples_1000_resamples_ms"] = ms
+    spreads["bootstrap_floor_and_repeats_100_models_10000_examples_1000_resamples_ms"] = spread(
+        times, 3
+    )
 
     labels = ["neg", "neu", "pos"]
     golds = [labels[i] for i in rng.integers(0, 3, n_examples)]
@@ -132,15 +141,18 @@ def main() -> None:
         }
         for m in examples
     }
-    ms, _ = median_ms(
+    ms, times = median_ms(
         lambda: scoring.bootstrap(f1_examples, metric="macro_f1", n_resamples=n_resamples, seed=1),
         repeats=3,
     )
     results["bootstrap_macro_f1_100_models_10000_examples_1000_resamples_ms"] = ms
+    spreads["bootstrap_macro_f1_100_models_10000_examples_1000_resamples_ms"] = spread(times, 3)
 
     report = {
         "benchmark": "scoring",
         "medians_ms": {k: round(v, 3) for k, v in results.items()},
+        "spread_ms": spreads,
+        "load_average_1m": {"before": load_before, "after": load_average()},
         "goal": {"rerank_ms": 20.0},
         **machine(),
     }

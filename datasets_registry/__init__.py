@@ -1,33 +1,47 @@
-"""Tasks, their immutable datasets and rounds, importers and perturbations."""
+"""Tasks, their immutable datasets and rounds, importers and perturbations.
 
-from datasets_registry.examples import ColumnMapping, canonical_jsonl, parse_mapping, sha256_of
-from datasets_registry.importers import Format, detect_format, read_rows
-from datasets_registry.outputs import (
-    GOLD_FIELDS,
-    BadOutput,
-    LabelOutput,
-    ModelOutput,
-    OutputProblem,
-    OutputSpec,
-    SpanOutput,
-    TextOutput,
-    output_problems,
-)
-from datasets_registry.registry import (
-    AddedDataset,
-    add_dataset,
-    create_task,
-    derive_perturbed,
-    export_examples,
-    get_dataset,
-    get_task,
-    list_datasets,
-    list_tasks,
-    read_examples,
-    scoring_datasets,
-    set_dataset_weight,
-)
-from datasets_registry.taskspec import TaskSpec, load_task_spec, parse_task_spec
+Names load on first use (:mod:`evalboard.core.lazy`): reading a task spec or checking an
+output (``evalboard evaluate``) does not pay for the registry's database layer.
+"""
+
+from typing import TYPE_CHECKING
+
+from evalboard.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from datasets_registry.examples import (
+        ColumnMapping,
+        canonical_jsonl,
+        parse_mapping,
+        sha256_of,
+    )
+    from datasets_registry.importers import Format, detect_format, read_rows
+    from datasets_registry.outputs import (
+        GOLD_FIELDS,
+        BadOutput,
+        LabelOutput,
+        ModelOutput,
+        OutputProblem,
+        OutputSpec,
+        SpanOutput,
+        TextOutput,
+        output_problems,
+    )
+    from datasets_registry.registry import (
+        AddedDataset,
+        add_dataset,
+        create_task,
+        derive_perturbed,
+        export_examples,
+        get_dataset,
+        get_task,
+        list_datasets,
+        list_tasks,
+        read_examples,
+        scoring_datasets,
+        set_dataset_weight,
+    )
+    from datasets_registry.taskspec import TaskSpec, load_task_spec, parse_task_spec
 
 __all__ = [
     "AddedDataset",
@@ -62,3 +76,42 @@ __all__ = [
     "set_dataset_weight",
     "sha256_of",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "datasets_registry.examples": (
+            "ColumnMapping",
+            "canonical_jsonl",
+            "parse_mapping",
+            "sha256_of",
+        ),
+        "datasets_registry.importers": ("Format", "detect_format", "read_rows"),
+        "datasets_registry.outputs": (
+            "GOLD_FIELDS",
+            "BadOutput",
+            "LabelOutput",
+            "ModelOutput",
+            "OutputProblem",
+            "OutputSpec",
+            "SpanOutput",
+            "TextOutput",
+            "output_problems",
+        ),
+        "datasets_registry.registry": (
+            "AddedDataset",
+            "add_dataset",
+            "create_task",
+            "derive_perturbed",
+            "export_examples",
+            "get_dataset",
+            "get_task",
+            "list_datasets",
+            "list_tasks",
+            "read_examples",
+            "scoring_datasets",
+            "set_dataset_weight",
+        ),
+        "datasets_registry.taskspec": ("TaskSpec", "load_task_spec", "parse_task_spec"),
+    },
+)

@@ -3,9 +3,11 @@
 codecarbon measures the whole machine, not the sandbox: on a shared worker the figure
 includes its neighbours. Where the CPU has no RAPL counter (these machines, most VMs) it
 estimates power from CPU load and a TDP table, and :class:`Energy` says so. Its first
-start in a process probes the hardware (about 1.5 s, then cached for the process);
-importing it costs about 0.5 s more. :func:`warm_up` does both in the background so that
-a worker's first job does not wait, and :meth:`EnergyMeter.start` returns at once.
+start in a process probes the hardware (about 1.5 s, then cached for the process); the
+probe's findings are kept in the data directory for the next process on the same machine
+(:mod:`evaluator._energy_probe`), so only the first evaluation after a boot pays it.
+Importing codecarbon costs about 0.2 s more. :func:`warm_up` does both in the background
+so that a worker's first job does not wait, and :meth:`EnergyMeter.start` returns at once.
 
 One meter runs through a whole evaluation; each dataset's energy is a part of it
 (:meth:`EnergyMeter.begin_part` / :meth:`EnergyMeter.end_part`, codecarbon's tasks), so
@@ -20,6 +22,7 @@ import threading
 from types import TracebackType
 from typing import Any, Self
 
+from evaluator._energy_probe import remember_probe, reuse_probe
 from evaluator.result import Energy
 
 __all__ = ["EnergyMeter", "warm_up"]
@@ -40,6 +43,15 @@ def _tracker(country_iso_code: str) -> Any:
     )
 
 
+def _start(tracker: Any) -> None:
+    """Start a tracker, with the hardware probe kept from an earlier process if it fits
+    (see :mod:`evaluator._energy_probe`), keeping this one's otherwise."""
+    reused = reuse_probe(tracker)
+    tracker.start()
+    if not reused:
+        remember_probe(tracker)
+
+
 def warm_up(country_iso_code: str = "USA") -> None:
     """Probe the hardware once, in a background thread (idempotent)."""
     global _warm_started
@@ -51,7 +63,7 @@ def warm_up(country_iso_code: str = "USA") -> None:
     def probe() -> None:
         try:
             tracker = _tracker(country_iso_code)
-            tracker.start()
+            _start(tracker)
             tracker.stop()
         except Exception:  # noqa: BLE001 - energy is best effort; the meter reports None
             logging.getLogger(__name__).debug("codecarbon warm-up failed", exc_info=True)
@@ -94,7 +106,7 @@ class EnergyMeter:
     def _start(self) -> None:
         try:
             self._tracker = _tracker(self.country_iso_code)
-            self._tracker.start()
+            _start(self._tracker)
         except Exception as exc:  # noqa: BLE001 - see class docstring
             self._tracker, self._error = None, f"codecarbon failed to start: {exc}"
 

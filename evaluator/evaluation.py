@@ -81,6 +81,8 @@ class RunOptions:
         country_iso_code: where the energy is drawn, for its carbon intensity.
         measure_energy: False runs no energy meter.
         seed: recorded in the provenance (the evaluator itself draws nothing at random).
+        pin_cpus: each dataset's sandbox on cores of its own where the machine has them
+            free (``EVALBOARD_CPU_PINNING=auto``; :mod:`submission_sandbox.cpuset`).
     """
 
     sandbox: str = "docker"
@@ -89,6 +91,7 @@ class RunOptions:
     country_iso_code: str = "USA"
     measure_energy: bool = True
     seed: int = 0
+    pin_cpus: bool = False
 
 
 @dataclass
@@ -180,7 +183,11 @@ def _run_dataset(
     energy_meter: EnergyMeter,
 ) -> DatasetRun:
     examples = test_set.examples  # measure() sends only uid and the inputs of each
-    box = open_sandbox(bundle, kind=options.sandbox, limits=options.limits or task.limits)
+    # Asked only when pinning: a sandbox that cannot pin (a test double) needs no option.
+    pinning = {"pin_cpus": True} if options.pin_cpus else {}
+    box = open_sandbox(
+        bundle, kind=options.sandbox, limits=options.limits or task.limits, **pinning
+    )
     if progress is not None:
         progress.begin(test_set.name, len(examples))
     # The dataset's part of the meter begins while the model starts: the first part of a
@@ -216,18 +223,22 @@ def _run_dataset(
                 progress.advance(test_set.name, done)
 
         meter = LoadMeter()
+        cpu_before = box.usage().cpu_seconds
         measured = measure(box, examples, task, batch_size=size, on_batch=on_batch, abort=abort)
         runs = timed_runs(measured)
+        passes = 1
         if runs is None:  # too few batches to time in segments: send it again
             again = [
                 measure(box, examples, task, batch_size=size, abort=abort)
                 for _ in range(TIMED_RUNS - 1)
             ]
+            passes += len(again)
             runs = [
                 (m.throughput, percentile(m.batch_latencies, 50) or 0.0) for m in (measured, *again)
             ]
         meter.stop()
         usage = box.usage()
+        cpu_timed = _spent(cpu_before, usage.cpu_seconds)  # the timed passes' alone
         # The sandbox winds down (the runner exits, the container goes) while we score.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-close") as pool:
             closing = pool.submit(box.close)
@@ -269,7 +280,9 @@ def _run_dataset(
         throughput=float(np.median(throughputs)),
         throughput_runs=throughputs,
         latency_p50_runs=[latency for _, latency in runs],
-        load=meter.load(sandbox_cpu_seconds=cpu),
+        load=meter.load(
+            sandbox_cpu_seconds=cpu_timed if cpu_timed is not None else cpu, cpuset=box.cpuset
+        ),
         batch_size=size,
         predict_s=measured.predict_s,
         startup_s=usage.startup_s if usage.startup_s is not None else startup_s,
@@ -277,6 +290,9 @@ def _run_dataset(
         latency_p95_s=percentile(measured.batch_latencies, 95),
         memory_gib=peak / _GIB if peak is not None else None,
         cpu_seconds=cpu,
+        cpu_per_example_s=cpu_timed / (passes * len(measured.outputs))
+        if cpu_timed is not None and measured.outputs
+        else None,
         ece=quality.ece,
         energy_kwh=energy.kwh,
         co2_kg=energy.co2_kg,
@@ -299,6 +315,13 @@ def _run_dataset(
         isolating=type(box).isolating,
         sandbox=box.kind,
     )
+
+
+def _spent(before: float | None, after: float | None) -> float | None:
+    """CPU seconds between two readings of the sandbox's counter (None: not read)."""
+    if before is None or after is None:
+        return None
+    return max(0.0, after - before)
 
 
 def _close_quietly(box: Sandbox) -> None:

@@ -33,6 +33,11 @@ class WorkerLoad(BaseModel):
     loadavg_1m: float | None = Field(None, description="The 1-minute load average at the end.")
     cpus: int = Field(ge=1, description="Logical CPUs of the worker.")
     contended: bool = Field(description="others_cpu_share above CONTENDED_SHARE.")
+    cpuset: str | None = Field(
+        None,
+        description="The cores the sandbox was pinned to (EVALBOARD_CPU_PINNING=auto); "
+        "None: it shared every core.",
+    )
 
 
 def _busy_seconds() -> float:
@@ -62,7 +67,7 @@ class LoadMeter:
         self._wall = time.perf_counter() - self._started
         self._others = _busy_seconds() - self._busy - (_own_seconds() - self._own)
 
-    def load(self, *, sandbox_cpu_seconds: float | None) -> WorkerLoad:
+    def load(self, *, sandbox_cpu_seconds: float | None, cpuset: str | None = None) -> WorkerLoad:
         """Other processes' share of the machine during the timed phase.
 
         ``sandbox_cpu_seconds`` may cover more than the timed phase (start-up too); the
@@ -81,4 +86,5 @@ class LoadMeter:
             loadavg_1m=loadavg,
             cpus=cpus,
             contended=share > CONTENDED_SHARE,
+            cpuset=cpuset,
         )

@@ -77,6 +77,12 @@ class DatasetMetrics(_Model):
     latency_p95_s: float | None = Field(None, description="95th percentile seconds per batch.")
     memory_gib: float | None = Field(None, description="Peak memory of the sandbox, GiB.")
     cpu_seconds: float | None = Field(None, description="CPU time used by the sandbox.")
+    cpu_per_example_s: float | None = Field(
+        None,
+        description="CPU seconds the sandbox used per example in the timed phase (its "
+        "cgroup; the local sandbox: its process). A neighbour on the worker's cores moves "
+        "it less than throughput.",
+    )
     ece: float | None = Field(
         None, description="Expected calibration error x100, where the model gave probabilities."
     )

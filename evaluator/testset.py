@@ -11,16 +11,29 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from datasets_registry import canonical_jsonl, sha256_of
-from evalboard.core.context import Context
 from evalboard.core.errors import InvalidDataset
-from evalboard.core.tables import Dataset
+
+if TYPE_CHECKING:  # the registry's path only: evaluating files needs no database layer
+    from evalboard.core.context import Context
+    from evalboard.core.tables import Dataset
 
 __all__ = ["PERTURBATIONS", "TestSet", "in_evaluation_order", "model_inputs"]
 
 PERTURBATIONS = ("robustness", "fairness")
+
+
+def _loads(line: bytes) -> Any:
+    """One JSON line: orjson (3x faster), the standard library for what orjson refuses and
+    ``json`` reads (NaN, integers beyond 64 bits), so a file reads as ``json`` would."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 @dataclass(frozen=True)
@@ -89,7 +102,7 @@ class TestSet:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = _loads(line)
             except json.JSONDecodeError as exc:
                 raise InvalidDataset(f"{path.name}, line {number}: not JSON ({exc})") from None
             if not isinstance(row, dict) or "uid" not in row:

@@ -28,6 +28,7 @@ from submission_sandbox.contract import (
     ProtocolViolation,
     UnixListener,
 )
+from submission_sandbox.cpuset import CoreReservation, reserve_cores
 from submission_sandbox.sandbox import Sandbox, SandboxFailure
 
 __all__ = ["ChannelSandbox"]
@@ -47,11 +48,14 @@ class ChannelSandbox(Sandbox):
         *,
         limits: SandboxLimits,
         channel: Literal["unix", "stdio"] = "unix",
+        pin_cpus: bool = False,
     ) -> None:
         super().__init__(bundle, limits=limits)
         if channel not in ("unix", "stdio"):
             raise ValueError(f"Unknown channel {channel!r}; known: unix, stdio")
         self.channel = channel
+        self.pin_cpus = pin_cpus
+        self._cores: CoreReservation | None = None
         self._listener: UnixListener | None = None
         self._conn: socket.socket | None = None
         self._contract: ContractClient | None = None
@@ -80,6 +84,14 @@ class ChannelSandbox(Sandbox):
 
     def _check_deadline(self) -> None:
         """Before each request: act on a passed deadline (by default the watchdog does)."""
+
+    def _reserve_cores(self) -> tuple[int, ...] | None:
+        """With ``pin_cpus``, cores of the model's own (:mod:`submission_sandbox.cpuset`),
+        held until close; None when not pinning or when too few cores are free."""
+        if self.pin_cpus and self._cores is None:
+            self._cores = reserve_cores(self.limits.cpus)
+            self.cpuset = self._cores.cpuset if self._cores is not None else None
+        return self._cores.cores if self._cores is not None else None
 
     # Deadline and failures ---------------------------------------------------------------
 
@@ -145,3 +157,5 @@ class ChannelSandbox(Sandbox):
             self._conn.close()
         if self._listener is not None:
             self._listener.close()
+        if self._cores is not None:
+            self._cores.release()

@@ -26,10 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from evalboard.core.scratch import scratch_tree
-from evalboard.core.settings import get_settings
 from evalboard.core.states import FailureReason
 from submission_sandbox.sandbox import SandboxFailure
 
@@ -128,6 +125,8 @@ def _check_lines(requirements: Path) -> None:
     file in its error, which the submitter sees; indexes other than the platform's are
     not the researcher's to choose either.
     """
+    from packaging.requirements import InvalidRequirement, Requirement  # bundles with one
+
     for number, raw in enumerate(requirements.read_text(errors="replace").splitlines(), 1):
         line = raw.split(" #", 1)[0].strip()
         if not line or line.startswith("#"):
@@ -197,6 +196,10 @@ def _resolve_set(
 
 def default_cache_dir() -> Path:
     """Where resolved sets are kept: ``bundle-deps`` under the data directory."""
+    # Imported here: a bundle without requirements (and the local sandbox's start) does
+    # not pay for pydantic-settings (asyncio and ssl with it).
+    from evalboard.core.settings import get_settings
+
     return get_settings().data_dir / "bundle-deps"
 
 

@@ -26,7 +26,6 @@ from typing import Any, ClassVar, Literal
 from evalboard.core.errors import PlatformError
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.scratch import scratch_dir
-from evalboard.core.settings import get_settings
 from evalboard.core.states import FailureReason
 from submission_sandbox._channel_sandbox import ChannelSandbox
 from submission_sandbox._failures import ExitInfo
@@ -39,6 +38,7 @@ from submission_sandbox.contract import (
     UnixListener,
     docker_stdio_reader,
     socket_reader,
+    socket_write_now,
 )
 from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.manifest import Manifest
@@ -144,6 +144,8 @@ class DockerSandbox(ChannelSandbox):
         client: a docker client (default: the local engine).
         base_image / torch_image: runtime bases (default: from Settings).
         gpu_available: whether the engine can give a GPU (default: asks the engine).
+        pin_cpus: run the model on cores of its own where the machine has them free
+            (:mod:`submission_sandbox.cpuset`; ``cpuset_cpus`` beside the CPU quota).
     """
 
     isolating = True
@@ -161,8 +163,11 @@ class DockerSandbox(ChannelSandbox):
         base_image: str | None = None,
         torch_image: str | None = None,
         gpu_available: bool | None = None,
+        pin_cpus: bool = False,
     ) -> None:
-        super().__init__(bundle, limits=limits, channel=channel)
+        super().__init__(bundle, limits=limits, channel=channel, pin_cpus=pin_cpus)
+        from evalboard.core.settings import get_settings  # not loaded for other sandboxes
+
         settings = get_settings()
         self.base_image = base_image or settings.base_image
         self.torch_image = torch_image or settings.torch_image
@@ -235,6 +240,7 @@ class DockerSandbox(ChannelSandbox):
             memswap_limit=limits.memory_bytes,
             mem_swappiness=0 if self._swappiness_supported() else None,
             nano_cpus=int(limits.cpus * 1e9),
+            cpuset_cpus=self.cpuset,  # None: unpinned (see _reserve_cores)
             init=True,
             ipc_mode="private",
             log_config=docker.types.LogConfig(
@@ -280,6 +286,7 @@ class DockerSandbox(ChannelSandbox):
         os.chmod(self._run_dir, 0o755)
         if self.channel == "unix":
             self._listener = UnixListener(self._run_dir)
+        self._reserve_cores()  # before the config, which names them
         created = self._client.api.create_container_from_config(self._container_config())
         self.container_id = str(created["Id"])
         if self.channel == "stdio":
@@ -309,7 +316,11 @@ class DockerSandbox(ChannelSandbox):
             conn = self._conn
             assert conn is not None
             self._contract = ContractClient(
-                read, conn.sendall, max_line_bytes=self.limits.max_output_bytes
+                read,
+                conn.sendall,
+                max_line_bytes=self.limits.max_output_bytes,
+                # Our own socket; the engine's attach socket may be TLS (no send flags).
+                write_now=socket_write_now(conn) if self._listener is not None else None,
             )
             self._cgroup = self._find_cgroup()
             hello = self._contract.hello(self._deadline)

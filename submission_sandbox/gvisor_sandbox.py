@@ -76,7 +76,8 @@ GVISOR_VISIBLE_DIFFERENCES: dict[str, str] = {
     "speed": "every system call and page fault goes through the Sentry (runsc's ptrace "
     "platform): start-up to hello 0.73 s vs 0.4 s, a unix-socket message 240-300 us vs "
     "30-38 us, "
-    "and MiniLM ONNX compute alone about 2x (medians 7.7 ms vs 3.8 ms per batch of 32) "
+    "and the embedding-bag ONNX model's compute alone about 2x (medians 7.7 ms vs 3.8 ms "
+    "per batch of 32) "
     "(benchmarks/results/sandbox.json)",
 }
 

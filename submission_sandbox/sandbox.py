@@ -116,6 +116,8 @@ class Sandbox(ABC):
         self.bundle_dir = bundle.path if isinstance(bundle, Bundle) else bundle
         self.limits = limits
         self.hello: ModelHello | None = None
+        #: The cores the model was pinned to (``2,3``); None where it ran unpinned.
+        self.cpuset: str | None = None
         self._closed = False
 
     def _bundle(self) -> Bundle:

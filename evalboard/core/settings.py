@@ -60,6 +60,12 @@ class Settings(BaseSettings):
         "kernel: two walls) where the Docker engine has the runsc runtime, else `docker` "
         "(one wall); `local` does not isolate.",
     )
+    cpu_pinning: Literal["off", "auto"] = Field(
+        "off",
+        description="`auto` runs each sandbox on cores of its own where the machine has "
+        "them free (never the first core; each result says which, or that it ran "
+        "unpinned), so a busy neighbour moves throughput less; `off` shares every core.",
+    )
     base_image: str = Field(
         "evalboard/runtime-python:latest", description="Runtime image for python/onnx bundles."
     )

@@ -195,7 +195,11 @@ def execute_claimed(
                     bundle,
                     test_set,
                     spec,
-                    options=RunOptions(sandbox=kind, limits=spec.limits),
+                    options=RunOptions(
+                        sandbox=kind,
+                        limits=spec.limits,
+                        pin_cpus=ctx.settings.cpu_pinning == "auto",
+                    ),
                     original=original,
                     original_outputs=_stored_original_outputs(ctx, work, test_set),
                     progress=_JobProgress(ctx, lease),

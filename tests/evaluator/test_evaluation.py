@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from evalboard.core.errors import UsageError
+from evalboard.core.limits import SandboxLimits
 from evaluator import RunOptions, TestSet, evaluate, evaluate_dataset
 from evaluator.result import LOG_TAIL_BYTES, LOG_TAIL_LINES
 from scoring.registry import compute
@@ -83,6 +85,8 @@ def test_every_dataset_is_scored_measured_and_traced(
     assert mini.throughput == sorted(mini.throughput_runs)[1]
     assert mini.load is not None and 0 <= mini.load.others_cpu_share <= 1
     assert mini.load.contended == (mini.load.others_cpu_share > 0.25)
+    assert mini.load.cpuset is None  # pinning is off unless asked for
+    assert mini.cpu_per_example_s is not None and mini.cpu_per_example_s >= 0
     copy = result.outcome("robustness-mini").metrics
     assert copy is not None and copy.robustness == 50.0 and copy.perf is None
     assert result.summary.robustness == 50.0
@@ -262,3 +266,30 @@ def test_each_dataset_has_its_share_of_the_evaluations_energy(
     assert len(shares) == 2
     assert all(kwh is not None and kwh > 0 for kwh in shares)
     assert result.energy.kwh == pytest.approx(sum(kwh or 0 for kwh in shares))
+
+
+def test_cpu_per_example_is_the_timed_phases_and_a_pinned_run_names_its_cores(
+    keyword_bundle: BundleFactory,
+) -> None:
+    # CPU work per example: the figure is the timed phase's CPU over its examples
+    # (the model's start-up is not in it), read from the sandbox's own counter.
+    rows = [{**row, "uid": f"e{i}"} for i, row in enumerate(sentiment_rows() * 50)]
+    bundle = keyword_bundle(work=40_000)  # a few ms of CPU per example
+    pinned = len(os.sched_getaffinity(0)) >= 2
+    run = evaluate_dataset(
+        bundle,
+        TestSet(name="busy", examples=rows, sha256="c" * 64),
+        sentiment_spec(),
+        options=RunOptions(
+            sandbox="local",
+            measure_energy=False,
+            limits=SandboxLimits(cpus=1),
+            pin_cpus=pinned,
+        ),
+    )
+    m = run.outcome.metrics
+    assert m is not None and m.cpu_per_example_s is not None and m.cpu_seconds is not None
+    assert 0 < m.cpu_per_example_s * m.examples <= m.cpu_seconds
+    assert m.load is not None
+    if pinned:
+        assert m.load.cpuset is not None and m.load.cpuset != str(min(os.sched_getaffinity(0)))

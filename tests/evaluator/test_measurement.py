@@ -9,7 +9,7 @@ import pytest
 
 from datasets_registry.taskspec import parse_task_spec
 from evalboard.core.states import FailureReason
-from evaluator.measurement import Aborted, check_outputs, measure, percentile
+from evaluator.measurement import Aborted, check_outputs, in_flight_for, measure, percentile
 from submission_sandbox.sandbox import SandboxFailure
 from tests.helpers.fake_sandbox import FakeSandbox
 from tests.helpers.tasks import QA, sentiment_spec
@@ -103,7 +103,8 @@ def test_measure_pipelines_through_predict_stream_and_keeps_its_latencies() -> N
     box = StreamingSandbox(predict=lambda batch: [{"label": "neutral"} for _ in batch])
     box.start()
     measured = measure(box, INPUTS, sentiment_spec(), batch_size=2)
-    assert box.in_flight_asked == 2 and len(measured.outputs) == 5
+    # Enough requests in flight to hold 16 examples: 8 of 2 (the default's rule).
+    assert box.in_flight_asked == in_flight_for(2) == 8 and len(measured.outputs) == 5
     assert measured.batch_latencies == [0.25, 0.25, 0.25]
     assert measure(box, INPUTS, sentiment_spec(), batch_size=2, in_flight=1).outputs
     assert box.in_flight_asked == 1

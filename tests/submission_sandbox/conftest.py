@@ -21,16 +21,23 @@ def docker_engine() -> Any:
 @pytest.fixture
 def docker_client(docker_engine: Any) -> Iterator[Any]:
     """The engine, checked afterwards for sandbox containers this process left behind."""
-    own = {c.id for c in docker_engine.containers.list(all=True, filters=LABEL_FILTER)}
+
+    def listed() -> list[dict[str, Any]]:
+        # The low-level list: the high-level one inspects each container, and one that
+        # another process removes meanwhile (the engine is shared) raises NotFound.
+        found: list[dict[str, Any]] = docker_engine.api.containers(all=True, filters=LABEL_FILTER)
+        return found
+
+    own = {c["Id"] for c in listed()}
     yield docker_engine
     import os
     import socket
 
     owner = f"{socket.gethostname()}:{os.getpid()}"
     left = [
-        c.id
-        for c in docker_engine.containers.list(all=True, filters=LABEL_FILTER)
-        if c.id not in own and c.labels.get("org.evalboard.owner") == owner
+        c["Id"]
+        for c in listed()
+        if c["Id"] not in own and (c.get("Labels") or {}).get("org.evalboard.owner") == owner
     ]
     assert not left, f"sandbox containers left behind: {left}"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -218,3 +219,15 @@ def test_two_sandboxes_run_side_by_side(tmp_path: Path, docker_client: Any) -> N
     for thread in threads:
         thread.join()
     assert results == {"a": [{"label": "positive"}], "b": [{"label": "positive"}]}
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: nothing to pin to")
+def test_a_pinned_container_gets_its_cores_as_its_cpuset(
+    tmp_path: Path, docker_client: Any
+) -> None:
+    bundle = _python_bundle(tmp_path / "bundle")
+    limits = SandboxLimits(cpus=1, timeout_s=60)
+    with open_sandbox(bundle, kind="docker", limits=limits, pin_cpus=True) as box:
+        assert isinstance(box, DockerSandbox) and box.cpuset is not None
+        host = docker_client.api.inspect_container(box.container_id)["HostConfig"]
+        assert host["CpusetCpus"] == box.cpuset and host["NanoCpus"] == 1_000_000_000

@@ -1,5 +1,6 @@
-"""A real model (MiniLM embeddings + a head trained on DynaSent) as an onnx bundle:
-the docker sandbox gives the same predictions as the same model in this process."""
+"""A real model (MiniLM's token embeddings averaged, a head trained on DynaSent) as an
+onnx bundle (the session's ``embedding_bag_bundle``): the docker sandbox gives the same
+predictions as the same model in this process."""
 
 from __future__ import annotations
 
@@ -24,12 +25,12 @@ from tests.helpers.sandbox_models import (  # noqa: E402
 @pytest.mark.docker
 @pytest.mark.slow
 def test_the_sandbox_predicts_what_the_model_predicts_in_process(
-    minilm_bundle: Path, docker_client: Any
+    embedding_bag_bundle: Path, docker_client: Any
 ) -> None:
     inputs = sample_sentences(64)
-    expected = in_process_model(minilm_bundle).predict(inputs)
+    expected = in_process_model(embedding_bag_bundle).predict(inputs)
     limits = SandboxLimits(cpus=2, memory="1g", timeout_s=120)
-    with DockerSandbox(minilm_bundle, limits=limits, client=docker_client) as box:
+    with DockerSandbox(embedding_bag_bundle, limits=limits, client=docker_client) as box:
         got = [o for i in range(0, 64, 32) for o in box.predict(inputs[i : i + 32])]
         usage = box.usage()
     assert [o["label"] for o in got] == [o["label"] for o in expected]

@@ -1,0 +1,341 @@
+"""The README's Performance table, made from ``benchmarks/results/*.json`` and nothing else.
+
+``python -m benchmarks`` rewrites the block of README.md between :data:`BEGIN` and
+:data:`END` with :func:`table` after its run (``--summary-only``: from the results as they
+are), and tests/demo/test_benchmarks_runner.py checks that the committed README's block is
+what :func:`table` makes of the committed results: the two cannot disagree.
+
+Each row is a figure measured several times, stated as its median and its range over the
+runs (``1.04 (0.98-1.12, 5 runs)``); a ratio is one per run, the two sides timed moments
+apart. A row whose results are missing is left out. Each row names the file it is read
+from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BEGIN", "END", "Row", "dig", "figure", "read_results", "rows", "table", "update_readme"]
+
+BEGIN = "<!-- benchmarks:begin (made by `python -m benchmarks` from benchmarks/results) -->"
+END = "<!-- benchmarks:end -->"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: what was measured, the figure with its spread, the goal."""
+
+    what: str
+    measured: str
+    goal: str = ""
+    source: str = ""
+
+
+def read_results(results: Path, name: str) -> dict[str, Any]:
+    """``results/<name>.json`` as a mapping; empty where it is absent or not one."""
+    path = results / f"{name}.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def dig(data: Any, *keys: str) -> Any:
+    """``data[k1][k2]...``, None where a key or a mapping is missing."""
+    for key in keys:
+        if not isinstance(data, Mapping) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` where it is a mapping, else an empty one (a results file of another shape)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _number(value: float, unit: str = "") -> str:
+    text = f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return f"{text}{unit}"
+
+
+def figure(spread: Any, unit: str = "", scale: float = 1.0) -> str | None:
+    """A spread (``{"median", "min", "max", "runs"}``) as ``median (min-max, n runs)``.
+
+    >>> figure({"median": 1.04, "min": 0.98, "max": 1.121, "runs": 5})
+    '1.04 (0.98-1.12, 5 runs)'
+    >>> figure({"median": 0.0123, "min": 0.011, "max": 0.02, "runs": 3}, " ms", 1000)
+    '12.3 ms (11-20, 3 runs)'
+    """
+    if not isinstance(spread, Mapping) or not {"median", "min", "max", "runs"} <= set(spread):
+        return None
+    low, high = _number(spread["min"] * scale), _number(spread["max"] * scale)
+    return f"{_number(spread['median'] * scale, unit)} ({low}-{high}, {spread['runs']} runs)"
+
+
+def _row(
+    what: str, spread: Any, *, unit: str = "", scale: float = 1.0, goal: str = "", source: str
+) -> Iterator[Row]:
+    measured = figure(spread, unit, scale)
+    if measured is not None:
+        yield Row(what, measured, goal, source)
+
+
+def _startup(results: Path) -> Iterator[Row]:
+    data, src = read_results(results, "startup"), "startup.json"
+    cli = _mapping(data.get("cli"))
+    yield from _row(
+        "`import evalboard.cli` (`python -X importtime`)",
+        cli.get("import_evalboard_cli_s"),
+        unit=" s",
+        goal="< 0.3 s",
+        source=src,
+    )
+    yield from _row("`evalboard --help`, wall", cli.get("help_s"), unit=" s", source=src)
+    imports = _mapping(data.get("evaluate_imports"))
+    heavy = imports.get("heavy_loaded")
+    note = "" if heavy is None else f"; database layer loaded: {'yes' if heavy else 'no'}"
+    yield from _row(
+        f"every import of `evalboard evaluate` (VADER, local sandbox){note}",
+        imports.get("import_s"),
+        unit=" s",
+        goal="< 0.3 s",
+        source=src,
+    )
+    meter = _mapping(data.get("energy_meter"))
+    for key, what in (
+        ("import_codecarbon_s", "energy meter: importing codecarbon"),
+        ("first_start_probing_s", "energy meter: first start on a machine (hardware probe)"),
+        ("first_start_probe_kept_s", "energy meter: first start of a later process (probe kept)"),
+        ("part_of_running_meter_s", "energy meter: one dataset's part of the running meter"),
+    ):
+        yield from _row(what, meter.get(key), unit=" ms", scale=1000, source=src)
+    per_dataset = _mapping(data.get("per_dataset"))
+    for kind in ("local", "docker"):
+        steps = _mapping(per_dataset.get(kind))
+        for key, what in (
+            ("sandbox_start_s", "start to the model's hello"),
+            ("scoring_s", "scoring 100 examples"),
+            ("sandbox_close_s", "close"),
+        ):
+            yield from _row(
+                f"one dataset's fixed cost, {kind} sandbox: {what}",
+                steps.get(key),
+                unit=" ms",
+                scale=1000,
+                source=src,
+            )
+
+
+def _evaluator(results: Path) -> Iterator[Row]:
+    data, src = read_results(results, "evaluator"), "evaluator.json"
+    for case in map(_mapping, _mapping(data.get("end_to_end_10k")).values()):
+        energy = "energy measured" if case.get("energy") else "--no-energy"
+        what = (
+            f"`evalboard evaluate` end to end (start-up included) / raw inference, "
+            f"{case.get('examples', 0):,} examples, {case.get('model')} "
+            f"({case.get('raw_us_per_example')} us/example raw), {case.get('sandbox')} "
+            f"sandbox, {energy}"
+        )
+        goal = case.get("goal_ratio")
+        yield from _row(
+            what,
+            case.get("ratio_cli_to_raw"),
+            goal="" if goal is None else f"<= {goal}",
+            source=src,
+        )
+    jobs = _mapping(data.get("jobs_per_minute"))
+    for path, label in (
+        ("pool", "embedded pool (threads, SQLite)"),
+        ("celery", "Celery over Redis + PostgreSQL, `evalboard worker`s"),
+    ):
+        for sandbox in ("local", "docker"):
+            for workers in ("1_worker", "2_workers"):
+                yield from _row(
+                    f"jobs per minute (200-example jobs), {label}, {sandbox} sandbox, "
+                    f"{workers.replace('_', ' ')}",
+                    jobs.get(f"{path}_{sandbox}_{workers}"),
+                    source=src,
+                )
+
+
+def _sandbox(results: Path) -> Iterator[Row]:
+    data, src = read_results(results, "sandbox"), "sandbox.json"
+    models = _mapping(data.get("models"))
+    for name, rows_ in _mapping(data.get("inference")).items():
+        for row in map(_mapping, rows_ if isinstance(rows_, list) else []):
+            batch = row.get("batch_size")
+            goal = row.get("goal_ratio_pipelined")
+            for kind in data.get("sandboxes", []):
+                yield from _row(
+                    f"{kind}-sandboxed throughput / in-process, {models.get(name, name)}, "
+                    f"batch {batch}, pipelined as the evaluator runs it",
+                    row.get(f"ratio_{kind}_pipelined_to_in_process"),
+                    goal="" if goal is None or kind != "docker" else f">= {goal}",
+                    source=src,
+                )
+            yield from _row(
+                f"gVisor-sandboxed / docker-sandboxed throughput, {name}, batch {batch}",
+                row.get("ratio_gvisor_pipelined_to_docker_pipelined"),
+                goal=">= 0.9 (not met: runsc's ptrace platform)" if batch == 32 else "",
+                source=src,
+            )
+    for key, value in _mapping(data.get("per_message_us")).items():
+        kind, _, channel = key.partition("_")
+        yield from _row(
+            f"channel round trip, one tiny request, {kind} sandbox, {channel}",
+            value,
+            unit=" us",
+            source=src,
+        )
+    for key, value in _mapping(data.get("startup_s")).items():
+        kind, _, model = key.partition("_")
+        yield from _row(
+            f"sandbox start to the model's hello, {kind}, {model or 'echo model'}",
+            value,
+            unit=" s",
+            source=src,
+        )
+
+
+def _stability(results: Path) -> Iterator[Row]:
+    data, src = read_results(results, "stability"), "stability.json"
+    goal = data.get("goal_max_over_min")
+    for sandbox, series in map(
+        lambda item: (item[0], _mapping(item[1])), _mapping(data.get("series")).items()
+    ):
+        for condition, what in (
+            ("alone", "nothing beside it"),
+            ("neighbour", "a neighbour burning a core"),
+            ("neighbour_pinned", "a neighbour burning a core, sandbox pinned"),
+        ):
+            found = _mapping(series.get(condition))
+            if not found:
+                continue
+            throughput = figure(found.get("throughput_examples_per_s"), " ex/s")
+            yield Row(
+                f"throughput of one model evaluated {data.get('runs')} times, max/min, "
+                f"{sandbox} sandbox, {what} (cores: {', '.join(found.get('cores', []))})",
+                f"{found.get('throughput_max_over_min')} (throughput {throughput}; CPU per "
+                f"example max/min {found.get('cpu_max_over_min')})",
+                "" if condition == "alone" or goal is None else f"<= {goal}",
+                src,
+            )
+
+
+def _scoring(results: Path) -> Iterator[Row]:
+    data, src = read_results(results, "scoring"), "scoring.json"
+    spreads = _mapping(data.get("spread_ms"))
+    for key, what in (
+        ("rerank_prepared_10000x8_ms", "re-ranking 10,000 submissions x 8 metrics, prepared"),
+        (
+            "rerank_from_table_10000x8_ms",
+            "re-ranking 10,000 submissions x 8 metrics, from the raw table",
+        ),
+        (
+            "bootstrap_100_models_10000_examples_1000_resamples_ms",
+            "bootstrap, 100 models x 10,000 examples x 1,000 resamples (accuracy)",
+        ),
+        (
+            "bootstrap_macro_f1_100_models_10000_examples_1000_resamples_ms",
+            "bootstrap, the same (macro-F1)",
+        ),
+    ):
+        goal = "< 20 ms" if key.startswith("rerank") else ""
+        yield from _row(what, spreads.get(key), unit=" ms", goal=goal, source=src)
+
+
+def _board(results: Path) -> Iterator[Row]:
+    ranking = read_results(results, "ranking")
+    for size in ("1000", "10000"):
+        median = dig(ranking, "median_ms", size)
+        low, high = dig(ranking, "min_ms", size), dig(ranking, "max_ms", size)
+        if None not in (median, low, high):
+            yield from _row(
+                f"ranking {int(size):,} submissions (`build_leaderboard`, no intervals)",
+                {"median": median, "min": low, "max": high, "runs": ranking.get("repeats")},
+                unit=" ms",
+                source="ranking.json",
+            )
+    board = read_results(results, "leaderboard")
+    for size, found in _mapping(board.get("sizes")).items():
+        for part, what in (("api", "API"), ("page", "task page")):
+            warm = dig(found, "warm", part)
+            if isinstance(warm, Mapping) and {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(warm):
+                yield Row(
+                    f"leaderboard {what} at {int(size):,} submissions, warm, p50 / p95",
+                    f"{_number(warm['p50_ms'])} / {_number(warm['p95_ms'])} ms "
+                    f"({_number(warm['min_ms'])}-{_number(warm['max_ms'])}, {warm.get('n')} "
+                    "requests)",
+                    "p95 < 100 ms" if part == "api" else "first byte < 200 ms",
+                    "leaderboard.json",
+                )
+
+
+SECTIONS: list[Callable[[Path], Iterator[Row]]] = [
+    _evaluator,
+    _startup,
+    _sandbox,
+    _stability,
+    _scoring,
+    _board,
+]
+
+
+def rows(results: Path) -> list[Row]:
+    """Every row the results hold, section by section."""
+    return [row for section in SECTIONS for row in section(results)]
+
+
+def _loads(results: Path) -> str:
+    found = []
+    for path in sorted(results.glob("*.json")):
+        load = dig(read_results(results, path.stem), "load_average_1m")
+        if isinstance(load, Mapping) and "before" in load:
+            found.append(f"{path.stem} {load['before']}-{load.get('after')}")
+    return ", ".join(found)
+
+
+def table(results: Path) -> str:
+    """The Markdown block of README.md: a note on the machine, then the table."""
+    cell = lambda text: str(text).replace("|", "\\|")  # noqa: E731 - one use
+    lines = [
+        BEGIN,
+        "",
+        f"1-minute load average while each ran: {_loads(results) or 'not recorded'} (on "
+        f"this project's shared 2-core machines). Spread: median (least-greatest, runs).",
+        "",
+        "| what | measured | goal | from |",
+        "|---|---|---|---|",
+        *(
+            f"| {cell(r.what)} | {cell(r.measured)} | {cell(r.goal)} | {r.source} |"
+            for r in rows(results)
+        ),
+        "",
+        END,
+    ]
+    return "\n".join(lines)
+
+
+def update_readme(readme: Path, results: Path) -> bool:
+    """Rewrite the block between the markers; True when the file changed.
+
+    Raises:
+        ValueError: the README has no block (both markers, in order) to rewrite.
+    """
+    text = readme.read_text(encoding="utf-8")
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"{readme} has no block between {BEGIN!r} and {END!r}")
+    updated = text[:start] + table(results) + text[end + len(END) :]
+    if updated == text:
+        return False
+    readme.write_text(updated, encoding="utf-8")
+    return True
