@@ -24,6 +24,7 @@ from datasets_registry.registry import (
     list_datasets,
     list_tasks,
     read_examples,
+    read_inputs,
     scoring_datasets,
     set_dataset_weight,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "parse_mapping",
     "parse_task_spec",
     "read_examples",
+    "read_inputs",
     "read_rows",
     "scoring_datasets",
     "set_dataset_weight",
