@@ -67,6 +67,9 @@ def _register() -> None:
     from evalboard.cli import snapshot
 
     app.add_typer(snapshot.app, name="snapshot")
+    from evalboard.cli import drift
+
+    app.add_typer(drift.app, name="drift")
 
 
 _register()

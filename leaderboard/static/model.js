@@ -1,4 +1,4 @@
-/* The model page: draw the charts (#charts-data) and submit the drill-down form on change.
+/* The model and drift pages: draw the charts (#charts-data); submit the drill-down form on change.
  * Kept out of the page so that the CSP allows scripts from this origin only. */
 (function () {
   "use strict";
