@@ -188,9 +188,7 @@ def _resampled_aucs(
 ) -> FloatArray:
     """``n`` bootstrap AUCs: positives and negatives resampled apart (counts kept)."""
     pos, neg = np.flatnonzero(positive), np.flatnonzero(~positive)
-    picks = np.concatenate(
-        [rng.choice(pos, (len(pos), n)), rng.choice(neg, (len(neg), n))], axis=0
-    )
+    picks = np.concatenate([rng.choice(pos, (len(pos), n)), rng.choice(neg, (len(neg), n))], axis=0)
     flags = np.zeros(picks.shape, dtype=bool)
     flags[: len(pos)] = True
     return _aucs(scores[picks], flags)

@@ -112,13 +112,13 @@ def _print(report: dict[str, Any]) -> None:
             queued,
         )
     print_table(table)
-    queued = len(report["queued"])
+    count = len(report["queued"])
     reason = report["not_queued_because"]
     console.print(
-        f"{queued} input(s) queued for labelling"
+        f"{count} input(s) queued for labelling"
         + (f" ({report['duplicates']} already in the task)" if report["duplicates"] else "")
         + (f"; {reason}" if reason else "")
-        + (f". Validators label them at /ui/tasks/{report['task']}/validate" if queued else ""),
+        + (f". Validators label them at /ui/tasks/{report['task']}/validate" if count else ""),
         highlight=False,
         markup=False,
     )
