@@ -74,9 +74,7 @@ def _hidden_inputs(ctx: Context) -> list[str]:
 def test_shifted_traffic_is_reported_and_its_most_shifted_inputs_queued(
     ctx: Context, task: str, people: People
 ) -> None:
-    check = check_drift(
-        ctx, task, _traffic(_FILMS + _DINER[:2], 40, 3), reporter_id=people.owner
-    )
+    check = check_drift(ctx, task, _traffic(_FILMS + _DINER[:2], 40, 3), reporter_id=people.owner)
     report = check.report
     assert check.number == 1 and check.shifted and report["shifted"]
     assert report["p_value"] < 0.01 and report["auc"] > 0.9
@@ -111,9 +109,7 @@ def test_traffic_like_the_datasets_is_not_shifted_and_nothing_is_queued(
         assert session.query(Example).count() == 0
 
 
-def test_hidden_sets_count_in_the_reference_but_are_never_named(
-    ctx: Context, task: str
-) -> None:
+def test_hidden_sets_count_in_the_reference_but_are_never_named(ctx: Context, task: str) -> None:
     check = check_drift(ctx, task, _traffic(_FILMS, 30, 4), reporter_id=None)
     assert check.report["reference"] == {
         "datasets": [{"name": "static", "inputs": 40}],
