@@ -77,7 +77,7 @@ def send_traffic(
     suffix = FilePath(file.filename or "").suffix.lower()
     if not _PLAIN_SUFFIX.fullmatch(suffix):
         suffix = ".jsonl"
-    with scratch_tree("evalboard-traffic") as tmp:
+    with scratch_tree("evalboard-dataset") as tmp:  # an uploaded file of rows, as a dataset
         path = FilePath(tmp) / f"traffic{suffix}"
         with path.open("wb") as out:
             shutil.copyfileobj(file.file, out)
