@@ -68,10 +68,9 @@ def _example_keys(session: Session, task_id: str) -> set[str]:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A traffic input offered for the queue, with its shift score and the note it gets."""
+    """A traffic input offered for the queue, with the note it gets (why it is there)."""
 
     inputs: dict[str, str]
-    score: float
     note: str
 
 

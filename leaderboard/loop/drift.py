@@ -307,7 +307,6 @@ def check_drift(
                 (
                     Candidate(
                         inputs=inputs[i],
-                        score=float(test.traffic_scores[i]),
                         note=f"Production input from drift check {number}: shift score "
                         f"{test.traffic_scores[i]:.3f}, rank {rank} of {len(inputs)}",
                     )
