@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         list_datasets,
         list_tasks,
         read_examples,
+        read_inputs,
         scoring_datasets,
         set_dataset_weight,
     )
@@ -71,6 +72,7 @@ __all__ = [
     "parse_mapping",
     "parse_task_spec",
     "read_examples",
+    "read_inputs",
     "read_rows",
     "scoring_datasets",
     "set_dataset_weight",

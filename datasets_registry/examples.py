@@ -26,6 +26,7 @@ __all__ = [
     "canonical_jsonl",
     "parse_mapping",
     "to_examples",
+    "to_inputs",
 ]
 
 
@@ -131,6 +132,34 @@ def _gold_references(raw: Any, where: str) -> list[str]:
     return list(references)
 
 
+def _inputs(
+    row: Mapping[str, Any], task: TaskSpec, mapping: ColumnMapping, where: str
+) -> dict[str, Any]:
+    """The task's input fields of one row, each non-empty text."""
+    inputs: dict[str, Any] = {}
+    for name in task.input_names:
+        column = mapping.column(name)
+        if column not in row:
+            raise InvalidDataset(
+                f"{where}: missing field {name!r} (looked for column {column!r}; columns "
+                f"here: {', '.join(sorted(row)) or 'none'}). Use --map {name}=COLUMN"
+            )
+        value = _text(row[column])
+        if value is None or not value.strip():
+            raise InvalidDataset(f"{where}: field {name!r} is empty or not text")
+        inputs[name] = value
+    return inputs
+
+
+def _check_storable(example: Mapping[str, Any], where: str) -> None:
+    for key, value in example.items():
+        if isinstance(value, str) and bad_text(value):
+            raise InvalidDataset(
+                f"{where}: field {key!r} holds a NUL character or an unpaired surrogate, "
+                "which Evalboard does not store; remove it and save the file as UTF-8"
+            )
+
+
 def to_examples(rows: Iterable[RawRow], task: TaskSpec, mapping: ColumnMapping) -> ExampleSet:
     """Map and check every row; the first bad row raises and nothing is returned."""
     examples: list[dict[str, Any]] = []
@@ -139,18 +168,7 @@ def to_examples(rows: Iterable[RawRow], task: TaskSpec, mapping: ColumnMapping) 
     gold = task.gold_field
     for number, row in rows:
         where = f"line {number}"
-        example: dict[str, Any] = {}
-        for name in task.input_names:
-            column = mapping.column(name)
-            if column not in row:
-                raise InvalidDataset(
-                    f"{where}: missing field {name!r} (looked for column {column!r}; columns "
-                    f"here: {', '.join(sorted(row)) or 'none'}). Use --map {name}=COLUMN"
-                )
-            value = _text(row[column])
-            if value is None or not value.strip():
-                raise InvalidDataset(f"{where}: field {name!r} is empty or not text")
-            example[name] = value
+        example = _inputs(row, task, mapping, where)
         gold_column = mapping.column(gold)
         if gold_column not in row:
             raise InvalidDataset(
@@ -177,12 +195,7 @@ def to_examples(rows: Iterable[RawRow], task: TaskSpec, mapping: ColumnMapping) 
             )
         seen[uid] = number
         example["uid"] = uid
-        for key, value in example.items():
-            if isinstance(value, str) and bad_text(value):
-                raise InvalidDataset(
-                    f"{where}: field {key!r} holds a NUL character or an unpaired surrogate, "
-                    "which Evalboard does not store; remove it and save the file as UTF-8"
-                )
+        _check_storable(example, where)
         examples.append(example)
     if not examples:
         raise InvalidDataset(
@@ -191,6 +204,34 @@ def to_examples(rows: Iterable[RawRow], task: TaskSpec, mapping: ColumnMapping) 
             + "; check that it is the right file and not empty"
         )
     return ExampleSet(examples=examples, excluded=excluded)
+
+
+def to_inputs(
+    rows: Iterable[RawRow], task: TaskSpec, mapping: ColumnMapping, *, max_rows: int
+) -> list[dict[str, str]]:
+    """The task's input fields of every row, checked as :func:`to_examples` checks them;
+    other columns (a uid, a label, a timestamp) are left out.
+
+    Raises:
+        InvalidDataset: a row lacks an input or holds text Evalboard does not store, the
+            file holds no rows, or more than ``max_rows``.
+    """
+    inputs: list[dict[str, str]] = []
+    for number, row in rows:
+        if len(inputs) == max_rows:
+            raise InvalidDataset(
+                f"line {number}: more than {max_rows:,} inputs; send at most {max_rows:,} "
+                "per file (a sample of the traffic, or several files)"
+            )
+        where = f"line {number}"
+        found = _inputs(row, task, mapping, where)
+        _check_storable(found, where)
+        inputs.append(found)
+    if not inputs:
+        raise InvalidDataset(
+            "the file holds no inputs; check that it is the right file and not empty"
+        )
+    return inputs
 
 
 #: One encoder for every line: ``json.dumps`` with options builds a new one per call, a

@@ -24,6 +24,7 @@ from datasets_registry.examples import (
     canonical_jsonl,
     sha256_of,
     to_examples,
+    to_inputs,
 )
 from datasets_registry.importers import Format, read_rows
 from datasets_registry.outputs import GOLD_FIELDS
@@ -45,6 +46,7 @@ __all__ = [
     "list_datasets",
     "list_tasks",
     "read_examples",
+    "read_inputs",
     "scoring_datasets",
     "set_dataset_weight",
 ]
@@ -145,6 +147,39 @@ def _check_name(name: str) -> None:
         )
 
 
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Importer messages name the file already; row checks name only the line: add it."""
+    try:
+        yield
+    except InvalidDataset as exc:
+        if exc.message.startswith(path.name):
+            raise
+        separator = ", " if exc.message.startswith("line ") else ": "
+        raise InvalidDataset(f"{path.name}{separator}{exc.message}") from None
+
+
+def read_inputs(
+    path: Path,
+    task: TaskSpec,
+    *,
+    max_rows: int,
+    mapping: ColumnMapping | None = None,
+    format: Format | None = None,
+) -> list[dict[str, str]]:
+    """The task's inputs in a file of unlabeled examples (JSONL, CSV or TSV), each row
+    checked as a dataset's rows are; other columns are left out.
+
+    Raises:
+        InvalidDataset: the file cannot be read, a row lacks an input field or holds
+            text Evalboard does not store, or it holds no rows or more than ``max_rows``.
+    """
+    with _naming(path):
+        return to_inputs(
+            read_rows(path, format), task, mapping or ColumnMapping(), max_rows=max_rows
+        )
+
+
 def add_dataset(
     ctx: Context,
     *,
@@ -172,14 +207,8 @@ def add_dataset(
     except InvalidWeightsError as exc:
         raise InvalidDataset(str(exc)) from None
     spec = get_task(ctx, task_id)
-    try:
+    with _naming(path):
         checked = to_examples(read_rows(path, format), spec, mapping or ColumnMapping())
-    except InvalidDataset as exc:
-        # Importer messages name the file already; row checks name only the line.
-        if exc.message.startswith(path.name):
-            raise
-        separator = ", " if exc.message.startswith("line ") else ": "
-        raise InvalidDataset(f"{path.name}{separator}{exc.message}") from None
     data = canonical_jsonl(checked.examples)
     sha = sha256_of(data)
 

@@ -1,4 +1,4 @@
-"""plotly figures for the model page, as plain ``{"data", "layout"}`` dicts.
+"""plotly figures for the model and drift pages, as plain ``{"data", "layout"}`` dicts.
 
 The page hands them to ``Plotly.newPlot``; building dicts keeps the server free of
 plotly's Python side and makes each figure easy to test.
@@ -15,6 +15,7 @@ from scoring import pareto_front
 __all__ = [
     "contributions_figure",
     "datasets_figure",
+    "drift_figure",
     "lineage_figure",
     "pareto_figure",
     "rounds_figure",
@@ -193,6 +194,42 @@ def pareto_figure(board: LeaderboardPublic, metric: str, highlight: str) -> Figu
             f"Perf vs {info.label.lower() if info else metric} ({better} is better)",
             xaxis={"title": {"text": label}},
             yaxis={"title": {"text": "perf"}},
+            legend={"orientation": "h", "y": -0.3},
+        ),
+    }
+
+
+def drift_figure(
+    edges: Sequence[float], traffic: Sequence[int], reference: Sequence[int], *, title: str
+) -> Figure:
+    """A drift check's shift scores: the share of each side's inputs per bin, overlaid.
+
+    Shares, not counts, so a small traffic sample and a large reference compare; traffic
+    to the right of the reference is what the classifier found unlike the task's data.
+    """
+    centres = [round((a + b) / 2, 6) for a, b in zip(edges, edges[1:], strict=False)]
+    width = (edges[-1] - edges[0]) / max(len(centres), 1)
+
+    def trace(name: str, counts: Sequence[int], colour: str) -> dict[str, Any]:
+        total = sum(counts) or 1
+        return {
+            "type": "bar",
+            "name": f"{name} ({sum(counts)})",
+            "x": centres,
+            "y": [round(c / total, 4) for c in counts],
+            "width": width,
+            "opacity": 0.6,
+            "marker": {"color": colour},
+            "hovertemplate": "score %{x:.3f}: %{y:.1%}<extra>" + name + "</extra>",
+        }
+
+    return {
+        "data": [trace("reference", reference, _MUTED), trace("traffic", traffic, _FRONT)],
+        "layout": _layout(
+            title,
+            barmode="overlay",
+            xaxis={"title": {"text": "shift score (out-of-fold domain classifier)"}},
+            yaxis={"title": {"text": "share of inputs"}, "tickformat": ".0%"},
             legend={"orientation": "h", "y": -0.3},
         ),
     }

@@ -433,7 +433,7 @@ class SuiteVersionPublic(BaseModel):
 
 
 class RoleGrantCreate(_In):
-    role: Literal[Role.OWNER, Role.RESEARCHER, Role.ANNOTATOR]
+    role: Literal[Role.OWNER, Role.RESEARCHER, Role.ANNOTATOR, Role.MONITOR]
     task: str | None = Field(None, max_length=64, description="None: platform-wide.")
 
 

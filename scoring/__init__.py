@@ -38,6 +38,7 @@ from scoring.registry import (
     statistics,
 )
 from scoring.sensitivity import LeaderStability, WeightRange, weight_ranges
+from scoring.shift import SHIFT_METHOD, ShiftTest, domain_shift, shift_features
 from scoring.squad import normalize_answer
 from scoring.text import TEXT_METRICS, sentence_chrfs
 from scoring.vocabulary import (
@@ -64,6 +65,7 @@ __all__ = [
     "DOMINANCE_SHARE",
     "METRICS",
     "REFERENCE_ROWS",
+    "SHIFT_METHOD",
     "TEXT_METRICS",
     "WEIGHABLE_METRICS",
     "BoardMetric",
@@ -76,6 +78,7 @@ __all__ = [
     "NormalisedTable",
     "ReliabilityBin",
     "ScoringError",
+    "ShiftTest",
     "UnknownMetric",
     "WeightRange",
     "average_datasets",
@@ -90,6 +93,7 @@ __all__ = [
     "delta",
     "delta_metric",
     "delta_per_example",
+    "domain_shift",
     "dominant_term",
     "dynascore",
     "floor_order",
@@ -111,6 +115,7 @@ __all__ = [
     "rank_interval",
     "reliability",
     "sentence_chrfs",
+    "shift_features",
     "statistics",
     "weight_ranges",
     "weighted_mean",

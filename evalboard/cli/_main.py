@@ -68,6 +68,9 @@ def _register() -> None:
 
     app.add_typer(snapshot.app, name="snapshot")
     app.add_typer(suite.app, name="suite")
+    from evalboard.cli import drift
+
+    app.add_typer(drift.app, name="drift")
 
 
 _register()

@@ -36,7 +36,7 @@ def _password(given: str | None) -> str:
 def add(
     name: str = typer.Argument(..., help="User name."),
     admin: bool = typer.Option(False, "--admin", help="Make the user an admin."),
-    role: list[Role] = typer.Option([], "--role", help="owner, researcher or annotator."),
+    role: list[Role] = typer.Option([], "--role", help="owner, researcher, annotator or monitor."),
     task: str | None = typer.Option(None, "--task", help="The task a role is for."),
     password: str | None = typer.Option(
         None, "--password", help="Sign-in password for the pages (asked for on a terminal)."
@@ -64,7 +64,7 @@ def add(
 @user_app.command("grant")
 def grant(
     name: str = typer.Argument(..., help="User name."),
-    role: Role = typer.Option(..., "--role", help="owner, researcher or annotator."),
+    role: Role = typer.Option(..., "--role", help="owner, researcher, annotator or monitor."),
     task: str | None = typer.Option(None, "--task", help="The task (owner needs one)."),
 ) -> None:
     """Grant a role to an existing user."""

@@ -68,6 +68,9 @@ class Role(StrEnum):
     OWNER = "owner"  # per task
     RESEARCHER = "researcher"
     ANNOTATOR = "annotator"
+    # A production service that sends a task's traffic for drift checks (per task): it
+    # learns the statistics, never which inputs were queued (see docs/task-owners-rounds.md).
+    MONITOR = "monitor"
 
 
 class RoundStatus(StrEnum):
@@ -78,7 +81,7 @@ class RoundStatus(StrEnum):
 class ExampleStatus(StrEnum):
     """A collected example's way through validation."""
 
-    PENDING = "pending"  # fooled the target, awaiting validators
+    PENDING = "pending"  # fooled the target (or came from traffic), awaiting validators
     VERIFIED = "verified"
     REJECTED = "rejected"
     FLAGGED = "flagged"
@@ -90,6 +93,8 @@ class Verdict(StrEnum):
     CORRECT = "correct"
     INCORRECT = "incorrect"
     FLAGGED = "flagged"
+    # An unlabeled traffic input's vote: the label given is in Validation.label.
+    LABELLED = "labelled"
 
 
 class UploadState(StrEnum):

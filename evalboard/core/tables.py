@@ -30,6 +30,7 @@ __all__ = [
     "Base",
     "BoardEntry",
     "Dataset",
+    "DriftCheck",
     "Example",
     "Job",
     "Rerun",
@@ -338,6 +339,10 @@ class Example(Base):
     """An example written by an annotator (or captured from production) for a round."""
 
     __tablename__ = "examples"
+    # A production input queued from traffic carries its normalised inputs' digest, so the
+    # same input is never queued twice for a task, even by two checks at once (NULLs, the
+    # other sources, never clash).
+    __table_args__ = (UniqueConstraint("task_id", "input_key", name="uq_examples_input_key"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
@@ -346,7 +351,10 @@ class Example(Base):
     target_submission_id: Mapped[int | None] = mapped_column(
         ForeignKey("submissions.id", ondelete="SET NULL")
     )
-    source: Mapped[str] = mapped_column(String(16), default="collection")  # or "failure"
+    # "collection", "failure" or "traffic" (an unlabeled production input: gold is {}
+    # until validators agree on a label).
+    source: Mapped[str] = mapped_column(String(16), default="collection")
+    input_key: Mapped[str | None] = mapped_column(String(64))
     inputs: Mapped[dict[str, Any]] = mapped_column(JSON)
     gold: Mapped[dict[str, Any]] = mapped_column(JSON)
     model_output: Mapped[dict[str, Any] | None] = mapped_column(JSON)
@@ -369,6 +377,8 @@ class Validation(Base):
     # The task owner's verdict settles the example whatever the others said: recorded as
     # such, so an override stays visible (issue 19).
     by_owner: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
+    # The label a validator gave an unlabeled traffic input (verdict "labelled").
+    label: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created()
 
 
@@ -409,3 +419,25 @@ class Upload(Base):
     release_of_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DriftCheck(Base):
+    """One check of production inputs against a task's datasets, numbered per task.
+
+    ``report`` is the check as the API shows it to the task owner (statistics, the
+    reference used with hidden sets counted but never named, the histogram of shift
+    scores, the most shifted inputs and what became of them); it is never changed.
+    """
+
+    __tablename__ = "drift_checks"
+    __table_args__ = (UniqueConstraint("task_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    auc: Mapped[float] = mapped_column(Float)
+    p_value: Mapped[float] = mapped_column(Float)
+    shifted: Mapped[bool] = mapped_column(Boolean)
+    report: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = _created()

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalboard.core.states import ExampleStatus, Verdict
-from evalboard.core.tables import Example
+from evalboard.core.tables import DriftCheck, Example
 from leaderboard.loop.vmer import RoundVmer
 from leaderboard.schemas import RoundPublic
 
 __all__ = [
     "ClosedRoundPublic",
+    "DriftCheckPublic",
     "ExampleCreate",
     "ExamplePublic",
     "ExplanationUpdate",
@@ -22,6 +24,7 @@ __all__ = [
     "ValidationCreate",
     "ValidationPublic",
     "VmerPublic",
+    "drift_check_public",
     "example_public",
     "vmer_public",
 ]
@@ -90,7 +93,10 @@ class ExamplePublic(BaseModel):
     id: int
     task: str
     round: int | None = Field(description="Round number (None: a failure awaiting a round).")
-    source: str = Field(description="collection or failure.")
+    source: str = Field(
+        description="collection, failure or traffic (a production input: no gold until "
+        "validators agree on its label)."
+    )
     author_id: int | None
     target_submission_id: int | None
     inputs: dict[str, Any]
@@ -125,15 +131,31 @@ def example_public(
 
 
 class ValidationCreate(_In):
-    verdict: Verdict = Field(
-        description="correct (the intended answer is right: a model error), incorrect, flagged."
+    """A verdict on an example; for an unlabeled traffic input, its label (or flagged)."""
+
+    verdict: Literal[Verdict.CORRECT, Verdict.INCORRECT, Verdict.FLAGGED] | None = Field(
+        None,
+        description="correct (the intended answer is right: a model error), incorrect, "
+        "flagged. A traffic input takes a label instead, or flagged.",
     )
+    label: str | None = Field(
+        None, max_length=200, description="A traffic input's label, one of the task's."
+    )
+
+    @model_validator(mode="after")
+    def _one_vote(self) -> ValidationCreate:
+        if (self.verdict is None) == (self.label is None):
+            raise ValueError("give either a verdict or a label")
+        return self
 
 
 class ValidationPublic(BaseModel):
     example_id: int
     status: ExampleStatus
-    verdicts: dict[str, int] = Field(description="Verdicts so far, by kind.")
+    verdicts: dict[str, int] = Field(
+        description="Verdicts so far, by kind (for a traffic input, by label given, and flagged)."
+    )
+    gold: dict[str, Any] = Field(description="The example's gold ({} for an unlabeled input).")
     owner_verdict: str | None = Field(
         None, description="The task owner's verdict, which settles the example, if given."
     )
@@ -197,4 +219,119 @@ def vmer_public(report: RoundVmer) -> VmerPublic:
             )
             for a in report.annotators
         ],
+    )
+
+
+class ReferenceDatasetPublic(BaseModel):
+    name: str
+    inputs: int
+
+
+class HiddenReferencePublic(BaseModel):
+    """Hidden sets in the reference: counted, never named."""
+
+    datasets: int
+    inputs: int
+
+
+class ReferencePublic(BaseModel):
+    datasets: list[ReferenceDatasetPublic] = Field(description="The shown datasets used.")
+    hidden: HiddenReferencePublic
+    sampled: bool = Field(description="Whether the inputs were a seeded sample of them.")
+
+
+class HistogramPublic(BaseModel):
+    """Shift scores of both sides in common bins (``len(edges) == len(traffic) + 1``)."""
+
+    edges: list[float]
+    traffic: list[int]
+    reference: list[int]
+
+
+class ShiftedInputPublic(BaseModel):
+    rank: int = Field(description="1: the traffic input least like the reference.")
+    score: float = Field(description="Its out-of-fold shift score.")
+    inputs: dict[str, str]
+    example_id: int | None = Field(description="The queued example, if it was queued.")
+    duplicate: bool = Field(description="Not queued: the input is in the task already.")
+
+
+class DriftCheckPublic(BaseModel):
+    """A drift check: traffic against the task's datasets (docs/task-owners-rounds.md)."""
+
+    task: str
+    number: int
+    created_at: datetime
+    verdict: str = Field(description="One line: shifted or not, with the figures.")
+    method: str = Field(description="The two-sample test used.")
+    statistic: str = Field(description="The test statistic: the cross-validated AUC.")
+    auc: float = Field(description="0.5: traffic indistinguishable from the reference.")
+    auc_interval: tuple[float, float] = Field(description="Its 95% bootstrap interval.")
+    p_value: float = Field(description="Permutation p-value (one-sided).")
+    alpha: float
+    shifted: bool = Field(description="p_value < alpha.")
+    n_traffic: int
+    n_reference: int
+    n_permutations: int
+    folds: int
+    features: int
+    seed: int
+    reference: ReferencePublic
+    histogram: HistogramPublic
+    queued: list[int] | None = Field(
+        None, description="Examples queued for labelling (task owner only)."
+    )
+    duplicates: int | None = Field(
+        None, description="Shifted inputs not queued: already in the task (task owner only)."
+    )
+    not_queued_because: str | None = None
+    top: list[ShiftedInputPublic] | None = Field(
+        None, description="The most shifted traffic inputs (task owner only)."
+    )
+
+
+def _verdict(report: dict[str, Any]) -> str:
+    figures = (
+        f"AUC {report['auc']:.3f} [{report['auc_low']:.3f}, {report['auc_high']:.3f}], "
+        f"p = {report['p_value']:.3g}, {report['n_traffic']} traffic vs "
+        f"{report['n_reference']} reference inputs"
+    )
+    if report["shifted"]:
+        return f"SHIFTED: the traffic is unlike the task's datasets ({figures})"
+    return f"not shifted at alpha {report['alpha']:g}: no evidence of drift ({figures})"
+
+
+def drift_check_public(check: DriftCheck, *, full: bool) -> DriftCheckPublic:
+    """The check as the API shows it; ``full`` (the task owner) adds what was queued."""
+    report = check.report
+    return DriftCheckPublic(
+        task=check.task_id,
+        number=check.number,
+        created_at=check.created_at,
+        verdict=_verdict(report),
+        auc_interval=(report["auc_low"], report["auc_high"]),
+        **{
+            key: report[key]
+            for key in (
+                "method",
+                "statistic",
+                "auc",
+                "p_value",
+                "alpha",
+                "shifted",
+                "n_traffic",
+                "n_reference",
+                "n_permutations",
+                "folds",
+                "features",
+                "seed",
+                "reference",
+                "histogram",
+            )
+        },
+        **(
+            {key: report[key] for key in ("queued", "duplicates", "not_queued_because", "top")}
+            if full
+            else {}
+        ),
     )

@@ -8,6 +8,11 @@ the example becomes ``verified``, ``rejected`` or ``flagged``. The task owner de
 alone: one owner verdict settles the example, also one that others flagged; it is
 recorded with ``by_owner`` set, and the owner sees the earlier votes first. Once the
 round is closed its dataset is fixed, and verdicts are refused.
+
+An unlabeled production input (source ``traffic``, queued by a drift check) has no
+intended answer to judge: each validator gives it a label instead (or flags it). When
+``num_matching`` labels agree it is ``verified`` with that label as its gold; the owner's
+label settles it alone.
 """
 
 from __future__ import annotations
@@ -20,15 +25,17 @@ from sqlalchemy import ColumnElement, and_, exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from datasets_registry import get_task
+from datasets_registry import TaskSpec, get_task
 from evalboard.core.context import Context
-from evalboard.core.errors import Conflict, NotFound, PermissionDenied
+from evalboard.core.errors import Conflict, NotFound, PermissionDenied, UsageError
 from evalboard.core.states import ExampleStatus, RoundStatus, Verdict
 from evalboard.core.tables import Example, Round, Validation
 
 __all__ = [
     "QueueCounts",
+    "Vote",
     "decide",
+    "decide_label",
     "queue_counts",
     "validate_example",
     "validation_queue",
@@ -59,6 +66,62 @@ def decide(verdicts: list[Verdict], *, num_matching: int) -> ExampleStatus:
     return ExampleStatus.PENDING
 
 
+#: One validator's vote on a traffic input: (LABELLED, the label) or (FLAGGED, None).
+Vote = tuple[Verdict, str | None]
+
+
+def decide_label(votes: list[Vote], *, num_matching: int) -> tuple[ExampleStatus, str | None]:
+    """The status (and label) ``votes`` give a traffic input: the first label, or the flag,
+    to reach ``num_matching`` votes; else pending.
+
+    >>> labelled = Verdict.LABELLED
+    >>> decide_label([(labelled, "pos"), (labelled, "neg"), (labelled, "pos")], num_matching=2)
+    (<ExampleStatus.VERIFIED: 'verified'>, 'pos')
+    >>> decide_label([(labelled, "pos"), (Verdict.FLAGGED, None)], num_matching=2)
+    (<ExampleStatus.PENDING: 'pending'>, None)
+    """
+    counts: Counter[Vote] = Counter()
+    for vote in votes:
+        counts[vote] += 1
+        if counts[vote] >= num_matching:
+            verdict, label = vote
+            if verdict is Verdict.FLAGGED:
+                return ExampleStatus.FLAGGED, None
+            return ExampleStatus.VERIFIED, label
+    return ExampleStatus.PENDING, None
+
+
+def _vote(spec: TaskSpec, example: Example, verdict: Verdict | None, label: str | None) -> Vote:
+    """The vote a validator's input makes, checked against the example's kind."""
+    if example.source != "traffic":
+        if label is not None or verdict is None or verdict is Verdict.LABELLED:
+            raise UsageError(
+                f"Example {example.id} has an intended answer to judge: give a verdict "
+                "(correct, incorrect or flagged), not a label"
+            )
+        return verdict, None
+    if label is None and verdict is Verdict.FLAGGED:
+        return Verdict.FLAGGED, None
+    if label is None or verdict not in (None, Verdict.LABELLED):
+        raise UsageError(
+            f"Example {example.id} is an unlabeled production input: give its label "
+            f"({', '.join(spec.output.labels)}) or flag it (verdict flagged)"
+        )
+    if label not in spec.output.labels:
+        raise UsageError(
+            f"Label {label!r} is not one of task {spec.id!r}'s labels: "
+            f"{', '.join(spec.output.labels)}"
+        )
+    return Verdict.LABELLED, label
+
+
+def _settle(example: Example, status: ExampleStatus, label: str | None) -> None:
+    example.status = status.value
+    if example.source == "traffic":
+        # Its gold is the agreed label, and nothing until there is one.
+        example.gold = {"label": label} if status is ExampleStatus.VERIFIED else {}
+
+
 def verdicts_of(ctx: Context, example_id: int) -> list[Validation]:
     with ctx.db.session() as session:
         return list(
@@ -82,14 +145,24 @@ def _check_open(session: Session, example: Example) -> None:
 
 
 def validate_example(
-    ctx: Context, example_id: int, *, user_id: int, verdict: Verdict, as_owner: bool = False
+    ctx: Context,
+    example_id: int,
+    *,
+    user_id: int,
+    verdict: Verdict | None = None,
+    label: str | None = None,
+    as_owner: bool = False,
 ) -> Example:
-    """Record a verdict and update the example's status.
+    """Record a verdict (or, on a traffic input, a label) and update the example's status.
 
     Args:
+        verdict: correct, incorrect or flagged; on a traffic input only flagged.
+        label: a traffic input's label (one of the task's).
         as_owner: the caller owns the task; the verdict then settles the example.
 
     Raises:
+        UsageError: a label for an example with an intended answer, or a verdict other
+            than flagged (or a label not the task's) for a traffic input.
         PermissionDenied: the caller wrote the example.
         Conflict: the caller judged it already, it is settled, it did not fool the
             target, or its round is closed.
@@ -104,6 +177,7 @@ def validate_example(
                 f"You wrote example {example_id}; validation is for other annotators"
             )
         _check_open(session, example)
+        vote, given = _vote(spec, example, verdict, label)
         status = ExampleStatus(example.status)
         if status is ExampleStatus.NOT_FOOLING:
             raise Conflict(
@@ -128,29 +202,40 @@ def validate_example(
                 )
             )
             assert mine is not None
-            mine.verdict = verdict.value
+            mine.verdict = vote.value
+            mine.label = given
             mine.by_owner = as_owner
         else:
             session.add(
                 Validation(
-                    example_id=example_id, user_id=user_id, verdict=verdict.value, by_owner=as_owner
+                    example_id=example_id,
+                    user_id=user_id,
+                    verdict=vote.value,
+                    label=given,
+                    by_owner=as_owner,
                 )
             )
         try:
             session.flush()
         except IntegrityError:  # the same user's verdict in a concurrent request
             raise Conflict(f"You judged example {example_id} already") from None
-        if as_owner:
-            example.status = _OUTCOME[verdict].value
-        else:
-            verdicts = session.scalars(
-                select(Validation.verdict)
+        num_matching = spec.validation.num_matching
+        votes: list[Vote] = [
+            (Verdict(v), lab)
+            for v, lab in session.execute(
+                select(Validation.verdict, Validation.label)
                 .where(Validation.example_id == example_id)
                 .order_by(Validation.id)
-            ).all()
-            example.status = decide(
-                [Verdict(v) for v in verdicts], num_matching=spec.validation.num_matching
-            ).value
+            )
+        ]
+        if example.source == "traffic":
+            # The owner's vote alone settles it.
+            settled = [(vote, given)] if as_owner else votes
+            _settle(example, *decide_label(settled, num_matching=1 if as_owner else num_matching))
+        elif as_owner:
+            example.status = _OUTCOME[vote].value
+        else:
+            example.status = decide([v for v, _ in votes], num_matching=num_matching).value
         session.flush()
         return example
 

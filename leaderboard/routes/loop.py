@@ -1,4 +1,4 @@
-"""The loop's HTTP API: rounds, collection, validation, vMER and failure capture.
+"""The loop's HTTP API: rounds, collection, validation, vMER, failure capture and drift.
 
 Include :data:`router` in the app (it brings the loop's pages too). The app's
 :class:`TargetPool` lives on ``app.state.target_pool``, made on first use from the
@@ -42,6 +42,7 @@ from leaderboard.loop.schemas import (
 from leaderboard.loop.targets import TargetPool, warm_quietly
 from leaderboard.loop.validation import validate_example, validation_queue, verdicts_of
 from leaderboard.loop.vmer import round_vmer
+from leaderboard.routes import drift
 from leaderboard.routes._loop_deps import PoolDep
 from leaderboard.routes.loop_pages import router as pages_router
 from leaderboard.routes.rounds import round_public
@@ -225,16 +226,23 @@ def validate(
         example_id,
         user_id=principal.user_id,
         verdict=body.verdict,
+        label=body.label,
         as_owner=principal.owns(task_id),
     )
     counts: dict[str, int] = {}
     owner_verdict = None
     for verdict in verdicts_of(ctx, example_id):
-        counts[verdict.verdict] = counts.get(verdict.verdict, 0) + 1
+        # A traffic input's votes count by the label given.
+        kind = verdict.label if verdict.label is not None else verdict.verdict
+        counts[kind] = counts.get(kind, 0) + 1
         if verdict.by_owner:
-            owner_verdict = verdict.verdict
+            owner_verdict = kind
     return ValidationPublic(
-        example_id=example.id, status=example.status, verdicts=counts, owner_verdict=owner_verdict
+        example_id=example.id,
+        status=example.status,
+        verdicts=counts,
+        owner_verdict=owner_verdict,
+        gold=example.gold,
     )
 
 
@@ -273,3 +281,5 @@ def failures(
 
 
 router.include_router(pages_router)
+router.include_router(drift.router)
+router.include_router(drift.pages_router)

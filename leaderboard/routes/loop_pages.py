@@ -351,7 +351,6 @@ def validate_page(
         votes=_votes(ctx, waiting[0].id) if waiting and is_owner else [],
         flagged=flagged,
         is_owner=is_owner,
-        verdicts=[v.value for v in Verdict],
         counts=queue_counts(ctx, task_id, user_id=principal.user_id, skipped=skipped),
     )
 
@@ -365,7 +364,7 @@ def _votes(ctx: Context, example_id: int) -> list[tuple[str, str, bool]]:
                 select(User.id, User.name).where(User.id.in_([v.user_id for v in verdicts]))
             ).all()
         )
-    return [(names.get(v.user_id, "unknown"), v.verdict, v.by_owner) for v in verdicts]
+    return [(names.get(v.user_id, "unknown"), v.label or v.verdict, v.by_owner) for v in verdicts]
 
 
 @router.post("/examples/{example_id}/validate")
@@ -376,18 +375,28 @@ async def validate(
     task_id = get_example(ctx, example_id).task_id
     may_annotate(principal, task_id)
     assert principal.user_id is not None
-    try:
-        verdict = Verdict(str(form.get("verdict", "")))
-    except ValueError:
-        raise UsageError(f"verdict must be one of {', '.join(v.value for v in Verdict)}") from None
+    label = str(form["label"]) if form.get("label") else None
+    verdict = None
+    if label is None:
+        choices = (Verdict.CORRECT, Verdict.INCORRECT, Verdict.FLAGGED)
+        try:
+            verdict = Verdict(str(form.get("verdict", "")))
+        except ValueError:
+            verdict = None
+        if verdict not in choices:
+            raise UsageError(
+                f"verdict must be one of {', '.join(v.value for v in choices)}, or give a label"
+            )
     example = validate_example(
         ctx,
         example_id,
         user_id=principal.user_id,
         verdict=verdict,
+        label=label,
         as_owner=principal.owns(task_id),
     )
-    flash(request, f"Example {example_id}: {verdict.value} recorded; it is {example.status}.")
+    given = label if label is not None else verdict
+    flash(request, f"Example {example_id}: {given} recorded; it is {example.status}.")
     suffix = "?flagged=true" if form.get("flagged") == "true" else ""
     return redirect(f"/ui/tasks/{task_id}/validate{suffix}")
 

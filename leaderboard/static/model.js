@@ -1,7 +1,7 @@
-/* The model page. The charts (#charts-data) are drawn by plotly.js's basic bundle, loaded
- * after the page itself (DOMContentLoaded does not wait for it). The drill-down's dataset,
- * search, order and pages are asked of .../examples and swapped in: no reload, so the
- * keyboard stays where it was and the address keeps the weights. Kept out of the page so
+/* The model page (the lineage and drift pages use it for their charts alone). The charts
+ * (#charts-data) are drawn by plotly.js's basic bundle, loaded after the page itself
+ * (DOMContentLoaded does not wait for it). The drill-down's dataset, search, order and
+ * pages are asked of .../examples and swapped in: no reload, so the keyboard stays where it was and the address keeps the weights. Kept out of the page so
  * that the CSP allows scripts from this origin only. */
 (function () {
   "use strict";

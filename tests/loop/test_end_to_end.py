@@ -142,6 +142,7 @@ async def test_a_full_round_with_real_models(app: FastAPI, platform: Platform) -
             "status": "pending",
             "verdicts": {"correct": 2, "incorrect": 1},
             "owner_verdict": None,  # the owner has not voted on it
+            "gold": {"label": WRITTEN[2][1]},
         }
 
         # vMER by hand: 6 collected, 3 fooled, 2 verified (the failure is not collected).
