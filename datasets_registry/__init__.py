@@ -111,6 +111,7 @@ __getattr__, __dir__ = lazy_exports(
             "list_datasets",
             "list_tasks",
             "read_examples",
+            "read_inputs",
             "scoring_datasets",
             "set_dataset_weight",
         ),
