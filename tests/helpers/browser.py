@@ -64,10 +64,7 @@ class Watched:
             ),
         )
         page.on("pageerror", lambda error: self.problems.append(f"pageerror: {error}"))
-        page.on(
-            "requestfailed",
-            lambda request: self.problems.append(f"failed: {request.url} {request.failure}"),
-        )
+        page.on("requestfailed", self._failed)
         page.on(
             "response",
             lambda response: (
@@ -76,6 +73,13 @@ class Watched:
                 else None
             ),
         )
+
+    def _failed(self, request: Any) -> None:
+        # ERR_ABORTED is the browser cancelling a request itself, as when a form post
+        # navigates away before the favicon arrived; a server that fails answers 4xx/5xx
+        # (watched below) or refuses the connection (another error).
+        if request.failure != "net::ERR_ABORTED":
+            self.problems.append(f"failed: {request.url} {request.failure}")
 
     def assert_clean(self, where: str = "") -> None:
         """Fail, listing them, if anything went wrong on the page so far."""
