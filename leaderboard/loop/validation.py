@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, and_, exists, func, select
+from sqlalchemy import ColumnElement, and_, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -95,7 +95,9 @@ def validate_example(
             target, or its round is closed.
     """
     with ctx.db.session() as session:
-        example = session.get(Example, example_id)
+        # Locked (PostgreSQL): concurrent verdicts, edits and retractions of one example
+        # take turns, each reading what the one before it committed.
+        example = session.get(Example, example_id, with_for_update=True)
         if example is None:
             raise NotFound(f"Example {example_id} does not exist")
         spec = get_task(ctx, example.task_id)
@@ -109,6 +111,8 @@ def validate_example(
             raise Conflict(
                 f"Example {example_id} did not fool its target; only model errors are validated"
             )
+        if status is ExampleStatus.RETRACTED:
+            raise Conflict(f"Example {example_id} was retracted by its author; it is not judged")
         if not as_owner and (status in _SETTLED or status is ExampleStatus.FLAGGED):
             raise Conflict(
                 f"Example {example_id} is {status.value} already; the task owner may still "
@@ -141,17 +145,28 @@ def validate_example(
         except IntegrityError:  # the same user's verdict in a concurrent request
             raise Conflict(f"You judged example {example_id} already") from None
         if as_owner:
-            example.status = _OUTCOME[verdict].value
+            outcome = _OUTCOME[verdict]
         else:
             verdicts = session.scalars(
                 select(Validation.verdict)
                 .where(Validation.example_id == example_id)
                 .order_by(Validation.id)
             ).all()
-            example.status = decide(
+            outcome = decide(
                 [Verdict(v) for v in verdicts], num_matching=spec.validation.num_matching
-            ).value
-        session.flush()
+            )
+        # Only over the status read above (SQLite reads without a lock): a retraction or an
+        # edit committed since then makes this verdict a conflict, never overwritten.
+        done = session.execute(
+            update(Example)
+            .where(Example.id == example_id, Example.status == status.value)
+            .values(status=outcome.value)
+        )
+        if getattr(done, "rowcount", 0) != 1:
+            raise Conflict(
+                f"Example {example_id} changed while you judged it (edited, retracted or "
+                "judged by the owner); reload it and judge it again"
+            )
         return example
 
 

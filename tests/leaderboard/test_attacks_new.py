@@ -9,7 +9,10 @@ retraction race is in ``test_attacks_live.py``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,13 +21,15 @@ import pytest
 from sqlalchemy import select, update
 
 from evalboard.core.context import Context
-from evalboard.core.states import Access, Role
-from evalboard.core.tables import Dataset, Job, Submission
+from evalboard.core.states import Access, ExampleStatus, Role
+from evalboard.core.tables import Dataset, Example, Job, Submission, User
 from evaluator.jobs import queue
 from leaderboard.accounts import create_token, create_user
+from leaderboard.loop import current_round, open_round
 from tests.conftest import make_settings
+from tests.helpers.journeys import signed_in
 from tests.leaderboard.conftest import serve
-from tests.leaderboard.seeding import PASSWORD, Seeded, seed
+from tests.leaderboard.seeding import PASSWORD, TASK, Seeded, seed
 from tests.leaderboard.test_lineages import add_results, add_submission
 
 pytestmark = [pytest.mark.slow]
@@ -102,3 +107,115 @@ def test_a_hidden_sets_size_is_not_in_its_jobs_progress(served: Served) -> None:
     owned = httpx.get(f"{served.url}/submissions/{submission_id}", headers=served.auth("owner"))
     seen = next(j for j in owned.json()["jobs"] if j["dataset"] == "hidden-test")
     assert (seen["examples_done"], seen["examples_total"]) == (7, size)
+
+
+# Retracted examples -----------------------------------------------------------------------
+
+
+def pending_examples(ctx: Context, target: int, count: int) -> list[int]:
+    """``count`` examples by annie that fooled the open round's target (``target``, opening
+    the round where none is open), as collection stores them."""
+    round_ = current_round(ctx, TASK) or open_round(ctx, TASK, submission_ids=[target])
+    with ctx.db.session() as session:
+        author = session.scalar(select(User.id).where(User.name == "annie"))
+        ids = []
+        for index in range(count):
+            example = Example(
+                task_id=TASK,
+                round_id=round_.id,
+                author_id=author,
+                target_submission_id=round_.target_submission_ids[0],
+                inputs={"statement": f"Great, it rained all week ({index})."},
+                gold={"label": "negative"},
+                model_output={"label": "positive"},
+                fooled=True,
+                status=ExampleStatus.PENDING.value,
+            )
+            session.add(example)
+            session.flush()
+            ids.append(example.id)
+    return ids
+
+
+def _status(ctx: Context, example_id: int) -> str:
+    with ctx.db.session() as session:
+        example = session.get(Example, example_id)
+        assert example is not None
+        return example.status
+
+
+def test_a_retracted_example_takes_no_verdict(served: Served) -> None:
+    """Retracted means out of validation for good: neither another annotator nor the task
+    owner brings it back (it was made pending, then verified, by a verdict's post)."""
+    (example_id,) = pending_examples(served.ctx, served.seeded.submissions["vader-lexicon"], 1)
+    author, token = signed_in(served.url, "annie", PASSWORD, f"/ui/tasks/{TASK}/collect")
+    with closing(author):
+        done = author.post(f"/ui/examples/{example_id}/retract", data={"csrf_token": token})
+    assert done.status_code == 303, done.text
+    for judge in ("vera", "owner"):
+        answer = httpx.post(
+            f"{served.url}/examples/{example_id}/validations",
+            headers=served.auth(judge),
+            json={"verdict": "correct"},
+        )
+        assert answer.status_code == 409 and "retracted" in answer.json()["detail"]
+        assert _status(served.ctx, example_id) == ExampleStatus.RETRACTED
+    judge, token = signed_in(served.url, "vera", PASSWORD, f"/ui/tasks/{TASK}/validate")
+    with closing(judge):
+        page = judge.post(
+            f"/ui/examples/{example_id}/validate", data={"csrf_token": token, "verdict": "correct"}
+        )
+    assert page.status_code == 409 and "retracted" in page.text
+    assert _status(served.ctx, example_id) == ExampleStatus.RETRACTED
+
+
+def retract_and_judge_at_once(
+    served_url: str, ctx: Context, examples: list[int], judge: dict[str, str], outcome: str
+) -> list[str]:
+    """For each example, annie's retraction (her page form) and ``judge``'s verdict (the
+    API) released together; what went wrong, if anything: both answered as done, or the
+    one that was done is not what the example says."""
+    author, token = signed_in(served_url, "annie", PASSWORD, f"/ui/tasks/{TASK}/collect")
+    cookies = dict(author.cookies)
+    author.close()
+    wrong = []
+    for example_id in examples:
+        barrier = threading.Barrier(2)
+
+        def retract(example_id: int = example_id, barrier: threading.Barrier = barrier) -> bool:
+            barrier.wait()
+            done = httpx.post(
+                f"{served_url}/ui/examples/{example_id}/retract",
+                data={"csrf_token": token},
+                cookies=cookies,
+            )
+            assert done.status_code in (303, 409), done.text
+            return done.status_code == 303
+
+        def judge_it(example_id: int = example_id, barrier: threading.Barrier = barrier) -> bool:
+            barrier.wait()
+            done = httpx.post(
+                f"{served_url}/examples/{example_id}/validations",
+                headers=judge,
+                json={"verdict": "correct"},
+            )
+            assert done.status_code in (201, 409), done.text
+            return done.status_code == 201
+
+        with ThreadPoolExecutor(2) as pool:
+            retracted, judged = (f.result() for f in (pool.submit(retract), pool.submit(judge_it)))
+        status = _status(ctx, example_id)
+        if (retracted and judged) or (retracted and status != ExampleStatus.RETRACTED):
+            wrong.append(f"{example_id}: retracted={retracted} judged={judged} -> {status}")
+        elif judged and status != outcome:
+            wrong.append(f"{example_id}: judged, but {status}")
+    return wrong
+
+
+@pytest.mark.parametrize(("judge", "outcome"), [("owner", "verified"), ("vera", "pending")])
+def test_a_retraction_and_a_verdict_at_once_never_both_hold(
+    served: Served, judge: str, outcome: str
+) -> None:
+    examples = pending_examples(served.ctx, served.seeded.submissions["vader-lexicon"], 12)
+    wrong = retract_and_judge_at_once(served.url, served.ctx, examples, served.auth(judge), outcome)
+    assert not wrong, wrong
