@@ -219,3 +219,23 @@ def test_a_retraction_and_a_verdict_at_once_never_both_hold(
     examples = pending_examples(served.ctx, served.seeded.submissions["vader-lexicon"], 12)
     wrong = retract_and_judge_at_once(served.url, served.ctx, examples, served.auth(judge), outcome)
     assert not wrong, wrong
+
+
+# The database's limits --------------------------------------------------------------------
+
+
+def test_an_id_no_database_column_holds_is_a_422_page(served: Served) -> None:
+    """Page routes take plain ints in their paths; SQLite's driver raises OverflowError on
+    one past 64 bits, which was a 500 and a traceback, for anyone (GET) or any user."""
+    refused = httpx.get(f"{served.url}/ui/submissions/{TOO_LARGE}")
+    assert refused.status_code == 422 and "<html" in refused.text, refused.text[:200]
+    client, token = signed_in(served.url, "annie", PASSWORD, "/ui/me/tokens")
+    with closing(client):
+        for path in (
+            f"/ui/me/tokens/{TOO_LARGE}/revoke",
+            f"/ui/examples/{TOO_LARGE}/retract",
+            f"/ui/examples/{TOO_LARGE}/edit",
+        ):
+            answer = client.post(path, data={"csrf_token": token})
+            assert answer.status_code == 422 and "too large" in answer.text, (path, answer.text)
+    assert "Traceback" not in served.log.read_text()
