@@ -22,7 +22,7 @@ from sqlalchemy import select, update
 
 from evalboard.core.context import Context
 from evalboard.core.states import Access, ExampleStatus, Role
-from evalboard.core.tables import Dataset, Example, Job, Submission, User
+from evalboard.core.tables import Dataset, Example, Job, RoleGrant, Submission, User
 from evaluator.jobs import queue
 from leaderboard.accounts import create_token, create_user
 from leaderboard.loop import current_round, open_round
@@ -239,3 +239,117 @@ def test_an_id_no_database_column_holds_is_a_422_page(served: Served) -> None:
             answer = client.post(path, data={"csrf_token": token})
             assert answer.status_code == 422 and "too large" in answer.text, (path, answer.text)
     assert "Traceback" not in served.log.read_text()
+
+
+# What held already, kept as attacks -------------------------------------------------------
+
+
+def test_json_endpoints_that_take_a_cookie_need_its_csrf_token(served: Served) -> None:
+    """A cross-site form or fetch rides on the admin's cookie but cannot read the token."""
+    client, token = signed_in(served.url, "admin", PASSWORD, "/ui/me")
+    first = served.releases[0]
+    changes = [
+        ("POST", f"/tasks/{TASK}/suites", None),
+        ("POST", f"/submissions/{first}/examples/test/attributions", {"uid": "29-0"}),
+        ("POST", "/examples/1/attributions", None),
+        ("DELETE", "/users/bob/roles/researcher", None),
+    ]
+    cut_before = httpx.get(f"{served.url}/tasks/{TASK}/suites").json()
+    with closing(client):
+        for method, path, body in changes:
+            for headers in ({}, {"X-CSRF-Token": token[::-1]}):
+                answer = client.request(method, path, json=body, headers=headers)
+                assert answer.status_code == 403 and "CSRF" in answer.text, (path, answer.text)
+    with served.ctx.db.session() as session:
+        bob = select(User.id).where(User.name == "bob").scalar_subquery()
+        grants = session.scalars(select(RoleGrant.role).where(RoleGrant.user_id == bob)).all()
+    assert "researcher" in grants
+    assert httpx.get(f"{served.url}/tasks/{TASK}/suites").json() == cut_before
+    assert "Traceback" not in served.log.read_text()
+
+
+def test_unpublished_releases_stay_out_of_every_new_surface(served: Served) -> None:
+    """Lineage, case history, compare, suite export and attributions, to anyone but those
+    who may see the unpublished release: as if it did not exist."""
+    first, unpublished, third = served.releases
+    for headers in ({}, served.auth("bob")):
+        lineage = httpx.get(f"{served.url}/lineages/{third}", headers=headers).json()
+        assert [r["number"] for r in lineage["releases"]] == [1, 3]
+        assert "lineage-v2" not in httpx.get(f"{served.url}/ui/lineages/{first}").text
+        for path in (f"/lineages/{unpublished}", f"/ui/lineages/{unpublished}"):
+            assert httpx.get(f"{served.url}{path}", headers=headers).status_code == 404
+        case = httpx.get(f"{served.url}/tasks/{TASK}/cases/29-7/history", headers=headers)
+        assert case.status_code == 200 and "lineage-v2" not in case.text
+        compared = httpx.get(
+            f"{served.url}/tasks/{TASK}/compare",
+            params={"models": f"{first},{unpublished}"},
+            headers=headers,
+        )
+        assert compared.status_code == 404 and "lineage-v2" not in compared.text
+    cut = httpx.post(f"{served.url}/tasks/{TASK}/suites", headers=served.auth("bob"))
+    assert cut.status_code == 201, cut.text
+    suite = httpx.get(cut.json()["url"], headers=served.auth("bob"))
+    assert "lineage-v2" not in suite.text and "hidden-test" not in suite.text
+    explained = httpx.post(
+        f"{served.url}/submissions/{unpublished}/examples/test/attributions",
+        headers=served.auth("bob"),
+        json={"uid": "29-0"},
+    )
+    assert explained.status_code == 404
+    owned = httpx.get(f"{served.url}/lineages/{third}", headers=served.auth("owner")).json()
+    assert [r["number"] for r in owned["releases"]] == [1, 2, 3]
+
+
+def test_another_users_token_is_not_revoked_from_my_page(served: Served) -> None:
+    token, row = create_token(served.ctx, "carol", label="carol's")
+    client, form = signed_in(served.url, "annie", PASSWORD, "/ui/me/tokens")
+    with closing(client):
+        answer = client.post(f"/ui/me/tokens/{row.id}/revoke", data={"csrf_token": form})
+    assert answer.status_code == 404
+    mine = httpx.get(f"{served.url}/users/me", headers={"Authorization": f"Bearer {token}"})
+    assert mine.status_code == 200 and mine.json()["name"] == "carol"
+
+
+def test_nul_and_lone_surrogates_in_the_new_fields_are_422(served: Served) -> None:
+    bob = {**served.auth("bob"), "Content-Type": "application/json"}
+    url = served.url
+    tries = [
+        httpx.post(
+            f"{url}/submissions/1/examples/test/attributions",
+            headers=bob,
+            content=b'{"uid": "a\\u0000"}',
+        ),
+        httpx.post(
+            f"{url}/submissions/1/examples/test/attributions",
+            headers=bob,
+            content=b'{"uid": "\\ud800"}',
+        ),
+        httpx.get(f"{url}/tasks/{TASK}/compare", params={"models": "1,2\x00"}),
+        httpx.get(f"{url}/tasks/{TASK}/compare/te%ED%A0%80st", params={"models": "1,2"}),
+        httpx.get(f"{url}/tasks/{TASK}/cases/a%00/history"),
+        httpx.get(f"{url}/tasks/{TASK}/cases/a/history", params={"dataset": "\x00"}),
+        httpx.get(f"{url}/ui/tasks/{TASK}/cases/%ED%A0%80"),
+        httpx.get(f"{url}/ui/tasks/{TASK}/compare", params={"m": "1\x00"}),
+        httpx.get(f"{url}/ui/tasks/{TASK}/ranking?hide=%ED%A0%80"),
+        httpx.get(f"{url}/ui/tasks/{TASK}/ranking", params={"q": "a\x00"}),
+        httpx.get(f"{url}/ui/tasks/{TASK}/models/1/examples?q=%ED%A0%80"),
+        httpx.get(f"{url}/ui/admin/jobs", params={"status": "\x00"}, headers=served.auth("admin")),
+    ]
+    assert [t.status_code for t in tries] == [422] * len(tries), [t.text[:100] for t in tries]
+    assert "Traceback" not in served.log.read_text()
+
+
+def test_suite_versions_cut_at_once_get_distinct_numbers(served: Served) -> None:
+    barrier = threading.Barrier(6)
+
+    def cut(_: int) -> httpx.Response:
+        barrier.wait()
+        return httpx.post(f"{served.url}/tasks/{TASK}/suites", headers=served.auth("bob"))
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(cut, range(6)))
+    assert {a.status_code for a in answers} <= {201, 409}, [a.text for a in answers]
+    numbers = [a.json()["version"] for a in answers if a.status_code == 201]
+    assert numbers and len(numbers) == len(set(numbers))
+    listed = [v["version"] for v in httpx.get(f"{served.url}/tasks/{TASK}/suites").json()]
+    assert listed == sorted(set(listed)) and set(numbers) <= set(listed)
