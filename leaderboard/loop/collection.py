@@ -124,12 +124,7 @@ def collect_example(
             author_id=author_id,
             target_submission_id=target,
             source="collection",
-            inputs=checked,
-            gold=intended,
-            model_output=dict(output),
-            fooled=fooled,
-            explanation=note,
-            status=(ExampleStatus.PENDING if fooled else ExampleStatus.NOT_FOOLING).value,
+            **_answered(checked, intended, output, fooled, note),
         )
         session.add(example)
         session.flush()
@@ -181,6 +176,26 @@ def explain_example(ctx: Context, example_id: int, *, author_id: int, explanatio
         example.explanation = note
         session.flush()
         return example
+
+
+def _answered(
+    inputs: dict[str, Any],
+    gold: dict[str, Any],
+    output: Mapping[str, Any],
+    fooled: bool,
+    explanation: str,
+) -> dict[str, Any]:
+    """An example's written fields and its target's answer, as collecting or editing it
+    stores them (pending validation when it fooled the target)."""
+    status = ExampleStatus.PENDING if fooled else ExampleStatus.NOT_FOOLING
+    return {
+        "inputs": inputs,
+        "gold": gold,
+        "model_output": dict(output),
+        "fooled": fooled,
+        "explanation": explanation,
+        "status": status.value,
+    }
 
 
 def _change_unjudged(session: Session, example_id: int, author_id: int, **values: Any) -> bool:
@@ -284,15 +299,7 @@ def edit_example(
     )
     with ctx.db.session() as session:
         if not _change_unjudged(
-            session,
-            example_id,
-            author_id,
-            inputs=checked,
-            gold=intended,
-            model_output=dict(output),
-            fooled=fooled,
-            explanation=note,
-            status=(ExampleStatus.PENDING if fooled else ExampleStatus.NOT_FOOLING).value,
+            session, example_id, author_id, **_answered(checked, intended, output, fooled, note)
         ):
             raise _judged_meanwhile(example_id)
     return Collected(example=get_example(ctx, example_id), latency_s=latency)
