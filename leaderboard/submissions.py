@@ -276,8 +276,9 @@ def submission_status(
                 status=JobStatus(job.status),
                 reason=job.reason,
                 progress=job.progress,
-                examples_done=job.examples_done,
-                examples_total=job.examples_total,
+                # A hidden set's size is part of what is hidden.
+                examples_done=None if hidden else job.examples_done,
+                examples_total=None if hidden else job.examples_total,
                 # A model sees a hidden set's inputs and may print them: its logs on a
                 # hidden set are for the task's owner only, like its scores there.
                 message=job.message if manage and not hidden else None,

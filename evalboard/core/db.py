@@ -152,11 +152,13 @@ class Database:
             # A value the database cannot hold (PostgreSQL: a NUL in text, a number out of
             # range) that the edge let through: the caller's input, not our fault.
             _rollback_quietly(session)
-            logger.info("refused value: %s", str(exc).splitlines()[0])
-            raise InvalidText(
-                "A value cannot be stored (a NUL character, or a number or text too large); "
-                "fix the input and try again"
-            ) from None
+            raise _refused_value(exc) from None
+        except OverflowError as exc:
+            # SQLite's driver says the same of an integer past 64 bits (an id in a path).
+            session.rollback()
+            if _SQLITE_OVERFLOW not in str(exc):
+                raise
+            raise _refused_value(exc) from None
         except BaseException:
             session.rollback()
             raise
@@ -170,6 +172,18 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+#: What sqlite3 raises (an OverflowError) for an integer no SQLite column holds.
+_SQLITE_OVERFLOW = "too large to convert to SQLite INTEGER"
+
+
+def _refused_value(exc: BaseException) -> InvalidText:
+    logger.info("refused value: %s", str(exc).splitlines()[0])
+    return InvalidText(
+        "A value cannot be stored (a NUL character, or a number or text too large); "
+        "fix the input and try again"
+    )
 
 
 def _rollback_quietly(session: Session) -> None:

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import exists, update
+from sqlalchemy import exists, select, update
+from sqlalchemy.orm import Session
 
 from datasets_registry import TaskSpec, get_task
 from evalboard.core.context import Context
@@ -123,12 +124,7 @@ def collect_example(
             author_id=author_id,
             target_submission_id=target,
             source="collection",
-            inputs=checked,
-            gold=intended,
-            model_output=dict(output),
-            fooled=fooled,
-            explanation=note,
-            status=(ExampleStatus.PENDING if fooled else ExampleStatus.NOT_FOOLING).value,
+            **_answered(checked, intended, output, fooled, note),
         )
         session.add(example)
         session.flush()
@@ -182,14 +178,44 @@ def explain_example(ctx: Context, example_id: int, *, author_id: int, explanatio
         return example
 
 
-def _unjudged_mine(example_id: int, author_id: int) -> Any:
-    """The example, if it is this author's, pending, and has no verdict yet."""
-    return (
-        (Example.id == example_id)
-        & (Example.author_id == author_id)
-        & (Example.status == ExampleStatus.PENDING.value)
-        & ~exists().where(Validation.example_id == example_id)
+def _answered(
+    inputs: dict[str, Any],
+    gold: dict[str, Any],
+    output: Mapping[str, Any],
+    fooled: bool,
+    explanation: str,
+) -> dict[str, Any]:
+    """An example's written fields and its target's answer, as collecting or editing it
+    stores them (pending validation when it fooled the target)."""
+    status = ExampleStatus.PENDING if fooled else ExampleStatus.NOT_FOOLING
+    return {
+        "inputs": inputs,
+        "gold": gold,
+        "model_output": dict(output),
+        "fooled": fooled,
+        "explanation": explanation,
+        "status": status.value,
+    }
+
+
+def _change_unjudged(session: Session, example_id: int, author_id: int, **values: Any) -> bool:
+    """Write ``values`` on the example if it is this author's, pending, and has no verdict
+    yet; False when it is not (any more)."""
+    # The row is locked first, so that the check below reads verdicts committed while it
+    # waited: PostgreSQL rechecks a waiting UPDATE's row, not its NOT EXISTS subquery, and
+    # would let an edit or a retraction through after a verdict it did not see.
+    session.execute(select(Example.id).where(Example.id == example_id).with_for_update())
+    done = session.execute(
+        update(Example)
+        .where(
+            (Example.id == example_id)
+            & (Example.author_id == author_id)
+            & (Example.status == ExampleStatus.PENDING.value)
+            & ~exists().where(Validation.example_id == example_id)
+        )
+        .values(**values)
     )
+    return getattr(done, "rowcount", 0) == 1
 
 
 def _editable(ctx: Context, example_id: int, author_id: int, doing: str) -> Example:
@@ -234,12 +260,9 @@ def retract_example(ctx: Context, example_id: int, *, author_id: int) -> Example
     """
     _editable(ctx, example_id, author_id, "retract")
     with ctx.db.session() as session:
-        done = session.execute(
-            update(Example)
-            .where(_unjudged_mine(example_id, author_id))
-            .values(status=ExampleStatus.RETRACTED.value)
-        )
-        if getattr(done, "rowcount", 0) != 1:
+        if not _change_unjudged(
+            session, example_id, author_id, status=ExampleStatus.RETRACTED.value
+        ):
             raise _judged_meanwhile(example_id)
     return get_example(ctx, example_id)
 
@@ -275,18 +298,8 @@ def edit_example(
         predictor, example.round_id, example.target_submission_id, spec, checked, intended
     )
     with ctx.db.session() as session:
-        done = session.execute(
-            update(Example)
-            .where(_unjudged_mine(example_id, author_id))
-            .values(
-                inputs=checked,
-                gold=intended,
-                model_output=dict(output),
-                fooled=fooled,
-                explanation=note,
-                status=(ExampleStatus.PENDING if fooled else ExampleStatus.NOT_FOOLING).value,
-            )
-        )
-        if getattr(done, "rowcount", 0) != 1:
+        if not _change_unjudged(
+            session, example_id, author_id, **_answered(checked, intended, output, fooled, note)
+        ):
             raise _judged_meanwhile(example_id)
     return Collected(example=get_example(ctx, example_id), latency_s=latency)

@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, func, select
+from sqlalchemy import ColumnElement, and_, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -115,11 +116,12 @@ def _vote(spec: TaskSpec, example: Example, verdict: Verdict | None, label: str 
     return Verdict.LABELLED, label
 
 
-def _settle(example: Example, status: ExampleStatus, label: str | None) -> None:
-    example.status = status.value
-    if example.source == "traffic":
-        # Its gold is the agreed label, and nothing until there is one.
-        example.gold = {"label": label} if status is ExampleStatus.VERIFIED else {}
+def _traffic_outcome(status: ExampleStatus, label: str | None) -> dict[str, Any]:
+    """A traffic input's new status and gold: the agreed label, nothing until there is one."""
+    return {
+        "status": status.value,
+        "gold": {"label": label} if status is ExampleStatus.VERIFIED else {},
+    }
 
 
 def verdicts_of(ctx: Context, example_id: int) -> list[Validation]:
@@ -168,7 +170,9 @@ def validate_example(
             target, or its round is closed.
     """
     with ctx.db.session() as session:
-        example = session.get(Example, example_id)
+        # Locked (PostgreSQL): concurrent verdicts, edits and retractions of one example
+        # take turns, each reading what the one before it committed.
+        example = session.get(Example, example_id, with_for_update=True)
         if example is None:
             raise NotFound(f"Example {example_id} does not exist")
         spec = get_task(ctx, example.task_id)
@@ -183,6 +187,8 @@ def validate_example(
             raise Conflict(
                 f"Example {example_id} did not fool its target; only model errors are validated"
             )
+        if status is ExampleStatus.RETRACTED:
+            raise Conflict(f"Example {example_id} was retracted by its author; it is not judged")
         if not as_owner and (status in _SETTLED or status is ExampleStatus.FLAGGED):
             raise Conflict(
                 f"Example {example_id} is {status.value} already; the task owner may still "
@@ -228,15 +234,29 @@ def validate_example(
                 .order_by(Validation.id)
             )
         ]
+        outcome: dict[str, Any]
         if example.source == "traffic":
             # The owner's vote alone settles it.
             settled = [(vote, given)] if as_owner else votes
-            _settle(example, *decide_label(settled, num_matching=1 if as_owner else num_matching))
+            outcome = _traffic_outcome(
+                *decide_label(settled, num_matching=1 if as_owner else num_matching)
+            )
         elif as_owner:
-            example.status = _OUTCOME[vote].value
+            outcome = {"status": _OUTCOME[vote].value}
         else:
-            example.status = decide([v for v, _ in votes], num_matching=num_matching).value
-        session.flush()
+            outcome = {"status": decide([v for v, _ in votes], num_matching=num_matching).value}
+        # Only over the status read above (SQLite reads without a lock): a retraction or an
+        # edit committed since then makes this verdict a conflict, never overwritten.
+        done = session.execute(
+            update(Example)
+            .where(Example.id == example_id, Example.status == status.value)
+            .values(**outcome)
+        )
+        if getattr(done, "rowcount", 0) != 1:
+            raise Conflict(
+                f"Example {example_id} changed while you judged it (edited, retracted or "
+                "judged by the owner); reload it and judge it again"
+            )
         return example
 
 

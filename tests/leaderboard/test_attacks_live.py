@@ -23,6 +23,7 @@ from sqlalchemy import func, select
 
 from datasets_registry import create_task
 from evalboard.core.context import Context
+from evalboard.core.states import Role
 from evalboard.core.tables import Submission, User
 from leaderboard.accounts import create_token, create_user
 from leaderboard.signing_key import KEY_FILE
@@ -30,6 +31,7 @@ from tests.conftest import make_settings, postgres_database
 from tests.helpers.tasks import sentiment_spec
 from tests.leaderboard.conftest import PG_MAX_OPEN_UPLOADS, PG_QUOTA, LiveServer, serve
 from tests.leaderboard.seeding import PASSWORD, TASK
+from tests.leaderboard.test_attacks_new import pending_examples, retract_and_judge_at_once
 from tests.leaderboard.test_pages import _csrf
 from tests.leaderboard.test_uploads import make_bundle
 
@@ -305,6 +307,25 @@ def test_one_user_cannot_hold_unbounded_open_uploads(pg_live_server: LiveServer)
         httpx.post(f"{server.url}/uploads", headers=small_auth, json=small) for _ in range(12)
     ]
     assert [a.status_code for a in answers].count(201) == PG_MAX_OPEN_UPLOADS
+
+
+# The loop ---------------------------------------------------------------------------------
+
+
+def test_a_retraction_and_a_verdict_at_once_never_both_hold_on_postgresql(
+    pg_live_server: LiveServer,
+) -> None:
+    """PostgreSQL rechecks a waiting UPDATE's row but not its NOT EXISTS subquery: without
+    the row lock, a retraction waiting on a verdict went through after it."""
+    server = pg_live_server
+    ctx = server.seeded.ctx
+    create_user(ctx, "judge-pg", password=PASSWORD, roles=(Role.ANNOTATOR,))
+    judges = {"owner": server.seeded.tokens["owner"], "judge-pg": create_token(ctx, "judge-pg")[0]}
+    for judge, outcome in (("owner", "verified"), ("judge-pg", "pending")):
+        examples = pending_examples(ctx, server.seeded.submissions["vader-lexicon"], 12)
+        auth = {"Authorization": f"Bearer {judges[judge]}"}
+        wrong = retract_and_judge_at_once(server.url, ctx, examples, auth, outcome)
+        assert not wrong, (judge, wrong)
 
 
 # The edge ---------------------------------------------------------------------------------
