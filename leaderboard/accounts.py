@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, UsageError
 from evalboard.core.states import Role
-from evalboard.core.tables import ApiToken, RoleGrant, Task, User, utcnow
+from evalboard.core.tables import TOKEN_LABEL_MAX, ApiToken, RoleGrant, Task, User, utcnow
 from leaderboard.credentials import (
     MIN_PASSWORD_LENGTH,
     hash_password,
@@ -230,11 +230,19 @@ def authenticate(ctx: Context, name: str, password: str) -> User | None:
 
 def create_token(ctx: Context, name: str, *, label: str = "") -> tuple[str, ApiToken]:
     """A new API token for the user: the plain token (returned once, never stored) and
-    its stored record."""
+    its stored record.
+
+    Raises:
+        UsageError: the label is longer than the column holds (never cut silently).
+    """
+    if len(label) > TOKEN_LABEL_MAX:
+        raise UsageError(
+            f"A token label has at most {TOKEN_LABEL_MAX} characters; this one has {len(label)}"
+        )
     user = get_user(ctx, name)
     token = new_token()
     with ctx.db.session() as session:
-        row = ApiToken(user_id=user.id, token_hash=token_hash(token), label=label[:64])
+        row = ApiToken(user_id=user.id, token_hash=token_hash(token), label=label)
         session.add(row)
     return token, row
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from evalboard.core.states import Access, JobStatus, Role, RoundStatus, UploadState
-from evalboard.core.tables import as_utc
+from evalboard.core.tables import TOKEN_LABEL_MAX, as_utc
 
 __all__ = [
     "BaselineUpdate",
@@ -459,7 +459,7 @@ class PasswordChange(_In):
 
 
 class TokenCreate(_In):
-    label: str = Field("", max_length=64)
+    label: str = Field("", max_length=TOKEN_LABEL_MAX)
 
 
 class TokenPublic(BaseModel):

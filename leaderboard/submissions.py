@@ -8,6 +8,7 @@ the queue, keeping those that finished.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import datetime, time
 from typing import Any
@@ -275,8 +276,9 @@ def submission_status(
                 dataset=f"hidden-{index}" if hidden else job.dataset.name,
                 status=JobStatus(job.status),
                 reason=job.reason,
-                progress=job.progress,
-                # A hidden set's size is part of what is hidden.
+                # A hidden set's size is part of what is hidden: an exact fraction (7/500)
+                # gives it away, so others see its progress in tenths.
+                progress=math.floor(job.progress * 10) / 10 if hidden else job.progress,
                 examples_done=None if hidden else job.examples_done,
                 examples_total=None if hidden else job.examples_total,
                 # A model sees a hidden set's inputs and may print them: its logs on a

@@ -93,6 +93,11 @@ class RoleGrant(Base):
     task_id: Mapped[str | None] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
 
 
+#: The longest label an API token takes: the column's length, read by the API schema, the
+#: token page and ``create_token`` alike.
+TOKEN_LABEL_MAX = 64
+
+
 class ApiToken(Base):
     """An API token; only its sha256 is stored."""
 
@@ -101,7 +106,7 @@ class ApiToken(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    label: Mapped[str] = mapped_column(String(64), default="")
+    label: Mapped[str] = mapped_column(String(TOKEN_LABEL_MAX), default="")
     created_at: Mapped[datetime] = _created()
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 

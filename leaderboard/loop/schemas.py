@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalboard.core.states import ExampleStatus, Verdict
 from evalboard.core.tables import DriftCheck, Example
+from leaderboard.loop.content import content_version
 from leaderboard.loop.vmer import RoundVmer
 from leaderboard.schemas import RoundPublic
 
@@ -107,6 +108,10 @@ class ExamplePublic(BaseModel):
     fooled: bool = Field(description="By the task's model-wrong rule.")
     explanation: str
     status: ExampleStatus
+    version: str = Field(
+        description="Its content version: send it with a verdict, so that an edit made "
+        "after you read it is refused (409) instead of judged unseen."
+    )
     latency_ms: float | None = Field(None, description="How long the target took to answer.")
 
 
@@ -126,6 +131,7 @@ def example_public(
         fooled=example.fooled,
         explanation=example.explanation,
         status=ExampleStatus(example.status),
+        version=content_version(example),
         latency_ms=latency_s * 1000 if latency_s is not None else None,
     )
 
@@ -140,6 +146,12 @@ class ValidationCreate(_In):
     )
     label: str | None = Field(
         None, max_length=200, description="A traffic input's label, one of the task's."
+    )
+    version: str | None = Field(
+        None,
+        max_length=16,
+        description="The example's version you judged (its `version`); if it was edited "
+        "since, the verdict is refused with 409. Without it, the current version is judged.",
     )
 
     @model_validator(mode="after")

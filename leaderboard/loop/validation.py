@@ -31,6 +31,7 @@ from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, UsageError
 from evalboard.core.states import ExampleStatus, RoundStatus, Verdict
 from evalboard.core.tables import Example, Round, Validation
+from leaderboard.loop.content import content_version
 
 __all__ = [
     "QueueCounts",
@@ -146,6 +147,14 @@ def _check_open(session: Session, example: Example) -> None:
         )
 
 
+def _check_seen(example: Example, seen_version: str | None) -> None:
+    if seen_version is not None and seen_version != content_version(example):
+        raise Conflict(
+            f"Example {example.id} was edited by its author after you read it; reload it "
+            "and judge the new version"
+        )
+
+
 def validate_example(
     ctx: Context,
     example_id: int,
@@ -154,6 +163,7 @@ def validate_example(
     verdict: Verdict | None = None,
     label: str | None = None,
     as_owner: bool = False,
+    seen_version: str | None = None,
 ) -> Example:
     """Record a verdict (or, on a traffic input, a label) and update the example's status.
 
@@ -161,13 +171,15 @@ def validate_example(
         verdict: correct, incorrect or flagged; on a traffic input only flagged.
         label: a traffic input's label (one of the task's).
         as_owner: the caller owns the task; the verdict then settles the example.
+        seen_version: the content version the caller judged (``content_version``); an
+            example edited since then is not judged.
 
     Raises:
         UsageError: a label for an example with an intended answer, or a verdict other
             than flagged (or a label not the task's) for a traffic input.
         PermissionDenied: the caller wrote the example.
         Conflict: the caller judged it already, it is settled, it did not fool the
-            target, or its round is closed.
+            target, it was edited since ``seen_version``, or its round is closed.
     """
     with ctx.db.session() as session:
         # Locked (PostgreSQL): concurrent verdicts, edits and retractions of one example
@@ -181,6 +193,7 @@ def validate_example(
                 f"You wrote example {example_id}; validation is for other annotators"
             )
         _check_open(session, example)
+        _check_seen(example, seen_version)
         vote, given = _vote(spec, example, verdict, label)
         status = ExampleStatus(example.status)
         if status is ExampleStatus.NOT_FOOLING:
@@ -225,6 +238,10 @@ def validate_example(
             session.flush()
         except IntegrityError:  # the same user's verdict in a concurrent request
             raise Conflict(f"You judged example {example_id} already") from None
+        # Read again now that this transaction writes (SQLite reads without a lock): an
+        # edit committed since the first read is caught here, before the status moves.
+        session.refresh(example)
+        _check_seen(example, seen_version)
         num_matching = spec.validation.num_matching
         votes: list[Vote] = [
             (Verdict(v), lab)

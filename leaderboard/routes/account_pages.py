@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from datasets_registry import get_task, list_tasks
 from evalboard.core.context import Context
 from evalboard.core.errors import PermissionDenied
+from evalboard.core.tables import TOKEN_LABEL_MAX
 from leaderboard.accounts import Principal, create_token, get_user, list_tokens, revoke_token
 from leaderboard.auth import CtxDep, PrincipalDep, csrf_token, sign_in
 from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
@@ -26,8 +27,6 @@ from leaderboard.uploads import CHUNK_SIZE, open_uploads
 __all__ = ["router"]
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
-
-_MAX_LABEL = 64
 
 
 def _quota(ctx: Context, principal: Principal) -> dict[str, Any]:
@@ -70,6 +69,7 @@ def _tokens_page(
         principal,
         status_code=status_code,
         tokens=[token for token, _ in list_tokens(ctx, principal.user_id)],
+        label_max=TOKEN_LABEL_MAX,
         **extra,
     )
     response.headers["Cache-Control"] = "no-store"  # a new token is on it once
@@ -90,13 +90,13 @@ async def new_token(request: Request, ctx: CtxDep, principal: PrincipalDep) -> H
     form = await form_csrf(request)
     principal.require_signed_in()
     label = str(form.get("label", "")).strip()
-    if len(label) > _MAX_LABEL:
+    if len(label) > TOKEN_LABEL_MAX:
         return _tokens_page(
             request,
             ctx,
             principal,
             FORM_AGAIN,
-            error=f"A label has at most {_MAX_LABEL} characters; this one has {len(label)}",
+            error=f"A label has at most {TOKEN_LABEL_MAX} characters; this one has {len(label)}",
             kept_label=label,
         )
     token, row = create_token(ctx, principal.name, label=label)

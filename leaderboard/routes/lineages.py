@@ -28,7 +28,10 @@ pages_router = APIRouter(prefix="/ui", include_in_schema=False)
 LineageId = Annotated[
     int, Path(ge=1, le=2**31 - 1, description="The submission id of any of its releases.")
 ]
-CaseUid = Annotated[str, Path(min_length=1, max_length=256, description="The example's uid.")]
+CaseUid = Annotated[
+    str,
+    Path(min_length=1, max_length=256, description="The example's uid (it may hold a slash)."),
+]
 DatasetQuery = Annotated[
     str | None, Query(max_length=128, description="Only the case of this dataset.")
 ]
@@ -40,7 +43,7 @@ def lineage(submission_id: LineageId, ctx: CtxDep, principal: PrincipalDep) -> L
 
 
 @router.get(
-    "/tasks/{task_id}/cases/{uid}/history",
+    "/tasks/{task_id}/cases/{uid:path}/history",
     summary="Which release of each lineage first passed the example, and which lost it",
 )
 def history(
@@ -93,7 +96,7 @@ def lineage_page(
     )
 
 
-@pages_router.get("/tasks/{task_id}/cases/{uid}", response_class=HTMLResponse)
+@pages_router.get("/tasks/{task_id}/cases/{uid:path}", response_class=HTMLResponse)
 def case_page(
     task_id: TaskId,
     uid: CaseUid,

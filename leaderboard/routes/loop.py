@@ -228,6 +228,7 @@ def validate(
         verdict=body.verdict,
         label=body.label,
         as_owner=principal.owns(task_id),
+        seen_version=body.version,
     )
     counts: dict[str, int] = {}
     owner_verdict = None

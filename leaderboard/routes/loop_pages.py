@@ -32,6 +32,7 @@ from leaderboard.loop.collection import (
     get_example,
     retract_example,
 )
+from leaderboard.loop.content import content_version
 from leaderboard.loop.rounds import (
     close_round,
     closing_preview,
@@ -347,6 +348,7 @@ def validate_page(
         principal,
         task=spec,
         example=waiting[0] if waiting else None,
+        version=content_version(waiting[0]) if waiting else None,
         # The owner's verdict settles the example: they see what the others said first.
         votes=_votes(ctx, waiting[0].id) if waiting and is_owner else [],
         flagged=flagged,
@@ -394,6 +396,7 @@ async def validate(
         verdict=verdict,
         label=label,
         as_owner=principal.owns(task_id),
+        seen_version=str(form["version"]) if form.get("version") else None,
     )
     given = label if label is not None else verdict
     flash(request, f"Example {example_id}: {given} recorded; it is {example.status}.")

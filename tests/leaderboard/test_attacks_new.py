@@ -15,17 +15,20 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import select, update
 
+from datasets_registry import TaskSpec
 from evalboard.core.context import Context
 from evalboard.core.states import Access, ExampleStatus, Role
 from evalboard.core.tables import Dataset, Example, Job, RoleGrant, Submission, User
 from evaluator.jobs import queue
 from leaderboard.accounts import create_token, create_user
-from leaderboard.loop import current_round, open_round
+from leaderboard.loop import current_round, edit_example, open_round
+from leaderboard.loop.content import content_version
 from tests.conftest import make_settings
 from tests.helpers.journeys import signed_in
 from tests.leaderboard.conftest import serve
@@ -102,11 +105,14 @@ def test_a_hidden_sets_size_is_not_in_its_jobs_progress(served: Served) -> None:
         hidden = [j for j in jobs["jobs"] if j["dataset"].startswith("hidden-")]
         assert hidden and all(j["examples_total"] is None for j in hidden), hidden
         assert all(j["examples_done"] is None for j in hidden), hidden
+        # Nor in the fraction: 7/size gives size away; tenths do not.
+        assert all(j["progress"] * 10 == int(j["progress"] * 10) for j in hidden), hidden
         page = httpx.get(f"{served.url}/ui/submissions/{submission_id}", headers=headers)
         assert page.status_code == 200 and f"of {size} examples" not in page.text
     owned = httpx.get(f"{served.url}/submissions/{submission_id}", headers=served.auth("owner"))
     seen = next(j for j in owned.json()["jobs"] if j["dataset"] == "hidden-test")
     assert (seen["examples_done"], seen["examples_total"]) == (7, size)
+    assert seen["progress"] == pytest.approx(7 / size)
 
 
 # Retracted examples -----------------------------------------------------------------------
@@ -219,6 +225,63 @@ def test_a_retraction_and_a_verdict_at_once_never_both_hold(
     examples = pending_examples(served.ctx, served.seeded.submissions["vader-lexicon"], 12)
     wrong = retract_and_judge_at_once(served.url, served.ctx, examples, served.auth(judge), outcome)
     assert not wrong, wrong
+
+
+class _AlwaysPositive:
+    def predict(
+        self, round_id: int, submission_id: int, inputs: list[dict[str, Any]], task: TaskSpec
+    ) -> list[dict[str, Any]]:
+        return [{"label": "positive", "probs": [0.0, 0.0, 1.0]} for _ in inputs]
+
+
+def test_a_verdict_on_a_version_edited_since_is_refused(served: Served) -> None:
+    """vera reads an example, annie rewrites it (still unjudged, so she may), vera's
+    "correct" for the text she read must not settle the text she never saw."""
+    (example_id,) = pending_examples(served.ctx, served.seeded.submissions["vader-lexicon"], 1)
+    queued = httpx.get(
+        f"{served.url}/tasks/{TASK}/validations/queue",
+        headers=served.auth("vera"),
+        params={"limit": 100},
+    ).json()
+    read = next(e["version"] for e in queued if e["id"] == example_id)
+    # The seeded targets are rows without bundles, so annie's edit runs in this process
+    # with an injected target that is fooled again; the server sees only the new content.
+    with served.ctx.db.session() as session:
+        annie = session.scalar(select(User.id).where(User.name == "annie"))
+    assert annie is not None
+    edit_example(
+        served.ctx,
+        example_id,
+        author_id=annie,
+        inputs={"statement": "What a lovely, sunny, wonderful day."},
+        gold={"label": "negative"},
+        predictor=_AlwaysPositive(),
+    )
+    stale = httpx.post(
+        f"{served.url}/examples/{example_id}/validations",
+        headers=served.auth("vera"),
+        json={"verdict": "correct", "version": read},
+    )
+    assert stale.status_code == 409 and "edited" in stale.json()["detail"], stale.text
+    judge, csrf = signed_in(served.url, "vera", PASSWORD, f"/ui/tasks/{TASK}/validate")
+    with closing(judge):
+        page = judge.post(
+            f"/ui/examples/{example_id}/validate",
+            data={"csrf_token": csrf, "verdict": "correct", "version": read},
+        )
+    assert page.status_code == 409 and "edited" in page.text
+    assert _status(served.ctx, example_id) == ExampleStatus.PENDING
+    with served.ctx.db.session() as session:
+        example = session.get(Example, example_id)
+        assert example is not None
+        current = content_version(example)
+    assert current != read
+    fresh = httpx.post(
+        f"{served.url}/examples/{example_id}/validations",
+        headers=served.auth("vera"),
+        json={"verdict": "correct", "version": current},
+    )
+    assert fresh.status_code == 201, fresh.text
 
 
 # The database's limits --------------------------------------------------------------------

@@ -54,6 +54,9 @@ def test_user_add_grant_and_token(data_dir: Path, capsys: pytest.CaptureFixture[
     assert main(["user", "add", "olga", "--password", ""]) == 2
     assert "already exists" in capsys.readouterr().err
     assert main(["user", "add", "pat", "--password", "short"]) == 2
+    # A label longer than the column is refused, not cut (the page and the API say 64 too).
+    assert main(["token", "create", "olga", "--label", "x" * 65]) == 2
+    assert "at most 64 characters" in capsys.readouterr().err
     assert main(["token", "create", "olga", "--label", "laptop"]) == 0
     token = capsys.readouterr().out.strip()
     principal = principal_for_token(_context.context(), token)

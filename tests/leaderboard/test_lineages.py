@@ -258,6 +258,11 @@ async def test_a_hidden_case_is_never_shown_to_who_may_not_see_it(lineaged: Line
 
 async def test_bad_case_requests_are_refused_cleanly(lineaged: Lineaged) -> None:
     assert (await _get(lineaged.app, f"/tasks/{TASK}/cases/no-such-uid/history")).status_code == 404
+    # A uid is any text, a slash included: it reaches the lookup, not the router's 404.
+    for path in (f"/tasks/{TASK}/cases/a/b/history", f"/ui/tasks/{TASK}/cases/a%2Fb"):
+        slashed = await _get(lineaged.app, path)
+        assert slashed.status_code == 404, (path, slashed.text)
+        assert "has no case" in slashed.text and "a/b" in slashed.text, (path, slashed.text)
     assert (await _get(lineaged.app, "/tasks/no-task/cases/x/history")).status_code == 404
     nul = await _get(lineaged.app, f"/tasks/{TASK}/cases/a%00b/history")
     assert nul.status_code == 422
