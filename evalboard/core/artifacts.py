@@ -124,9 +124,22 @@ class ArtifactStore:
             return data
 
     def get_file(self, key: str, target: Path) -> Path:
-        """Copy an artifact to a local file (used before handing it to a sandbox)."""
+        """Copy an artifact to a local file (used before handing it to a sandbox).
+
+        Raises:
+            PlatformError: the store has no such artifact (a 503 with what to do, not a
+                traceback: the row that names it outlived its file).
+        """
         target.parent.mkdir(parents=True, exist_ok=True)
-        with self.open(key) as src, target.open("wb") as dst:
+        try:
+            src = self.open(key)
+        except FileNotFoundError:
+            raise PlatformError(
+                f"Artifact {key!r} is missing from the artifact store ({self.root}): it was "
+                "deleted or never written. An operator must restore it from a backup, or "
+                "its owner upload it again"
+            ) from None
+        with src, target.open("wb") as dst:
             shutil.copyfileobj(src, dst, _CHUNK)
         return target
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from evalboard.core.artifacts import ArtifactStore
+from evalboard.core.errors import PlatformError
 
 BUCKET = "evalboard-test"
 
@@ -106,6 +107,18 @@ def test_the_store_round_trips_on_s3(s3_url: str, tmp_path: Path) -> None:
     ]  # no temporary key left behind
     store.delete("bundles/a.tar.gz")
     assert not store.exists("bundles/a.tar.gz")
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_a_missing_artifact_is_a_platform_error_that_says_what_to_do(
+    where: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A row that outlived its file (a bundle deleted by hand): a 503 that names the key,
+    never a FileNotFoundError's 500."""
+    url = request.getfixturevalue("s3_url") if where == "s3" else str(tmp_path / "store")
+    store = ArtifactStore(url)
+    with pytest.raises(PlatformError, match="'bundles/gone.tar.gz' is missing.*restore it"):
+        store.local_file("bundles/gone.tar.gz", tmp_path / "work")
 
 
 _KILLED_MID_UPLOAD = """
