@@ -185,16 +185,23 @@ class DockerSandbox(ChannelSandbox):
 
     # Start ---------------------------------------------------------------------------------
 
-    def _start(self) -> ModelHello:
-        self.bundle = self._bundle()
+    def _prepare(self) -> BuiltImage:
+        """The bundle's image, built or reused by its labels (once per evaluation)."""
+        bundle = self._bundle()
         self._client = self._client or docker_client()
-        self.image = build_image(
-            self.bundle,
+        return build_image(
+            bundle,
             client=self._client,
             base_image=self.base_image,
             torch_image=self.torch_image,
-            dependencies=resolve_dependencies(self.bundle.path, bundle_sha256=self.bundle.sha256),
+            dependencies=resolve_dependencies(bundle.path, bundle_sha256=bundle.sha256),
         )
+
+    def _start(self) -> ModelHello:
+        self.bundle = self._bundle()
+        self._client = self._client or docker_client()
+        assert self._prepared is not None
+        self.image = self._prepared.value
         try:
             return self._launch()
         except BaseException:

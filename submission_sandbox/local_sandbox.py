@@ -103,16 +103,22 @@ class LocalSandbox(ChannelSandbox):
         self._final_log: str | None = None
         self._site: Path | None = None
 
-    def _start(self) -> ModelHello:
+    def _prepare(self) -> Path | None:
+        """The bundle's resolved dependencies' folder (the same set the docker sandbox lays
+        in its image), once per evaluation; None where it has none."""
         bundle = self._bundle()
         if bundle.manifest.runtime is Runtime.IMAGE:
             raise SandboxFailure(
                 FailureReason.INVALID_BUNDLE,
                 "the local sandbox cannot run an `image` bundle; use --sandbox docker",
             )
-        # The same resolved set the docker sandbox lays in its image, first on PYTHONPATH.
         dependencies = resolve_dependencies(bundle.path, bundle_sha256=bundle.sha256)
-        self._site = dependencies.site if dependencies else None
+        return dependencies.site if dependencies else None
+
+    def _start(self) -> ModelHello:
+        bundle = self._bundle()
+        assert self._prepared is not None
+        self._site = self._prepared.value  # first on PYTHONPATH
         try:
             return self._launch(bundle.path)
         except BaseException:

@@ -6,6 +6,11 @@ names a choice made on the machine for each run (``auto``: ``gvisor`` where the 
 it, else ``docker``; ``docker`` for a bundle given a GPU). The lifecycle code shared by
 all of them lives here; they implement the ``_``-prefixed hooks.
 
+:meth:`Sandbox.prepare` does what every sandbox of one bundle needs before its model
+starts (``docker``: the image built or reused), once per evaluation: the evaluator
+prepares before its datasets run and hands the result to each dataset's fresh sandbox
+(``open_sandbox(..., prepared=...)``, :func:`prepare_sandbox`).
+
 A sandbox never sees gold labels: :meth:`Sandbox.predict` takes inputs only (``uid`` plus
 the task's input fields), and the evaluator strips everything else before calling it.
 
@@ -20,6 +25,7 @@ import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Self
@@ -35,11 +41,13 @@ __all__ = [
     "IMAGE_DIGEST",
     "ModelHello",
     "PredictionStream",
+    "Prepared",
     "ResourceUsage",
     "Sandbox",
     "SandboxFailure",
     "known_sandboxes",
     "open_sandbox",
+    "prepare_sandbox",
     "resolve_sandbox",
     "sandbox",
     "sandbox_alias",
@@ -94,6 +102,16 @@ class SandboxFailure(EvalboardError):
         self.log_tail = log_tail
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What :meth:`Sandbox.prepare` made for one bundle, or the failure it met (raised
+    again by each sandbox that starts with it, as its own start would have raised it)."""
+
+    kind: str
+    value: Any = None
+    failure: SandboxFailure | None = None
+
+
 class Sandbox(ABC):
     """A running model behind the container contract.
 
@@ -118,6 +136,7 @@ class Sandbox(ABC):
         self.hello: ModelHello | None = None
         #: The cores the model was pinned to (``2,3``); None where it ran unpinned.
         self.cpuset: str | None = None
+        self._prepared: Prepared | None = None
         self._closed = False
 
     def _bundle(self) -> Bundle:
@@ -131,8 +150,24 @@ class Sandbox(ABC):
 
     # Lifecycle ---------------------------------------------------------------------------
 
+    def prepare(self) -> Prepared:
+        """Do, once, what this bundle's sandboxes need before a model starts; a
+        :class:`SandboxFailure` (``invalid_bundle``, ``build_failed``) is kept in the result
+        and raised by :meth:`start`. Other errors (a platform fault) are raised here."""
+        if self._prepared is None:
+            try:
+                value = self._prepare()
+            except SandboxFailure as failure:
+                self._prepared = Prepared(self.kind, failure=failure)
+            else:
+                self._prepared = Prepared(self.kind, value)
+        return self._prepared
+
     def start(self) -> ModelHello:
         """Start the model and wait for its hello; raises :class:`SandboxFailure`."""
+        prepared = self.prepare()
+        if prepared.failure is not None:
+            raise prepared.failure
         hello = self._start()
         metadata = {k: v for k, v in hello.metadata.items() if k != IMAGE_DIGEST}
         digest = self._image_digest()
@@ -231,6 +266,10 @@ class Sandbox(ABC):
         self.close()
 
     # Hooks for implementations -------------------------------------------------------------
+
+    def _prepare(self) -> Any:
+        """What :meth:`prepare` keeps for :meth:`_start` (``self._prepared.value``)."""
+        return None
 
     @abstractmethod
     def _start(self) -> ModelHello: ...
@@ -367,14 +406,31 @@ def open_sandbox(
     *,
     kind: str = "docker",
     limits: SandboxLimits | None = None,
+    prepared: Prepared | None = None,
     **options: Any,
 ) -> Sandbox:
     """Make (not yet start) a sandbox of the named kind (or alias) for a loaded bundle or an
     unpacked bundle directory.
 
-    The sandbox's ``kind`` attribute names what was chosen, an alias resolved.
+    The sandbox's ``kind`` attribute names what was chosen, an alias resolved. ``prepared``
+    (from :func:`prepare_sandbox` for the same bundle and kind) spares its start the work.
     """
     limits = limits or SandboxLimits()
     where = bundle.path if isinstance(bundle, Bundle) else bundle
     factory = _REGISTRY[resolve_sandbox(kind, bundle_dir=where, limits=limits, **options)]
-    return factory(bundle, limits=limits, **options)
+    box = factory(bundle, limits=limits, **options)
+    if prepared is not None and prepared.kind == box.kind:
+        box._prepared = prepared
+    return box
+
+
+def prepare_sandbox(
+    bundle: Bundle | Path,
+    *,
+    kind: str = "docker",
+    limits: SandboxLimits | None = None,
+    **options: Any,
+) -> Prepared:
+    """:meth:`Sandbox.prepare` for a run's sandboxes, done once before any of them starts
+    (the arguments are :func:`open_sandbox`'s); give the result to each of them."""
+    return open_sandbox(bundle, kind=kind, limits=limits, **options).prepare()
