@@ -411,11 +411,11 @@ def evaluate(
     started_at = datetime.now(UTC)
     limits = _within(task, options.limits)
     loaded = _loaded(bundle)
-    where = loaded.path if isinstance(loaded, Bundle) else loaded
+    manifest = loaded.manifest if isinstance(loaded, Bundle) else None
     options = replace(
         options,
         limits=limits,
-        sandbox=resolve_sandbox(options.sandbox, bundle_dir=where, limits=limits),
+        sandbox=resolve_sandbox(options.sandbox, manifest=manifest, limits=limits),
     )
     runs: list[DatasetRun] = []
     outputs: dict[str, dict[str, dict[str, Any]]] = {}

@@ -36,6 +36,7 @@ from evalboard.core.errors import EvalboardError, InvalidBundle, UsageError
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
 from submission_sandbox.bundle import Bundle, load_bundle
+from submission_sandbox.manifest import Manifest, load_manifest
 
 __all__ = [
     "IMAGE_DIGEST",
@@ -341,8 +342,9 @@ class PredictionStream(Iterator[Outputs]):
 
 
 _REGISTRY: dict[str, Callable[..., Sandbox]] = {}
-#: An alias is called with a run's arguments (those of :func:`open_sandbox`; no bundle when
-#: none is known yet) and returns the registered kind it means for that run.
+#: An alias is called with a run's arguments (those of :func:`open_sandbox`, the bundle's
+#: manifest for the bundle; None when none is known yet) and returns the registered kind
+#: it means for that run.
 Chooser = Callable[..., str]
 _ALIASES: dict[str, Chooser] = {}
 
@@ -361,10 +363,11 @@ def sandbox(name: str) -> Callable[[type[Sandbox]], type[Sandbox]]:
 def sandbox_alias(name: str) -> Callable[[Chooser], Chooser]:
     """Register a name that stands for another sandbox, chosen when one is opened.
 
-    The decorated function is called as ``choose(bundle_dir=..., limits=..., **options)``
-    (``bundle_dir`` None when no bundle is known yet) and returns the registered kind the
-    alias means for that run on this machine now (``auto``: ``gvisor`` where the engine
-    has gVisor, else ``docker``; ``docker`` for a bundle that would be given a GPU).
+    The decorated function is called as ``choose(manifest=..., limits=..., **options)``
+    (``manifest`` None when no bundle is known yet, or its manifest cannot be read) and
+    returns the registered kind the alias means for that run on this machine now
+    (``auto``: ``gvisor`` where the engine has gVisor, else ``docker``; ``docker`` for a
+    bundle that would be given a GPU).
     """
 
     def register(choose: Chooser) -> Chooser:
@@ -382,20 +385,20 @@ def known_sandboxes() -> list[str]:
 def resolve_sandbox(
     kind: str,
     *,
-    bundle_dir: Path | None = None,
+    manifest: Manifest | None = None,
     limits: SandboxLimits | None = None,
     **options: Any,
 ) -> str:
     """The registered kind ``kind`` names: itself, or what an alias chooses for this run.
 
-    Give the run's bundle, limits and sandbox options where they are known: an alias may
+    Give the run's bundle manifest, limits and sandbox options where they are known: an alias may
     choose by them (``auto`` gives a GPU bundle to ``docker``, as gVisor has no GPU).
 
     Raises:
         UsageError: no sandbox or alias of that name.
     """
     if kind in _ALIASES:
-        kind = _ALIASES[kind](bundle_dir=bundle_dir, limits=limits or SandboxLimits(), **options)
+        kind = _ALIASES[kind](manifest=manifest, limits=limits or SandboxLimits(), **options)
     if kind not in _REGISTRY:
         raise UsageError(f"Unknown sandbox {kind!r}; known: {', '.join(known_sandboxes())}")
     return kind
@@ -416,12 +419,20 @@ def open_sandbox(
     (from :func:`prepare_sandbox` for the same bundle and kind) spares its start the work.
     """
     limits = limits or SandboxLimits()
-    where = bundle.path if isinstance(bundle, Bundle) else bundle
-    factory = _REGISTRY[resolve_sandbox(kind, bundle_dir=where, limits=limits, **options)]
+    manifest = bundle.manifest if isinstance(bundle, Bundle) else _readable_manifest(bundle)
+    factory = _REGISTRY[resolve_sandbox(kind, manifest=manifest, limits=limits, **options)]
     box = factory(bundle, limits=limits, **options)
     if prepared is not None and prepared.kind == box.kind:
         box._prepared = prepared
     return box
+
+
+def _readable_manifest(bundle_dir: Path) -> Manifest | None:
+    # None for one that cannot be read: the sandbox says what is wrong when it starts.
+    try:
+        return load_manifest(bundle_dir)
+    except InvalidBundle:
+        return None
 
 
 def prepare_sandbox(
