@@ -119,6 +119,7 @@ class ChannelSandbox(Sandbox):
         ``running`` says whether to keep waiting) or ``stdio()``'s reader and writer, run
         ``then``, and wait for the hello; a broken channel is a classified failure."""
         self._start_watchdog()
+        write: Callable[[bytes], None]
         try:
             if self._listener is not None:
                 conn = self._conn = self._listener.accept(self._deadline, running)
