@@ -44,42 +44,8 @@ if TYPE_CHECKING:
     )
     from datasets_registry.taskspec import TaskSpec, load_task_spec, parse_task_spec
 
-__all__ = [
-    "AddedDataset",
-    "BadOutput",
-    "ColumnMapping",
-    "Format",
-    "LabelOutput",
-    "ModelOutput",
-    "OutputProblem",
-    "OutputSpec",
-    "GOLD_FIELDS",
-    "TextOutput",
-    "SpanOutput",
-    "TaskSpec",
-    "add_dataset",
-    "canonical_jsonl",
-    "create_task",
-    "derive_perturbed",
-    "detect_format",
-    "export_examples",
-    "get_dataset",
-    "get_task",
-    "list_datasets",
-    "list_tasks",
-    "load_task_spec",
-    "output_problems",
-    "parse_mapping",
-    "parse_task_spec",
-    "read_examples",
-    "read_inputs",
-    "read_rows",
-    "scoring_datasets",
-    "set_dataset_weight",
-    "sha256_of",
-]
 
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "datasets_registry.examples": (

@@ -42,11 +42,13 @@ from evaluator.scorecard import Quality, score, summarize
 from evaluator.testset import TestSet, in_evaluation_order
 from submission_sandbox import (
     Bundle,
+    Prepared,
     Sandbox,
     SandboxFailure,
     bundle_digest,
     load_bundle,
     open_sandbox,
+    prepare_sandbox,
     resolve_sandbox,
 )
 
@@ -132,6 +134,7 @@ def evaluate_dataset(
     progress: ProgressSink | None = None,
     abort: threading.Event | None = None,
     energy_meter: EnergyMeter | None = None,
+    prepared: Prepared | None = None,
 ) -> DatasetRun:
     """Run one dataset in a fresh sandbox and score it; a model failure is an outcome.
 
@@ -140,6 +143,8 @@ def evaluate_dataset(
         energy_meter: a started meter of the whole evaluation, this dataset's energy a part
             of it (the options' energy settings are then the meter's); without one the
             dataset runs its own meter.
+        prepared: the evaluation's :func:`~submission_sandbox.prepare_sandbox` (the image
+            built once); without it the sandbox prepares at its start.
 
     Raises:
         UsageError: a perturbed copy without its original.
@@ -167,6 +172,7 @@ def evaluate_dataset(
             progress=progress,
             abort=abort,
             energy_meter=meter,
+            prepared=prepared,
         )
 
 
@@ -181,12 +187,15 @@ def _run_dataset(
     progress: ProgressSink | None,
     abort: threading.Event | None,
     energy_meter: EnergyMeter,
+    prepared: Prepared | None,
 ) -> DatasetRun:
     examples = test_set.examples  # measure() sends only uid and the inputs of each
-    # Asked only when pinning: a sandbox that cannot pin (a test double) needs no option.
-    pinning = {"pin_cpus": True} if options.pin_cpus else {}
     box = open_sandbox(
-        bundle, kind=options.sandbox, limits=options.limits or task.limits, **pinning
+        bundle,
+        kind=options.sandbox,
+        limits=options.limits or task.limits,
+        prepared=prepared,
+        **_pinning(options),
     )
     if progress is not None:
         progress.begin(test_set.name, len(examples))
@@ -317,6 +326,11 @@ def _run_dataset(
     )
 
 
+def _pinning(options: RunOptions) -> dict[str, Any]:
+    # Asked only when pinning: a sandbox that cannot pin (a test double) needs no option.
+    return {"pin_cpus": True} if options.pin_cpus else {}
+
+
 def _spent(before: float | None, after: float | None) -> float | None:
     """CPU seconds between two readings of the sandbox's counter (None: not read)."""
     if before is None or after is None:
@@ -397,16 +411,19 @@ def evaluate(
     started_at = datetime.now(UTC)
     limits = _within(task, options.limits)
     loaded = _loaded(bundle)
-    where = loaded.path if isinstance(loaded, Bundle) else loaded
+    manifest = loaded.manifest if isinstance(loaded, Bundle) else None
     options = replace(
         options,
         limits=limits,
-        sandbox=resolve_sandbox(options.sandbox, bundle_dir=where, limits=limits),
+        sandbox=resolve_sandbox(options.sandbox, manifest=manifest, limits=limits),
     )
     runs: list[DatasetRun] = []
     outputs: dict[str, dict[str, dict[str, Any]]] = {}
     by_name = {test_set.name: test_set for test_set in datasets}
     fatal: DatasetOutcome | None = None
+    # The image is built (or found) once, before any dataset runs; a build that fails is
+    # the first dataset's failure, as it would have been at that sandbox's start.
+    prepared = prepare_sandbox(loaded, kind=options.sandbox, limits=limits, **_pinning(options))
     # One meter for the whole evaluation, each dataset a part of it: codecarbon is set up
     # once, not once per dataset.
     with EnergyMeter(options.country_iso_code, enabled=options.measure_energy) as meter:
@@ -434,6 +451,7 @@ def evaluate(
                 original_outputs=outputs.get(test_set.derived_from or ""),
                 progress=progress,
                 energy_meter=meter,
+                prepared=prepared,
             )
             runs.append(run)
             if run.outputs is not None and test_set.perturbation is None:

@@ -22,7 +22,6 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from evalboard import __version__
 from evalboard.core.context import Context
-from leaderboard import health
 from leaderboard.api_docs import install_api_docs
 from leaderboard.body_limit import BodyLimitMiddleware
 from leaderboard.errors import install_error_handlers
@@ -34,6 +33,7 @@ from leaderboard.routes import (
     board_pages,
     compare,
     datasets,
+    health,
     leaderboards,
     lineages,
     manage,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -71,6 +71,26 @@ def _gold_answers(answers: Sequence[str]) -> list[str]:
     return kept or [""]
 
 
+def _same_answer(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def _best_over_answers(
+    score: Callable[[str, str], float],
+    predictions: Sequence[str],
+    golds: Sequence[Sequence[str]],
+) -> FloatArray:
+    """Per example, the best ``score(prediction, answer)`` over its gold answers."""
+    return np.fromiter(
+        (
+            max(score(p, g) for g in _gold_answers(gs))
+            for p, gs in zip(predictions, golds, strict=True)
+        ),
+        dtype=np.float64,
+        count=len(golds),
+    )
+
+
 @metric("squad_em", kind="span")
 def exact_matches(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> FloatArray:
     """Per example, 1.0 where the normalised prediction equals some normalised gold answer.
@@ -78,14 +98,7 @@ def exact_matches(predictions: Sequence[str], golds: Sequence[Sequence[str]]) ->
     >>> exact_matches(["Tower.", "", "x"], [["the tower"], [], []])
     array([1., 1., 0.])
     """
-    return np.fromiter(
-        (
-            max(float(normalize_answer(p) == normalize_answer(g)) for g in _gold_answers(gs))
-            for p, gs in zip(predictions, golds, strict=True)
-        ),
-        dtype=np.float64,
-        count=len(golds),
-    )
+    return _best_over_answers(_same_answer, predictions, golds)
 
 
 @metric("squad_f1", kind="span")
@@ -95,11 +108,4 @@ def token_f1s(predictions: Sequence[str], golds: Sequence[Sequence[str]]) -> Flo
     >>> token_f1s(["blue whale", "no"], [["the blue whale", "whale"], []])
     array([1., 0.])
     """
-    return np.fromiter(
-        (
-            max(token_f1(p, g) for g in _gold_answers(gs))
-            for p, gs in zip(predictions, golds, strict=True)
-        ),
-        dtype=np.float64,
-        count=len(golds),
-    )
+    return _best_over_answers(token_f1, predictions, golds)

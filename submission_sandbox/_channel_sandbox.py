@@ -13,11 +13,12 @@ import math
 import socket
 import threading
 from abc import abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from evalboard.core.limits import SandboxLimits
+from evalboard.core.scratch import scratch_dir
 from submission_sandbox._failures import ExitInfo, classify
 from submission_sandbox.bundle import Bundle
 from submission_sandbox.contract import (
@@ -26,10 +27,13 @@ from submission_sandbox.contract import (
     ContractClient,
     OutputTooLarge,
     ProtocolViolation,
+    Reader,
     UnixListener,
+    socket_reader,
+    socket_write_now,
 )
 from submission_sandbox.cpuset import CoreReservation, reserve_cores
-from submission_sandbox.sandbox import Sandbox, SandboxFailure
+from submission_sandbox.sandbox import ModelHello, Sandbox, SandboxFailure
 
 __all__ = ["ChannelSandbox"]
 
@@ -37,9 +41,10 @@ __all__ = ["ChannelSandbox"]
 class ChannelSandbox(Sandbox):
     """A sandbox whose model answers a :class:`ContractClient` over ``unix`` or ``stdio``.
 
-    Implementations set ``_contract`` and ``_deadline`` once the channel is open, start the
-    watchdog with :meth:`_start_watchdog`, and implement :meth:`_kill` and
-    :meth:`_exit_info`; requests, pipelining and failure classification are shared.
+    Implementations launch the model between :meth:`_run_dir_for` and
+    :meth:`_hello_over_channel` (which start the watchdog, open the channel and wait for
+    the hello), and implement :meth:`_kill` and :meth:`_exit_info`; requests, pipelining
+    and failure classification are shared.
     """
 
     def __init__(
@@ -92,6 +97,44 @@ class ChannelSandbox(Sandbox):
             self._cores = reserve_cores(self.limits.cpus)
             self.cpuset = self._cores.cpuset if self._cores is not None else None
         return self._cores.cores if self._cores is not None else None
+
+    # Launch ------------------------------------------------------------------------------
+
+    def _run_dir_for(self, kind: str) -> Path:
+        """This run's scratch folder (:mod:`evalboard.core.scratch`), with the ``unix``
+        channel's listener in it."""
+        run_dir = scratch_dir(kind)
+        if self.channel == "unix":
+            self._listener = UnixListener(run_dir)
+        return run_dir
+
+    def _hello_over_channel(
+        self,
+        running: Callable[[], bool],
+        stdio: Callable[[], tuple[Reader, Callable[[bytes], None]]],
+        *,
+        then: Callable[[], None] | None = None,
+    ) -> ModelHello:
+        """Once the model is launched: start the watchdog, take its connection (``unix``;
+        ``running`` says whether to keep waiting) or ``stdio()``'s reader and writer, run
+        ``then``, and wait for the hello; a broken channel is a classified failure."""
+        self._start_watchdog()
+        write: Callable[[bytes], None]
+        try:
+            if self._listener is not None:
+                conn = self._conn = self._listener.accept(self._deadline, running)
+                read, write = socket_reader(conn), conn.sendall
+                write_now = socket_write_now(conn)
+            else:
+                (read, write), write_now = stdio(), None
+            self._contract = ContractClient(
+                read, write, max_line_bytes=self.limits.max_output_bytes, write_now=write_now
+            )
+            if then is not None:
+                then()
+            return self._contract.hello(self._deadline)
+        except ChannelError as exc:
+            raise self._fail(exc) from None
 
     # Deadline and failures ---------------------------------------------------------------
 

@@ -20,26 +20,19 @@ import os
 import shutil
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from evalboard.core.errors import PlatformError
 from evalboard.core.limits import SandboxLimits
-from evalboard.core.scratch import scratch_dir
 from evalboard.core.states import FailureReason
 from submission_sandbox._channel_sandbox import ChannelSandbox
 from submission_sandbox._failures import ExitInfo
 from submission_sandbox.build import LABEL, SANDBOX_USER, BuiltImage, build_image
 from submission_sandbox.bundle import Bundle
 from submission_sandbox.cgroup import CgroupFiles, find_cgroup
-from submission_sandbox.contract import (
-    ChannelError,
-    ContractClient,
-    UnixListener,
-    docker_stdio_reader,
-    socket_reader,
-    socket_write_now,
-)
+from submission_sandbox.contract import ChannelError, Reader, docker_stdio_reader
 from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.manifest import Manifest
 from submission_sandbox.sandbox import ModelHello, ResourceUsage, SandboxFailure, sandbox
@@ -185,21 +178,36 @@ class DockerSandbox(ChannelSandbox):
 
     # Start ---------------------------------------------------------------------------------
 
-    def _start(self) -> ModelHello:
-        self.bundle = self._bundle()
+    def _prepare(self) -> BuiltImage:
+        """The bundle's image, built or reused by its labels (once per evaluation)."""
+        bundle = self._bundle()
         self._client = self._client or docker_client()
-        self.image = build_image(
-            self.bundle,
+        return build_image(
+            bundle,
             client=self._client,
             base_image=self.base_image,
             torch_image=self.torch_image,
-            dependencies=resolve_dependencies(self.bundle.path, bundle_sha256=self.bundle.sha256),
+            dependencies=resolve_dependencies(bundle.path, bundle_sha256=bundle.sha256),
         )
+
+    def _start(self) -> ModelHello:
+        self.bundle = self._bundle()
+        self._client = self._client or docker_client()
+        assert self._prepared is not None
+        self.image = self._prepared.value
         try:
             return self._launch()
         except BaseException:
             self._close()
             raise
+
+    def _attached_stdio(self) -> tuple[Reader, Callable[[bytes], None]]:
+        # The engine's attach socket may be TLS: no send flags (no write_now).
+        assert self._conn is not None
+        return docker_stdio_reader(self._conn), self._conn.sendall
+
+    def _found(self) -> None:
+        self._cgroup = self._find_cgroup()
 
     def _wants_gpu(self) -> bool:
         assert self.bundle is not None
@@ -282,10 +290,8 @@ class DockerSandbox(ChannelSandbox):
     def _launch(self) -> ModelHello:
         import docker.errors
 
-        self._run_dir = scratch_dir("evalboard-run")
+        self._run_dir = self._run_dir_for("evalboard-run")
         os.chmod(self._run_dir, 0o755)
-        if self.channel == "unix":
-            self._listener = UnixListener(self._run_dir)
         self._reserve_cores()  # before the config, which names them
         created = self._client.api.create_container_from_config(self._container_config())
         self.container_id = str(created["Id"])
@@ -305,27 +311,7 @@ class DockerSandbox(ChannelSandbox):
                 f"the container did not start: {exc.explanation or exc}",
                 log_tail=self._log_tail(50),
             ) from None
-        self._start_watchdog()
-        try:
-            if self._listener is not None:
-                self._conn = self._listener.accept(self._deadline, self._running)
-                read = socket_reader(self._conn)
-            else:
-                assert self._conn is not None
-                read = docker_stdio_reader(self._conn)
-            conn = self._conn
-            assert conn is not None
-            self._contract = ContractClient(
-                read,
-                conn.sendall,
-                max_line_bytes=self.limits.max_output_bytes,
-                # Our own socket; the engine's attach socket may be TLS (no send flags).
-                write_now=socket_write_now(conn) if self._listener is not None else None,
-            )
-            self._cgroup = self._find_cgroup()
-            hello = self._contract.hello(self._deadline)
-        except ChannelError as exc:
-            raise self._fail(exc) from None
+        hello = self._hello_over_channel(self._running, self._attached_stdio, then=self._found)
         self._usage_seen = ResourceUsage(startup_s=time.monotonic() - started, gpu=self._gpu)
         return hello
 

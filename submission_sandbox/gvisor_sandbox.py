@@ -20,10 +20,9 @@ hostile case but the fork bomb (``self_check.GVISOR_KNOWN_DIFFERENCES``) ends th
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
-from evalboard.core.errors import InvalidBundle, PlatformError
+from evalboard.core.errors import PlatformError
 from evalboard.core.limits import SandboxLimits
 from submission_sandbox._failures import ExitInfo
 from submission_sandbox.docker_sandbox import (
@@ -32,7 +31,7 @@ from submission_sandbox.docker_sandbox import (
     engine_gives_gpu,
     gpu_requested,
 )
-from submission_sandbox.manifest import load_manifest
+from submission_sandbox.manifest import Manifest
 from submission_sandbox.sandbox import ModelHello, sandbox, sandbox_alias
 
 __all__ = [
@@ -146,24 +145,15 @@ def choose_default_sandbox(client: Any = None, *, gpu: bool = False) -> tuple[st
 
 
 def run_gets_gpu(
-    bundle_dir: Path | None,
+    manifest: Manifest | None,
     limits: SandboxLimits,
     *,
     client: Any = None,
     gpu_available: bool | None = None,
 ) -> bool:
-    """Whether the docker sandbox would give this run a GPU (the rule of ``docker``).
-
-    False without a bundle, or with one whose manifest cannot be read: the sandbox says
-    what is wrong with it when it starts.
-    """
-    if bundle_dir is None:
-        return False
-    try:
-        manifest = load_manifest(bundle_dir)
-    except InvalidBundle:
-        return False
-    if not gpu_requested(manifest, limits):
+    """Whether the docker sandbox would give this run (the loaded bundle's manifest) a GPU,
+    by the rule of ``docker``; False without a manifest."""
+    if manifest is None or not gpu_requested(manifest, limits):
         return False
     if gpu_available is not None:
         return gpu_available
@@ -176,13 +166,13 @@ def run_gets_gpu(
 @sandbox_alias("auto")
 def _auto(
     *,
-    bundle_dir: Path | None,
+    manifest: Manifest | None,
     limits: SandboxLimits,
     client: Any = None,
     gpu_available: bool | None = None,
     **_options: Any,
 ) -> str:
-    gpu = run_gets_gpu(bundle_dir, limits, client=client, gpu_available=gpu_available)
+    gpu = run_gets_gpu(manifest, limits, client=client, gpu_available=gpu_available)
     kind, note = choose_default_sandbox(client, gpu=gpu)
     if note is not None and note not in _said:
         _said.add(note)  # once per process, not once per job

@@ -21,26 +21,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Literal
 
 import psutil
 
 from evalboard.core.limits import SandboxLimits
-from evalboard.core.scratch import scratch_dir
 from evalboard.core.states import FailureReason
 from submission_sandbox._channel_sandbox import ChannelSandbox
 from submission_sandbox._failures import ExitInfo
 from submission_sandbox.build import RUNNER_PATH
 from submission_sandbox.bundle import Bundle
-from submission_sandbox.contract import (
-    ChannelError,
-    ContractClient,
-    UnixListener,
-    fd_reader,
-    socket_reader,
-    socket_write_now,
-)
+from submission_sandbox.contract import Reader, fd_reader
 from submission_sandbox.dependencies import resolve as resolve_dependencies
 from submission_sandbox.manifest import Runtime
 from submission_sandbox.sandbox import ModelHello, ResourceUsage, SandboxFailure, sandbox
@@ -103,16 +96,22 @@ class LocalSandbox(ChannelSandbox):
         self._final_log: str | None = None
         self._site: Path | None = None
 
-    def _start(self) -> ModelHello:
+    def _prepare(self) -> Path | None:
+        """The bundle's resolved dependencies' folder (the same set the docker sandbox lays
+        in its image), once per evaluation; None where it has none."""
         bundle = self._bundle()
         if bundle.manifest.runtime is Runtime.IMAGE:
             raise SandboxFailure(
                 FailureReason.INVALID_BUNDLE,
                 "the local sandbox cannot run an `image` bundle; use --sandbox docker",
             )
-        # The same resolved set the docker sandbox lays in its image, first on PYTHONPATH.
         dependencies = resolve_dependencies(bundle.path, bundle_sha256=bundle.sha256)
-        self._site = dependencies.site if dependencies else None
+        return dependencies.site if dependencies else None
+
+    def _start(self) -> ModelHello:
+        bundle = self._bundle()
+        assert self._prepared is not None
+        self._site = self._prepared.value  # first on PYTHONPATH
         try:
             return self._launch(bundle.path)
         except BaseException:
@@ -120,7 +119,7 @@ class LocalSandbox(ChannelSandbox):
             raise
 
     def _launch(self, bundle_path: Path) -> ModelHello:
-        self._run_dir = scratch_dir("evalboard-local")
+        self._run_dir = self._run_dir_for("evalboard-local")
         self._log = open(self._run_dir / "model.log", "w+b")  # noqa: SIM115 - closed in _close
         env = {k: v for k, v in os.environ.items() if not k.startswith("EVALBOARD_")}
         threads = str(max(1, int(self.limits.cpus)))
@@ -134,8 +133,7 @@ class LocalSandbox(ChannelSandbox):
             env["PYTHONPATH"] = os.pathsep.join(
                 [str(self._site), *filter(None, [env.get("PYTHONPATH")])]
             )
-        if self.channel == "unix":
-            self._listener = UnixListener(self._run_dir)
+        if self._listener is not None:
             env["EVALBOARD_CHANNEL"] = f"unix:{self._listener.path}"
             env["EVALBOARD_SOCKET"] = str(self._listener.path)
         else:
@@ -155,37 +153,22 @@ class LocalSandbox(ChannelSandbox):
         if cores is not None:
             # Before the model loads: the threads it starts inherit the affinity.
             os.sched_setaffinity(self._process.pid, cores)
-        self._start_watchdog()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
         self._sampler.start()
-        try:
-            if self._listener is not None:
-                self._conn = self._listener.accept(self._deadline, self._alive)
-                conn = self._conn
-                self._contract = ContractClient(
-                    socket_reader(conn),
-                    conn.sendall,
-                    max_line_bytes=self.limits.max_output_bytes,
-                    write_now=socket_write_now(conn),
-                )
-            else:
-                stdin, stdout = self._process.stdin, self._process.stdout
-                assert stdin is not None and stdout is not None
-
-                def write(data: bytes) -> None:
-                    stdin.write(data)
-                    stdin.flush()
-
-                self._contract = ContractClient(
-                    fd_reader(stdout.fileno()),
-                    write,
-                    max_line_bytes=self.limits.max_output_bytes,
-                )
-            hello = self._contract.hello(self._deadline)
-        except ChannelError as exc:
-            raise self._fail(exc) from None
+        hello = self._hello_over_channel(self._alive, self._pipes)
         self._startup_s = time.monotonic() - started
         return hello
+
+    def _pipes(self) -> tuple[Reader, Callable[[bytes], None]]:
+        assert self._process is not None
+        stdin, stdout = self._process.stdin, self._process.stdout
+        assert stdin is not None and stdout is not None
+
+        def write(data: bytes) -> None:
+            stdin.write(data)
+            stdin.flush()
+
+        return fd_reader(stdout.fileno()), write
 
     def _alive(self) -> bool:
         return self._process is not None and self._process.poll() is None

@@ -6,6 +6,11 @@ names a choice made on the machine for each run (``auto``: ``gvisor`` where the 
 it, else ``docker``; ``docker`` for a bundle given a GPU). The lifecycle code shared by
 all of them lives here; they implement the ``_``-prefixed hooks.
 
+:meth:`Sandbox.prepare` does what every sandbox of one bundle needs before its model
+starts (``docker``: the image built or reused), once per evaluation: the evaluator
+prepares before its datasets run and hands the result to each dataset's fresh sandbox
+(``open_sandbox(..., prepared=...)``, :func:`prepare_sandbox`).
+
 A sandbox never sees gold labels: :meth:`Sandbox.predict` takes inputs only (``uid`` plus
 the task's input fields), and the evaluator strips everything else before calling it.
 
@@ -20,6 +25,7 @@ import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Self
@@ -30,16 +36,19 @@ from evalboard.core.errors import EvalboardError, InvalidBundle, UsageError
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
 from submission_sandbox.bundle import Bundle, load_bundle
+from submission_sandbox.manifest import Manifest, load_manifest
 
 __all__ = [
     "IMAGE_DIGEST",
     "ModelHello",
     "PredictionStream",
+    "Prepared",
     "ResourceUsage",
     "Sandbox",
     "SandboxFailure",
     "known_sandboxes",
     "open_sandbox",
+    "prepare_sandbox",
     "resolve_sandbox",
     "sandbox",
     "sandbox_alias",
@@ -94,6 +103,16 @@ class SandboxFailure(EvalboardError):
         self.log_tail = log_tail
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What :meth:`Sandbox.prepare` made for one bundle, or the failure it met (raised
+    again by each sandbox that starts with it, as its own start would have raised it)."""
+
+    kind: str
+    value: Any = None
+    failure: SandboxFailure | None = None
+
+
 class Sandbox(ABC):
     """A running model behind the container contract.
 
@@ -118,6 +137,7 @@ class Sandbox(ABC):
         self.hello: ModelHello | None = None
         #: The cores the model was pinned to (``2,3``); None where it ran unpinned.
         self.cpuset: str | None = None
+        self._prepared: Prepared | None = None
         self._closed = False
 
     def _bundle(self) -> Bundle:
@@ -131,8 +151,24 @@ class Sandbox(ABC):
 
     # Lifecycle ---------------------------------------------------------------------------
 
+    def prepare(self) -> Prepared:
+        """Do, once, what this bundle's sandboxes need before a model starts; a
+        :class:`SandboxFailure` (``invalid_bundle``, ``build_failed``) is kept in the result
+        and raised by :meth:`start`. Other errors (a platform fault) are raised here."""
+        if self._prepared is None:
+            try:
+                value = self._prepare()
+            except SandboxFailure as failure:
+                self._prepared = Prepared(self.kind, failure=failure)
+            else:
+                self._prepared = Prepared(self.kind, value)
+        return self._prepared
+
     def start(self) -> ModelHello:
         """Start the model and wait for its hello; raises :class:`SandboxFailure`."""
+        prepared = self.prepare()
+        if prepared.failure is not None:
+            raise prepared.failure
         hello = self._start()
         metadata = {k: v for k, v in hello.metadata.items() if k != IMAGE_DIGEST}
         digest = self._image_digest()
@@ -232,6 +268,10 @@ class Sandbox(ABC):
 
     # Hooks for implementations -------------------------------------------------------------
 
+    def _prepare(self) -> Any:
+        """What :meth:`prepare` keeps for :meth:`_start` (``self._prepared.value``)."""
+        return None
+
     @abstractmethod
     def _start(self) -> ModelHello: ...
 
@@ -302,8 +342,9 @@ class PredictionStream(Iterator[Outputs]):
 
 
 _REGISTRY: dict[str, Callable[..., Sandbox]] = {}
-#: An alias is called with a run's arguments (those of :func:`open_sandbox`; no bundle when
-#: none is known yet) and returns the registered kind it means for that run.
+#: An alias is called with a run's arguments (those of :func:`open_sandbox`, the bundle's
+#: manifest for the bundle; None when none is known yet) and returns the registered kind
+#: it means for that run.
 Chooser = Callable[..., str]
 _ALIASES: dict[str, Chooser] = {}
 
@@ -322,10 +363,11 @@ def sandbox(name: str) -> Callable[[type[Sandbox]], type[Sandbox]]:
 def sandbox_alias(name: str) -> Callable[[Chooser], Chooser]:
     """Register a name that stands for another sandbox, chosen when one is opened.
 
-    The decorated function is called as ``choose(bundle_dir=..., limits=..., **options)``
-    (``bundle_dir`` None when no bundle is known yet) and returns the registered kind the
-    alias means for that run on this machine now (``auto``: ``gvisor`` where the engine
-    has gVisor, else ``docker``; ``docker`` for a bundle that would be given a GPU).
+    The decorated function is called as ``choose(manifest=..., limits=..., **options)``
+    (``manifest`` None when no bundle is known yet, or its manifest cannot be read) and
+    returns the registered kind the alias means for that run on this machine now
+    (``auto``: ``gvisor`` where the engine has gVisor, else ``docker``; ``docker`` for a
+    bundle that would be given a GPU).
     """
 
     def register(choose: Chooser) -> Chooser:
@@ -343,20 +385,20 @@ def known_sandboxes() -> list[str]:
 def resolve_sandbox(
     kind: str,
     *,
-    bundle_dir: Path | None = None,
+    manifest: Manifest | None = None,
     limits: SandboxLimits | None = None,
     **options: Any,
 ) -> str:
     """The registered kind ``kind`` names: itself, or what an alias chooses for this run.
 
-    Give the run's bundle, limits and sandbox options where they are known: an alias may
+    Give the run's bundle manifest, limits and sandbox options where they are known: an alias may
     choose by them (``auto`` gives a GPU bundle to ``docker``, as gVisor has no GPU).
 
     Raises:
         UsageError: no sandbox or alias of that name.
     """
     if kind in _ALIASES:
-        kind = _ALIASES[kind](bundle_dir=bundle_dir, limits=limits or SandboxLimits(), **options)
+        kind = _ALIASES[kind](manifest=manifest, limits=limits or SandboxLimits(), **options)
     if kind not in _REGISTRY:
         raise UsageError(f"Unknown sandbox {kind!r}; known: {', '.join(known_sandboxes())}")
     return kind
@@ -367,14 +409,39 @@ def open_sandbox(
     *,
     kind: str = "docker",
     limits: SandboxLimits | None = None,
+    prepared: Prepared | None = None,
     **options: Any,
 ) -> Sandbox:
     """Make (not yet start) a sandbox of the named kind (or alias) for a loaded bundle or an
     unpacked bundle directory.
 
-    The sandbox's ``kind`` attribute names what was chosen, an alias resolved.
+    The sandbox's ``kind`` attribute names what was chosen, an alias resolved. ``prepared``
+    (from :func:`prepare_sandbox` for the same bundle and kind) spares its start the work.
     """
     limits = limits or SandboxLimits()
-    where = bundle.path if isinstance(bundle, Bundle) else bundle
-    factory = _REGISTRY[resolve_sandbox(kind, bundle_dir=where, limits=limits, **options)]
-    return factory(bundle, limits=limits, **options)
+    manifest = bundle.manifest if isinstance(bundle, Bundle) else _readable_manifest(bundle)
+    factory = _REGISTRY[resolve_sandbox(kind, manifest=manifest, limits=limits, **options)]
+    box = factory(bundle, limits=limits, **options)
+    if prepared is not None and prepared.kind == box.kind:
+        box._prepared = prepared
+    return box
+
+
+def _readable_manifest(bundle_dir: Path) -> Manifest | None:
+    # None for one that cannot be read: the sandbox says what is wrong when it starts.
+    try:
+        return load_manifest(bundle_dir)
+    except InvalidBundle:
+        return None
+
+
+def prepare_sandbox(
+    bundle: Bundle | Path,
+    *,
+    kind: str = "docker",
+    limits: SandboxLimits | None = None,
+    **options: Any,
+) -> Prepared:
+    """:meth:`Sandbox.prepare` for a run's sandboxes, done once before any of them starts
+    (the arguments are :func:`open_sandbox`'s); give the result to each of them."""
+    return open_sandbox(bundle, kind=kind, limits=limits, **options).prepare()

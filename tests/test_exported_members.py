@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -27,3 +30,36 @@ def test_all_names_exist_and_are_public(name: str) -> None:
     for member in exported:
         assert hasattr(module, member), f"{name}.__all__ names missing {member!r}"
         assert not member.startswith("_") or member == "__version__"
+
+
+#: The facades whose names load on first use (evalboard.core.lazy).
+LAZY = ["evalboard.core", "datasets_registry", "evaluator"]
+
+
+def _type_checking_imports(module: ModuleType) -> set[tuple[str, str]]:
+    """(home module, name) of each import under the facade's ``if TYPE_CHECKING:``."""
+    tree = ast.parse(Path(str(module.__file__)).read_text())
+    guarded = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    ]
+    return {
+        (statement.module or "", alias.name)
+        for block in guarded
+        for statement in block.body
+        if isinstance(statement, ast.ImportFrom)
+        for alias in statement.names
+    }
+
+
+@pytest.mark.parametrize("name", LAZY)
+def test_lazy_facade_shows_mypy_what_it_exports(name: str) -> None:
+    # __all__ comes from the homes table; the TYPE_CHECKING imports are what mypy reads.
+    module = importlib.import_module(name)
+    imports = _type_checking_imports(module)
+    assert sorted(imported for _, imported in imports) == module.__all__
+    for home, member in imports:
+        assert getattr(module, member) is getattr(importlib.import_module(home), member), (
+            f"{name}.{member} does not come from {home}, which the TYPE_CHECKING import names"
+        )

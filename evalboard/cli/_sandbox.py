@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalboard.cli._output import warn
 
 if TYPE_CHECKING:
     from evalboard.core.limits import SandboxLimits
+    from submission_sandbox import Manifest
 
 __all__ = ["SANDBOX_HELP", "chosen_sandbox"]
 
@@ -23,7 +23,7 @@ SANDBOX_HELP = (
 def chosen_sandbox(
     requested: str | None,
     *,
-    bundle_dir: Path | None = None,
+    manifest: Manifest | None = None,
     limits: SandboxLimits | None = None,
     choose: bool = True,
 ) -> str:
@@ -54,7 +54,7 @@ def chosen_sandbox(
     if not choose:
         return kind if kind in known_sandboxes() else resolve_sandbox(kind)
     if kind == "auto":
-        gpu = bundle_dir is not None and run_gets_gpu(bundle_dir, limits or SandboxLimits())
+        gpu = run_gets_gpu(manifest, limits or SandboxLimits())
         kind, note = choose_default_sandbox(gpu=gpu)
         if note is not None:
             warn(note)

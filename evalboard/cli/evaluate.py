@@ -252,7 +252,7 @@ def evaluate(
             spec, test_sets = _registered(task or loaded.manifest.task)
         if spec.id != loaded.manifest.task:
             warn(f"the bundle says task {loaded.manifest.task!r}; evaluating on {spec.id!r}")
-        kind = chosen_sandbox(requested, bundle_dir=loaded.path, limits=spec.limits)
+        kind = chosen_sandbox(requested, manifest=loaded.manifest, limits=spec.limits)
         if kind == "local":
             warn("the local sandbox does not isolate the model: run only code you trust")
         with progress() as display:

@@ -210,7 +210,7 @@ def test(
                 f"the bundle is for task {bundle.manifest.task!r} but the task is {spec.id!r}"
             )
         limits = spec.limits.tightened(timeout_s=min(timeout_s, spec.limits.timeout_s))
-        sandbox = chosen_sandbox(sandbox, bundle_dir=bundle.path, limits=limits)
+        sandbox = chosen_sandbox(sandbox, manifest=bundle.manifest, limits=limits)
         if sandbox == "local":
             warn("the local sandbox does NOT isolate the model: use it for your own code only")
         inputs = sample_inputs(spec)

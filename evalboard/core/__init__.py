@@ -43,39 +43,8 @@ if TYPE_CHECKING:
         Verdict,
     )
 
-__all__ = [
-    "Access",
-    "ArtifactStore",
-    "Busy",
-    "Conflict",
-    "Context",
-    "Database",
-    "EvalboardError",
-    "EvaluationFailed",
-    "ExampleStatus",
-    "FailureReason",
-    "InvalidBundle",
-    "InvalidDataset",
-    "InvalidQuery",
-    "InvalidTaskSpec",
-    "InvalidText",
-    "InvalidWeights",
-    "JobStatus",
-    "NotFound",
-    "PermissionDenied",
-    "PlatformError",
-    "QuotaExceeded",
-    "Role",
-    "RoundStatus",
-    "Settings",
-    "UploadState",
-    "UsageError",
-    "Verdict",
-    "get_settings",
-    "migrate",
-]
 
-__getattr__, __dir__ = lazy_exports(
+__getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "evalboard.core.artifacts": ("ArtifactStore",),

@@ -3,8 +3,10 @@
 A facade that imported every module it re-exports would make ``import package`` cost
 what its heaviest module costs (sqlalchemy, docker, codecarbon...), and the CLI's start
 pays that for every package it touches. With ``lazy_exports`` each name's module loads
-when the name is first read; ``__all__`` and the ``TYPE_CHECKING`` imports beside it keep
-what the facade exports visible to readers and to mypy.
+when the name is first read. The table of homes is the one list of what a facade exports
+(its ``__all__`` is made from it); the ``TYPE_CHECKING`` imports beside it show the same
+names to mypy (``implicit_reexport`` for the lazy facades), and a test checks that the two
+agree (``tests/test_exported_members.py``).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ __all__ = ["lazy_exports"]
 
 def lazy_exports(
     package: str, homes: Mapping[str, tuple[str, ...]]
-) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """A facade's ``__getattr__`` and ``__dir__``, from each module's exported names.
+) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
+    """A facade's ``__getattr__``, ``__dir__`` and ``__all__``, from each module's names.
 
     Args:
         package: the facade's ``__name__``.
@@ -38,4 +40,4 @@ def lazy_exports(
     def __dir__() -> list[str]:
         return sorted({*vars(sys.modules[package]), *home_of})
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted(home_of)

@@ -1,9 +1,10 @@
 """Every usage mistake, on every command and sub-command, is exit 2 with a hint, no traceback.
 
 The cases are the whole command tree, walked from the typer app, so a new command is covered
-the day it is registered. Each case runs the installed ``evalboard`` console script in a
-subprocess, exactly as a user meets it; the cases start together (a module fixture) because
-each process pays the CLI's start-up.
+the day it is registered. Each case runs the console script's entry in a process of its
+own, forked from one interpreter that loaded the CLI once (tests/helpers/forked_cli.py), so
+the cases pay the CLI's start-up once, not once each; one case also runs the installed
+``evalboard`` in a subprocess, exactly as a user meets it, and must read the same.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import pytest
 import typer.main
 
 from evalboard.cli import app
+from tests.helpers.forked_cli import Ran, run_forked
 
 EXECUTABLE = Path(sys.executable).parent / "evalboard"
 
@@ -47,26 +48,39 @@ CASES = _cases()
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], Any]:
-    env = {
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return {
         **os.environ,
         "EVALBOARD_DATA_DIR": str(tmp_path_factory.mktemp("usage-data")),
         "COLUMNS": "80",
     }
 
-    def run(argv: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(EXECUTABLE), *argv],
-            capture_output=True,
-            text=True,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            timeout=120,
-        )
 
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        argvs = [argv for _, argv, _ in CASES]
-        return dict(zip(argvs, pool.map(run, argvs), strict=True))
+@pytest.fixture(scope="module")
+def runs(env: dict[str, str]) -> dict[tuple[str, ...], Ran]:
+    argvs = [argv for _, argv, _ in CASES]
+    ran = run_forked(argvs, env=env, executable=str(EXECUTABLE), timeout=600)
+    return dict(zip(argvs, ran, strict=True))
+
+
+def test_a_forked_case_reads_as_the_installed_console_script_does(
+    runs: dict[tuple[str, ...], Ran], env: dict[str, str]
+) -> None:
+    argv = ("dataset", "add", "--no-such-option")
+    script = subprocess.run(
+        [str(EXECUTABLE), *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    forked = runs[argv]
+    assert (forked.returncode, forked.stdout, forked.stderr) == (
+        script.returncode,
+        script.stdout,
+        script.stderr,
+    )
 
 
 def test_the_tree_is_walked() -> None:
@@ -85,7 +99,7 @@ def test_the_tree_is_walked() -> None:
     ids=[f"{' '.join(argv) or 'evalboard'}: {mistake}" for mistake, argv, _ in CASES],
 )
 def test_usage_error_is_exit_2_with_a_hint(
-    runs: dict[tuple[str, ...], Any], mistake: str, argv: tuple[str, ...], words: str
+    runs: dict[tuple[str, ...], Ran], mistake: str, argv: tuple[str, ...], words: str
 ) -> None:
     result = runs[argv]
     assert result.returncode == 2, result.stderr

@@ -6,16 +6,20 @@ import dataclasses
 import json
 import os
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from evalboard.core.errors import UsageError
 from evalboard.core.limits import SandboxLimits
+from evalboard.core.states import FailureReason
 from evaluator import RunOptions, TestSet, evaluate, evaluate_dataset
 from evaluator.result import LOG_TAIL_BYTES, LOG_TAIL_LINES
 from scoring.registry import compute
+from submission_sandbox import ModelHello, SandboxFailure, known_sandboxes, sandbox
 from submission_sandbox.bundle import bundle_digest
 from tests.evaluator.conftest import BundleFactory
+from tests.helpers.fake_sandbox import FakeSandbox
 from tests.helpers.tasks import sentiment_rows, sentiment_spec
 
 LABELS = ["negative", "neutral", "positive"]
@@ -293,3 +297,44 @@ def test_cpu_per_example_is_the_timed_phases_and_a_pinned_run_names_its_cores(
     assert m.load is not None
     if pinned:
         assert m.load.cpuset is not None and m.load.cpuset != str(min(os.sched_getaffinity(0)))
+
+
+class _Recording(FakeSandbox):
+    """A fake whose preparing and starting are written down, in order, across instances."""
+
+    events: ClassVar[list[str]] = []
+    fail_build: ClassVar[bool] = False
+
+    def _prepare(self) -> str:
+        self.events.append("prepare")
+        if self.fail_build:
+            raise SandboxFailure(FailureReason.BUILD_FAILED, "the image did not build")
+        return "image"
+
+    def _start(self) -> ModelHello:
+        assert self._prepared is not None
+        self.events.append(f"start with {self._prepared.value}")
+        return super()._start()
+
+
+@pytest.mark.parametrize("fail_build", [False, True])
+def test_the_sandbox_is_prepared_once_before_any_dataset_runs(
+    keyword_bundle: BundleFactory, fail_build: bool
+) -> None:
+    if "recording" not in known_sandboxes():
+        sandbox("recording")(_Recording)
+    _Recording.events.clear()
+    _Recording.fail_build = fail_build
+    result = evaluate(
+        keyword_bundle(),
+        task=sentiment_spec(),
+        datasets=_sets(),
+        options=RunOptions(sandbox="recording", measure_energy=False),
+    )
+    if fail_build:
+        # The build's failure is each dataset's, as a failed start made it before.
+        assert _Recording.events == ["prepare"]
+        assert [d.failure.reason for d in result.datasets if d.failure] == ["build_failed"] * 2
+    else:
+        assert _Recording.events == ["prepare", "start with image", "start with image"]
+        assert [d.status for d in result.datasets] == ["finished", "finished"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,10 +39,30 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
     ctx.db.dispose()
 
 
+@pytest.fixture(scope="session")
+def seeded_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Seeded, Path]:
+    """The platform ``seeded`` copies: seeded once a session, its data folder kept closed."""
+    tmp = tmp_path_factory.mktemp("seeded-template")
+    ctx = Context.from_settings(make_settings(tmp))
+    template = seed(ctx, tmp)
+    ctx.db.dispose()
+    return template, ctx.settings.data_dir
+
+
 @pytest.fixture
-def seeded(ctx: Context, tmp_path: Path) -> Seeded:
-    """A seeded platform of the test's own, for tests that change things."""
-    return seed(ctx, tmp_path)
+def seeded(ctx: Context, tmp_path: Path, seeded_template: tuple[Seeded, Path]) -> Seeded:
+    """A seeded platform of the test's own, for tests that change things: a copy of the
+    session's seeded database and artifacts, made before the test's context first opens
+    its database (a context already used is seeded afresh)."""
+    template, data_dir = seeded_template
+    target = ctx.settings.data_dir
+    used = any(path.is_file() for path in target.rglob("*"))
+    if used or ctx.settings.database_url != f"sqlite:///{target / 'evalboard.db'}":
+        return seed(ctx, tmp_path)
+    shutil.copytree(data_dir, target, dirs_exist_ok=True)
+    return dataclasses.replace(
+        template, ctx=ctx, tokens=dict(template.tokens), submissions=dict(template.submissions)
+    )
 
 
 def make_client(app: FastAPI, token: str | None = None) -> httpx.AsyncClient:

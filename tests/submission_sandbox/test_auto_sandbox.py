@@ -18,6 +18,7 @@ from submission_sandbox import (
     DockerSandbox,
     GvisorSandbox,
     choose_default_sandbox,
+    load_manifest,
     open_sandbox,
     resolve_sandbox,
     run_gets_gpu,
@@ -72,7 +73,8 @@ def test_auto_chooses_by_the_bundle_its_limits_and_the_engine(
     tmp_path: Path, gpus: int, limits: SandboxLimits, engine: _Engine, kind: str
 ) -> None:
     bundle = _bundle(tmp_path / "b", gpus=gpus)
-    assert resolve_sandbox("auto", bundle_dir=bundle, limits=limits, client=engine) == kind
+    manifest = load_manifest(bundle)
+    assert resolve_sandbox("auto", manifest=manifest, limits=limits, client=engine) == kind
 
 
 def test_a_gpu_bundle_opened_under_auto_is_a_docker_sandbox_not_gvisors_refusal(
@@ -93,11 +95,11 @@ def test_a_gpu_bundle_opened_under_auto_is_a_docker_sandbox_not_gvisors_refusal(
 
 
 def test_an_injected_gpu_answer_is_used_as_the_docker_sandbox_uses_it(tmp_path: Path) -> None:
-    bundle = _bundle(tmp_path / "b", gpus=1)
+    manifest = load_manifest(_bundle(tmp_path / "b", gpus=1))
     engine = _Engine(runsc=RUNSC)  # would say no GPU
-    assert run_gets_gpu(bundle, GPU_LIMITS, client=engine, gpu_available=True)
+    assert run_gets_gpu(manifest, GPU_LIMITS, client=engine, gpu_available=True)
     chosen = resolve_sandbox(
-        "auto", bundle_dir=bundle, limits=GPU_LIMITS, client=engine, gpu_available=True
+        "auto", manifest=manifest, limits=GPU_LIMITS, client=engine, gpu_available=True
     )
     assert chosen == "docker"
 
@@ -109,6 +111,6 @@ def test_no_bundle_or_an_unreadable_manifest_is_no_gpu(tmp_path: Path) -> None:
     broken.mkdir()
     (broken / "evalboard.yaml").write_text("name: [unclosed\n")
     # The sandbox says what is wrong with the bundle when it starts; auto does not.
-    assert not run_gets_gpu(broken, GPU_LIMITS, client=engine)
-    chosen = resolve_sandbox("auto", bundle_dir=broken, limits=GPU_LIMITS, client=engine)
+    assert not run_gets_gpu(None, GPU_LIMITS, client=engine, gpu_available=True)
+    chosen = open_sandbox(broken, kind="auto", limits=GPU_LIMITS, client=engine).kind
     assert chosen == "gvisor"
