@@ -109,7 +109,7 @@ class DatasetRun:
     gpu: str | None = None
     isolating: bool = True
     sandbox: str = ""  # the kind that ran (an alias such as ``auto`` resolved)
-    power: PowerModel | None = None  # how energy_wh_per_1k was worked out
+    power: PowerModel | None = None  # how energy_j_per_1k was worked out
 
 
 def _kept_log(box: Any, test_set: TestSet) -> str | None:
@@ -278,7 +278,7 @@ def _run_dataset(
     cpu = final.cpu_seconds if final.cpu_seconds is not None else usage.cpu_seconds
     throughputs = [t for t, _ in runs]
     energy_per_1k = (
-        sandbox_energy.per_1k_wh(sandbox_cpu_s=cpu_timed, examples=passes * len(measured.outputs))
+        sandbox_energy.per_1k_j(sandbox_cpu_s=cpu_timed, examples=passes * len(measured.outputs))
         if sandbox_energy is not None
         else None
     )
@@ -308,7 +308,7 @@ def _run_dataset(
         ece=quality.ece,
         energy_kwh=energy.kwh,
         co2_kg=energy.co2_kg,
-        energy_wh_per_1k=energy_per_1k,
+        energy_j_per_1k=energy_per_1k,
         energy_method=sandbox_energy.model.method
         if sandbox_energy is not None and energy_per_1k is not None
         else None,

@@ -33,7 +33,6 @@ __all__ = ["RAPL_ROOT", "Counters", "CpuSpec", "HostCounters", "SandboxEnergy", 
 logger = logging.getLogger(__name__)
 
 RAPL_ROOT = Path("/sys/class/powercap")
-_J_PER_WH = 3600.0
 
 
 @dataclass(frozen=True)
@@ -163,7 +162,7 @@ def _rapl_joules(
 
 class SandboxEnergy:
     """Reads the counters at :meth:`start` and :meth:`stop` of the timed phase; then
-    :meth:`per_1k_wh` gives the sandbox's energy per 1,000 examples."""
+    :meth:`per_1k_j` gives the sandbox's energy per 1,000 examples."""
 
     def __init__(self, model: PowerModel, counters: Counters) -> None:
         self.model = model
@@ -184,8 +183,8 @@ class SandboxEnergy:
     def stop(self) -> None:
         self._stop = self._read()
 
-    def per_1k_wh(self, *, sandbox_cpu_s: float | None, examples: int) -> float | None:
-        """Wh per 1,000 examples; None without the sandbox's CPU time, an example, or a
+    def per_1k_j(self, *, sandbox_cpu_s: float | None, examples: int) -> float | None:
+        """Joules per 1,000 examples; None without the sandbox's CPU time, an example, or a
         second reading of the counters the model needs.
 
         Args:
@@ -202,7 +201,7 @@ class SandboxEnergy:
             if before is None or after is None:
                 return None
             joules += max(0, after - before) / 1e3
-        return joules / _J_PER_WH * 1000 / examples
+        return joules * 1000 / examples
 
     def _cpu_joules(self, sandbox_cpu_s: float) -> float | None:
         if self.model.rapl_zones:

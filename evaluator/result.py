@@ -91,16 +91,16 @@ class DatasetMetrics(_Model):
         None, description="Energy of this dataset's run (codecarbon; see Energy.estimate)."
     )
     co2_kg: float | None = Field(None, description="CO2-equivalent of that energy.")
-    energy_wh_per_1k: float | None = Field(
+    energy_j_per_1k: float | None = Field(
         None,
         ge=0,
         description="Energy attributed to the sandbox per 1,000 examples of the timed phase, "
-        "Wh (evaluator.power; the provenance's power model says how); None: no cgroup CPU "
+        "joules (evaluator.power; the provenance's power model says how); None: no cgroup CPU "
         "time (the local sandbox) or no power model.",
     )
     energy_method: Literal["estimated", "measured"] | None = Field(
         None,
-        description="How energy_wh_per_1k was obtained: measured (RAPL, and NVML for a GPU) "
+        description="How energy_j_per_1k was obtained: measured (RAPL, and NVML for a GPU) "
         "or estimated (codecarbon's power for this CPU times the CPU time).",
     )
     throughput_runs: list[float] = Field(
@@ -183,7 +183,7 @@ class TaskMetrics(_Model):
     startup_s: float | None = None
     cpu_seconds: float | None = None
     ece: float | None = None
-    energy_wh_per_1k: float | None = Field(
+    energy_j_per_1k: float | None = Field(
         None, description="Averaged over the originals that have one (see DatasetMetrics)."
     )
     energy_method: Literal["estimated", "measured"] | None = Field(
@@ -249,7 +249,7 @@ class Provenance(_Model):
     gpu: str | None = None
     seed: int = 0
     power: PowerModel | None = Field(
-        None, description="How energy_wh_per_1k was worked out; None where it was not."
+        None, description="How energy_j_per_1k was worked out; None where it was not."
     )
     python: str = ""
     platform: str = ""

@@ -220,7 +220,7 @@ def summarize(outcomes: Sequence[DatasetOutcome]) -> TaskMetrics:
         startup_s=_weighted(originals, of("startup_s")),
         cpu_seconds=_weighted(originals, of("cpu_seconds")),
         ece=_weighted(originals, of("ece")),
-        energy_wh_per_1k=_weighted(originals, of("energy_wh_per_1k")),
+        energy_j_per_1k=_weighted(originals, of("energy_j_per_1k")),
         energy_method=_energy_method(originals),
         extra=_extra_averages(originals),
     )
@@ -231,7 +231,7 @@ def _energy_method(originals: Sequence[DatasetOutcome]) -> Literal["estimated", 
     methods = {
         o.metrics.energy_method
         for o in originals
-        if o.metrics is not None and o.metrics.energy_wh_per_1k is not None
+        if o.metrics is not None and o.metrics.energy_j_per_1k is not None
     }
     if not methods:
         return None

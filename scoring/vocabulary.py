@@ -167,10 +167,10 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
             BoardMetric(
                 "energy",
                 "Energy",
-                "Wh/1k examples",
+                "J/1k examples",
                 "lower",
                 weighable=True,
-                result_field="energy_wh_per_1k",
+                result_field="energy_j_per_1k",
                 measured="Energy the sandbox drew per 1,000 examples over the timed phase: "
                 "its cgroup CPU seconds times the power codecarbon assumes one CPU draws "
                 '(its TDP for this CPU model over the logical CPUs; "estimated"), or the '
