@@ -199,3 +199,28 @@ async def test_the_task_page_shows_the_column_its_mark_and_a_missing_figure(
     assert 'data-method="measured"' in page and 'data-method="estimated"' in page
     assert "no figure" in page  # the lexicon's missing figure, weighed as the worst
     assert 'id="explain-energy"' in page
+
+
+def test_energy_alone_ranks_a_missing_figure_level_with_the_worst_real_one() -> None:
+    table = _table({**_ROWS, "d": (90.0, None)})  # the best perf, no figure
+    board = build_leaderboard(cast(Context, None), table, {"perf": 0, "energy": 1}, intervals=False)
+    order = [r.key for r in board.rows if r.rank is not None]
+    scores = {r.key: r.dynascore for r in board.rows}
+    # Below every better real figure; level with the worst (a's), the tie then going to
+    # the better perf as every tie does.
+    assert order == ["c", "b", "d", "a"] and scores["d"] == scores["a"]
+
+
+@pytest.mark.anyio
+async def test_weighing_only_energy_on_a_board_without_figures_is_refused_with_the_fix(
+    client: httpx.AsyncClient,
+) -> None:
+    # The shared seeded board has no energy figure: energy alone leaves nothing to rank by.
+    response = await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": "perf:0,energy:1"})
+    assert 400 <= response.status_code < 500
+    assert "needs a weight above 0" in response.text and "perf" in response.text
+    board = (
+        await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": "energy:3,perf:1"})
+    ).json()
+    assert "energy" not in [m["name"] for m in board["metrics"]]
+    assert all(r["ranked_as_worst"] == [] for r in board["rows"])
