@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from typing import Any, cast
 
 import httpx
@@ -17,6 +18,7 @@ from evalboard.core.tables import Job, Result, Submission
 from evaluator import DatasetMetrics, DatasetOutcome
 from leaderboard import build_leaderboard
 from leaderboard.entry import ModelEntry
+from leaderboard.schemas import LeaderboardPublic
 from leaderboard.table import TaskTable
 from scoring import DEFAULT_WEIGHTS
 from tests.helpers.tasks import sentiment_spec
@@ -199,6 +201,19 @@ async def test_the_task_page_shows_the_column_its_mark_and_a_missing_figure(
     assert 'data-method="measured"' in page and 'data-method="estimated"' in page
     assert "no figure" in page  # the lexicon's missing figure, weighed as the worst
     assert 'id="explain-energy"' in page
+    # The browser re-ranks with the values the server ranked by: the worst, not null.
+    data = json.loads(
+        page.split('<script id="board-data" type="application/json">')[1].split("</script>")[0]
+    )
+    names = {r.key: r.name for r in (await _board(energy_client)).rows}
+    by_name = {names[key]: row for key, row in data["table"].items()}
+    assert by_name["vader-lexicon"]["energy"] == by_name["roberta-large"]["energy"] == 900.0
+    assert data["weights"]["energy"] == 1.0 and data["owner_weights"]["energy"] == 0.0
+
+
+async def _board(client: httpx.AsyncClient) -> LeaderboardPublic:
+    answer = await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": "perf:4,energy:1"})
+    return LeaderboardPublic.model_validate(answer.json())
 
 
 def test_energy_alone_ranks_a_missing_figure_level_with_the_worst_real_one() -> None:
