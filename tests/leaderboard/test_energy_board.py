@@ -239,3 +239,13 @@ async def test_weighing_only_energy_on_a_board_without_figures_is_refused_with_t
     ).json()
     assert "energy" not in [m["name"] for m in board["metrics"]]
     assert all(r["ranked_as_worst"] == [] for r in board["rows"])
+
+
+@pytest.mark.anyio
+async def test_the_model_page_shows_energy_with_its_mark(
+    energy_client: httpx.AsyncClient, seeded: Seeded
+) -> None:
+    page = (
+        await energy_client.get(f"/ui/tasks/{TASK}/models/{seeded.submissions['bow-logreg']}")
+    ).text
+    assert "Energy" in page and "J/1k examples" in page and 'data-method="measured"' in page
