@@ -152,5 +152,9 @@ def test_a_job_records_the_sandbox_auto_chose(
     first = enqueue_submission(ctx, submission)[0]
     assert run_job(ctx, first, sandbox="auto") == "finished"
     with ctx.db.session() as session:
-        provenance = session.scalar(select(Result.provenance).where(Result.job_id == first))
+        stored = session.scalars(select(Result).where(Result.job_id == first)).one()
+        provenance, metrics = stored.provenance, stored.metrics
     assert provenance is not None and provenance["sandbox"] == "gvisor"
+    # The stored result keeps the sandbox's energy and how it was worked out.
+    assert metrics["energy_j_per_1k"] > 0
+    assert provenance["power"]["method"] == metrics["energy_method"]
