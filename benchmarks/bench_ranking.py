@@ -36,7 +36,7 @@ from evalboard.core.states import JobStatus  # noqa: E402
 from evaluator import DatasetMetrics, DatasetOutcome  # noqa: E402
 from leaderboard import build_leaderboard  # noqa: E402
 from leaderboard.table import ModelEntry, TaskTable  # noqa: E402
-from scoring import WEIGHABLE_METRICS, default_weights  # noqa: E402
+from scoring import DEFAULT_WEIGHTS  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "ranking.json"
 SIZES = (1_000, 10_000)
@@ -100,7 +100,7 @@ def synthetic_table(n: int, *, seed: int = 0) -> TaskTable:
         )
     return TaskTable(
         task=spec,
-        default_weights=default_weights(WEIGHABLE_METRICS),
+        default_weights=dict(DEFAULT_WEIGHTS),
         owner_id=None,
         datasets=[],
         scoring=[],

@@ -13,7 +13,7 @@ from datasets_registry.outputs import OutputSpec
 from evalboard.core.errors import InvalidTaskSpec
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.validation import describe_validation_error
-from scoring import TEXT_METRICS, WEIGHABLE_METRICS, check_weights, default_weights
+from scoring import DEFAULT_WEIGHTS, TEXT_METRICS, WEIGHABLE_METRICS, check_weights
 
 __all__ = [
     "InputField",
@@ -70,7 +70,8 @@ class TaskSpec(BaseModel):
         default_factory=lambda: ["fairness", "robustness"]  # type: ignore[arg-type]
     )
     default_weights: dict[str, float] = Field(
-        default_factory=lambda: default_weights(WEIGHABLE_METRICS)  # Dynaboard's: perf 4, 1
+        # Dynaboard's (perf 4, the rest 1), but 0 for a metric the board adds off.
+        default_factory=lambda: dict(DEFAULT_WEIGHTS)
     )
     memory_cap_gib: float = Field(16, gt=0)
     limits: SandboxLimits = Field(default_factory=SandboxLimits)

@@ -21,7 +21,9 @@ import platform
 from pathlib import Path
 from typing import Any
 
-__all__ = ["remember_probe", "reuse_probe"]
+from evaluator.power import CpuSpec
+
+__all__ = ["kept_cpu_spec", "remember_probe", "reuse_probe"]
 
 logger = logging.getLogger(__name__)
 _FILE = "codecarbon-hardware.json"
@@ -33,23 +35,50 @@ def _path() -> Path:
     return get_settings().data_dir / _FILE
 
 
+def _machine() -> dict[str, str]:
+    """What must match for a kept plan to describe this machine since its last boot."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""  # no boot id: the plan is still this host's, kept until a change below
+    return {"host": platform.node(), "boot": boot, "cpus": str(os.cpu_count())}
+
+
 def _identity(tracker: Any) -> dict[str, str]:
     """What must match for a kept plan to describe this machine and this tracker."""
     from importlib.metadata import version
 
     from codecarbon.core import hardware_cache
 
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        boot = ""  # no boot id: the plan is still this host's, kept until a change below
     return {
-        "host": platform.node(),
-        "boot": boot,
-        "cpus": str(os.cpu_count()),
+        **_machine(),
         "codecarbon": version("codecarbon"),
         "options": repr(hardware_cache.make_key(tracker)),
     }
+
+
+def kept_cpu_spec(path: Path | None = None) -> CpuSpec | None:
+    """The CPU as the probe kept for this machine found it (no codecarbon import); None
+    without a kept probe of this machine since its boot."""
+    try:
+        kept = json.loads((path or _path()).read_text(encoding="utf-8"))
+        identity = kept["identity"]
+        if any(identity.get(key) != value for key, value in _machine().items()):
+            return None
+        plan = kept["plan"]
+        cpu = next(spec for spec in plan["hardware_specs"] if spec.get("kind") == "cpu")
+        return CpuSpec(
+            model=str(cpu.get("model") or ""),
+            tdp_w=float(cpu["tdp"]) if cpu.get("tdp") else None,
+            cpus=int(plan.get("conf", {}).get("cpu_count") or os.cpu_count() or 0),
+            mode=str(cpu.get("mode") or ""),
+            codecarbon=str(identity.get("codecarbon") or ""),
+        )
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - a cache: without it there is no estimate
+        logger.debug("the kept codecarbon hardware plan has no usable CPU", exc_info=True)
+        return None
 
 
 def reuse_probe(tracker: Any) -> bool:

@@ -22,7 +22,8 @@ import threading
 from types import TracebackType
 from typing import Any, Self
 
-from evaluator._energy_probe import remember_probe, reuse_probe
+from evaluator._energy_probe import kept_cpu_spec, remember_probe, reuse_probe
+from evaluator.power import CpuSpec
 from evaluator.result import Energy
 
 __all__ = ["EnergyMeter", "warm_up"]
@@ -117,6 +118,12 @@ class EnergyMeter:
             self._starting = None
         return self._tracker
 
+    def cpu_spec(self) -> CpuSpec | None:
+        """What codecarbon's probe found about the CPU, for :mod:`evaluator.power`: the
+        running tracker's (waits for ``start``), else the probe kept for this machine."""
+        tracker = self._started() if self.enabled else None
+        return (_tracker_cpu_spec(tracker) if tracker is not None else None) or kept_cpu_spec()
+
     def _absent(self) -> Energy:
         """What a figure says when there is no tracker to read."""
         if not self.enabled:
@@ -188,6 +195,26 @@ class EnergyMeter:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _tracker_cpu_spec(tracker: Any) -> CpuSpec | None:
+    # As _cpu_mode: codecarbon's CPU object has no public accessors.
+    try:
+        from importlib.metadata import version
+
+        for hardware in getattr(tracker, "_hardware", []):
+            if type(hardware).__name__ == "CPU":
+                tdp = getattr(hardware, "_tdp", None)
+                return CpuSpec(
+                    model=str(getattr(hardware, "_model", "")),
+                    tdp_w=float(tdp) if tdp else None,
+                    cpus=int(tracker._conf.get("cpu_count") or hardware._cpu_count),
+                    mode=str(getattr(hardware, "_mode", "")),
+                    codecarbon=version("codecarbon"),
+                )
+    except Exception:  # noqa: BLE001 - another codecarbon's internals: the kept probe then
+        logging.getLogger(__name__).debug("no CPU spec from codecarbon", exc_info=True)
+    return None
 
 
 def _cpu_mode(tracker: Any) -> str:

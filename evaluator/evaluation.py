@@ -29,6 +29,7 @@ from evaluator import provenance
 from evaluator.energy import EnergyMeter
 from evaluator.load import LoadMeter
 from evaluator.measurement import TIMED_RUNS, measure, percentile, timed_runs
+from evaluator.power import HostCounters, SandboxEnergy, power_model
 from evaluator.result import (
     LOG_TAIL_BYTES,
     LOG_TAIL_LINES,
@@ -37,6 +38,7 @@ from evaluator.result import (
     Energy,
     EvaluationResult,
     Failure,
+    PowerModel,
 )
 from evaluator.scorecard import Quality, score, summarize
 from evaluator.testset import TestSet, in_evaluation_order
@@ -109,6 +111,7 @@ class DatasetRun:
     gpu: str | None = None
     isolating: bool = True
     sandbox: str = ""  # the kind that ran (an alias such as ``auto`` resolved)
+    power: PowerModel | None = None  # how energy_j_per_1k was worked out
 
 
 def _kept_log(box: Any, test_set: TestSet) -> str | None:
@@ -190,12 +193,9 @@ def _run_dataset(
     prepared: Prepared | None,
 ) -> DatasetRun:
     examples = test_set.examples  # measure() sends only uid and the inputs of each
+    limits = options.limits or task.limits
     box = open_sandbox(
-        bundle,
-        kind=options.sandbox,
-        limits=options.limits or task.limits,
-        prepared=prepared,
-        **_pinning(options),
+        bundle, kind=options.sandbox, limits=limits, prepared=prepared, **_pinning(options)
     )
     if progress is not None:
         progress.begin(test_set.name, len(examples))
@@ -231,7 +231,10 @@ def _run_dataset(
             if progress is not None:
                 progress.advance(test_set.name, done)
 
+        sandbox_energy = _sandbox_energy(box, energy_meter, gpus=limits.gpus)
         meter = LoadMeter()
+        if sandbox_energy is not None:
+            sandbox_energy.start()
         cpu_before = box.usage().cpu_seconds
         measured = measure(box, examples, task, batch_size=size, on_batch=on_batch, abort=abort)
         runs = timed_runs(measured)
@@ -247,6 +250,8 @@ def _run_dataset(
             ]
         meter.stop()
         usage = box.usage()
+        if sandbox_energy is not None:
+            sandbox_energy.stop()
         cpu_timed = _spent(cpu_before, usage.cpu_seconds)  # the timed passes' alone
         # The sandbox winds down (the runner exits, the container goes) while we score.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-close") as pool:
@@ -279,6 +284,11 @@ def _run_dataset(
     peak = final.peak_memory_bytes or usage.peak_memory_bytes
     cpu = final.cpu_seconds if final.cpu_seconds is not None else usage.cpu_seconds
     throughputs = [t for t, _ in runs]
+    energy_per_1k = (
+        sandbox_energy.per_1k_j(sandbox_cpu_s=cpu_timed, examples=passes * len(measured.outputs))
+        if sandbox_energy is not None
+        else None
+    )
     metrics = DatasetMetrics(
         perf=quality.perf,
         perf_metric=task.perf_metric,
@@ -305,6 +315,10 @@ def _run_dataset(
         ece=quality.ece,
         energy_kwh=energy.kwh,
         co2_kg=energy.co2_kg,
+        energy_j_per_1k=energy_per_1k,
+        energy_method=sandbox_energy.model.method
+        if sandbox_energy is not None and energy_per_1k is not None
+        else None,
     )
     if progress is not None:
         progress.end(test_set.name, _note(metrics))
@@ -323,12 +337,26 @@ def _run_dataset(
         gpu=usage.gpu or final.gpu,
         isolating=type(box).isolating,
         sandbox=box.kind,
+        power=sandbox_energy.model
+        if sandbox_energy is not None and energy_per_1k is not None
+        else None,
     )
 
 
 def _pinning(options: RunOptions) -> dict[str, Any]:
     # Asked only when pinning: a sandbox that cannot pin (a test double) needs no option.
     return {"pin_cpus": True} if options.pin_cpus else {}
+
+
+def _sandbox_energy(box: Sandbox, energy_meter: EnergyMeter, *, gpus: int) -> SandboxEnergy | None:
+    """The meter of the sandbox's own energy, where its CPU time is its cgroup's (an
+    isolating sandbox; the local one counts a process tree) and the machine has RAPL or a
+    codecarbon TDP (:mod:`evaluator.power`)."""
+    if not type(box).isolating:
+        return None
+    counters = HostCounters(gpus=gpus > 0)
+    model = power_model(energy_meter.cpu_spec(), counters, gpu=gpus > 0)
+    return SandboxEnergy(model, counters) if model is not None else None
 
 
 def _spent(before: float | None, after: float | None) -> float | None:
@@ -481,5 +509,6 @@ def evaluate(
             gpu=next((r.gpu for r in finished if r.gpu), None),
             seed=options.seed,
             started_at=started_at,
+            power=next((r.power for r in finished if r.power is not None), None),
         ),
     )

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from evaluator.result import Provenance
+from evaluator.result import PowerModel, Provenance
 
 __all__ = [
     "collect",
@@ -88,6 +88,7 @@ def collect(
     gpu: str | None,
     started_at: datetime,
     seed: int = 0,
+    power: PowerModel | None = None,
 ) -> Provenance:
     """A result's provenance, finished now: what the run reports, and this machine's facts.
 
@@ -105,6 +106,7 @@ def collect(
         cpu_count=cpu_count(),
         gpu=gpu or gpu_name(),
         seed=seed,
+        power=power,
         python=python_version(),
         platform=platform_name(),
         started_at=started_at,

@@ -25,6 +25,7 @@ __all__ = [
     "Energy",
     "EvaluationResult",
     "Failure",
+    "PowerModel",
     "Provenance",
     "TaskMetrics",
     "shown_metrics",
@@ -90,6 +91,18 @@ class DatasetMetrics(_Model):
         None, description="Energy of this dataset's run (codecarbon; see Energy.estimate)."
     )
     co2_kg: float | None = Field(None, description="CO2-equivalent of that energy.")
+    energy_j_per_1k: float | None = Field(
+        None,
+        ge=0,
+        description="Energy attributed to the sandbox per 1,000 examples of the timed phase, "
+        "joules (evaluator.power; the provenance's power model says how); None: no cgroup CPU "
+        "time (the local sandbox) or no power model.",
+    )
+    energy_method: Literal["estimated", "measured"] | None = Field(
+        None,
+        description="How energy_j_per_1k was obtained: measured (RAPL, and NVML for a GPU) "
+        "or estimated (codecarbon's power for this CPU times the CPU time).",
+    )
     throughput_runs: list[float] = Field(
         default_factory=list,
         description="Examples per second of each timed run (at least 3; see docs/scoring.md).",
@@ -170,6 +183,12 @@ class TaskMetrics(_Model):
     startup_s: float | None = None
     cpu_seconds: float | None = None
     ece: float | None = None
+    energy_j_per_1k: float | None = Field(
+        None, description="Averaged over the originals that have one (see DatasetMetrics)."
+    )
+    energy_method: Literal["estimated", "measured"] | None = Field(
+        None, description="measured only if every averaged figure was measured."
+    )
     extra: dict[str, float] = Field(
         default_factory=dict,
         description="The task's other metrics x100 (for a text task every text metric "
@@ -191,6 +210,30 @@ class Energy(_Model):
     country_iso_code: str = ""
 
 
+class PowerModel(_Model):
+    """How the sandbox's energy was worked out, with every input (``evaluator.power``)."""
+
+    method: Literal["estimated", "measured"] = Field(
+        description="measured: the RAPL counters (and NVML for a GPU); estimated: a power "
+        "figure for this CPU times the sandbox's CPU time."
+    )
+    source: str = Field(description="Where the power figure or the counters came from.")
+    cpu_model: str = ""
+    tdp_w: float | None = Field(
+        None, description="codecarbon's full-load power of the machine's CPUs (its TDP table)."
+    )
+    cpus: int = Field(0, ge=0, description="Logical CPUs the TDP is spread over.")
+    watts_per_cpu: float | None = Field(
+        None, description="tdp_w / cpus: one CPU second costs this many joules (estimated)."
+    )
+    rapl_zones: list[str] = Field(
+        default_factory=list, description="The RAPL package zones read (measured)."
+    )
+    gpu: str | None = Field(
+        None, description="How a GPU's energy was read (NVML), None when none was counted."
+    )
+
+
 class Provenance(_Model):
     """Everything needed to reproduce (or doubt) a number."""
 
@@ -205,6 +248,9 @@ class Provenance(_Model):
     cpu_count: int = 0
     gpu: str | None = None
     seed: int = 0
+    power: PowerModel | None = Field(
+        None, description="How energy_j_per_1k was worked out; None where it was not."
+    )
     python: str = ""
     platform: str = ""
     started_at: datetime

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import orjson
@@ -220,8 +220,22 @@ def summarize(outcomes: Sequence[DatasetOutcome]) -> TaskMetrics:
         startup_s=_weighted(originals, of("startup_s")),
         cpu_seconds=_weighted(originals, of("cpu_seconds")),
         ece=_weighted(originals, of("ece")),
+        energy_j_per_1k=_weighted(originals, of("energy_j_per_1k")),
+        energy_method=_energy_method(originals),
         extra=_extra_averages(originals),
     )
+
+
+def _energy_method(originals: Sequence[DatasetOutcome]) -> Literal["estimated", "measured"] | None:
+    """measured when every original's energy figure was; None when none has one."""
+    methods = {
+        o.metrics.energy_method
+        for o in originals
+        if o.metrics is not None and o.metrics.energy_j_per_1k is not None
+    }
+    if not methods:
+        return None
+    return "measured" if methods == {"measured"} else "estimated"
 
 
 def _extra_averages(originals: Sequence[DatasetOutcome]) -> dict[str, float]:

@@ -37,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 #: Submissions derived per query on the slow path (well under SQLite's bound on parameters).
 _CHUNK = 500
+#: What a stored row holds; bumped when that changes (2: energy and each figure's method),
+#: so rows stored by an older evalboard are derived again.
+_FORMAT = 2
 
 
 def datasets_digest(datasets: Iterable[Dataset]) -> str:
@@ -50,7 +53,7 @@ def datasets_digest(datasets: Iterable[Dataset]) -> str:
 
 def source_digest(datasets: str, facts: Sequence[Any]) -> str:
     """The digest of one row's inputs: the datasets' digest and the submission's facts."""
-    return hashlib.sha256(f"{datasets}|{facts!r}".encode()).hexdigest()
+    return hashlib.sha256(f"{_FORMAT}|{datasets}|{facts!r}".encode()).hexdigest()
 
 
 def _board_query(task_id: str) -> Any:
@@ -181,6 +184,7 @@ def _to_stored(entry: ModelEntry) -> dict[str, Any]:
         "runtime": entry.runtime,
         "card": entry.card.model_dump(mode="json"),
         "metrics": entry.metrics,
+        "methods": entry.methods,
         "per_dataset": entry.per_dataset,
         "predictions": entry.predictions,
         "outcomes": [o.model_dump(mode="json") for o in entry.outcomes],
@@ -201,6 +205,7 @@ def _from_stored(row: Row[Any], stored: dict[str, Any]) -> ModelEntry:
         card=ModelCard.model_validate(stored["card"]),
         published=bool(row.published),
         metrics=stored["metrics"],
+        methods=stored.get("methods", {}),
         per_dataset=stored["per_dataset"],
         predictions=stored["predictions"],
         outcomes=[DatasetOutcome.model_validate(o) for o in stored["outcomes"]],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -28,14 +28,33 @@ from evaluator import (
 from scoring import METRICS
 from submission_sandbox import ModelCard
 
-__all__ = ["ModelEntry", "board_metrics", "derive_entry", "stored_card", "summary_status"]
+__all__ = [
+    "ModelEntry",
+    "board_methods",
+    "board_metrics",
+    "derive_entry",
+    "stored_card",
+    "summary_status",
+]
 
 logger = logging.getLogger(__name__)
+
+Method = Literal["estimated", "measured"]
 
 
 def board_metrics(summary: TaskMetrics) -> dict[str, float | None]:
     """The evaluator's summary under the board's metric names (``scoring.METRICS``)."""
     return {name: getattr(summary, metric.result_field) for name, metric in METRICS.items()}
+
+
+def board_methods(summary: TaskMetrics) -> dict[str, Method]:
+    """How each figure that says so was obtained (``BoardMetric.method_field``)."""
+    found = {
+        name: getattr(summary, metric.method_field)
+        for name, metric in METRICS.items()
+        if metric.method_field
+    }
+    return {name: method for name, method in found.items() if method is not None}
 
 
 @dataclass
@@ -55,6 +74,8 @@ class ModelEntry:
     card: ModelCard = field(default_factory=ModelCard)
     published: bool = True
     metrics: dict[str, float | None] = field(default_factory=dict)
+    #: How a figure was obtained, where its metric says (energy: estimated or measured).
+    methods: dict[str, Method] = field(default_factory=dict)
     per_dataset: dict[str, dict[str, Any]] = field(default_factory=dict)
     predictions: dict[str, str] = field(default_factory=dict)
     #: The finished results on scoring datasets, kept to re-average with other weights.
@@ -155,5 +176,7 @@ def derive_entry(
     entry.complete = bool(scoring_ids) and finished == scoring_ids
     entry.outcomes = outcomes
     if entry.complete:
-        entry.metrics = board_metrics(summarize(outcomes))
+        summary = summarize(outcomes)
+        entry.metrics = board_metrics(summary)
+        entry.methods = board_methods(summary)
     return entry

@@ -31,10 +31,12 @@ from scoring import (
     check_weights,
     contributions,
     dominant_term,
+    fill_missing,
     floor_order,
     goods_transform,
     normalise,
     not_above_baseline,
+    rankable,
 )
 from scoring import parse_weights as scoring_parse_weights
 
@@ -65,12 +67,13 @@ def parse_dataset_weights(table: TaskTable, text: str | None) -> dict[str, float
 
 
 def weighable_metrics(table: TaskTable) -> list[str]:
-    """The weighable metrics every ranked model has a value for (perf always)."""
+    """The weighable metrics the ranked models can be ranked by (perf always): every one
+    has a value, or the metric ranks a missing value as the worst (``scoring.rankable``)."""
     ranked = table.ranked
     present = [
         name
         for name in WEIGHABLE_METRICS
-        if name == "perf" or (ranked and all(m.metrics.get(name) is not None for m in ranked))
+        if name == "perf" or (ranked and rankable(name, (m.metrics.get(name) for m in ranked)))
     ]
     if ranked and any(m.metrics.get("perf") is None for m in ranked):
         present.remove("perf")
@@ -120,7 +123,8 @@ def build_leaderboard(
     amrs: dict[str, float | None] = {}
     warnings: list[str] = []
     if ranked:
-        grid = {m.key: {k: float(m.metrics[k] or 0.0) for k in metrics} for m in ranked}
+        # A missing figure of a metric that allows it ranks as the board's worst.
+        grid = fill_missing({m.key: m.metrics for m in ranked}, metrics)
         normalised = normalise(grid, directions=directions, offsets=offsets)
         scores = dict(zip(normalised.models, normalised.scores(used).tolist(), strict=True))
         terms = contributions(normalised, used)
@@ -178,6 +182,9 @@ def build_leaderboard(
         )
         for key in page:
             row = _row(by_key[key], positions[key], scores[key], terms[key])
+            row.ranked_as_worst = [
+                name for name in metrics if used.get(name) and row.metrics.get(name) is None
+            ]
             if key not in runs:
                 runs[key] = by_key[key].throughput_runs(table.dataset_weights)
             if runs[key]:
@@ -232,6 +239,7 @@ def build_leaderboard(
                 weighable=name in metrics,
                 offset=metric.offset(memory_cap_gib=table.task.memory_cap_gib),
                 measured=metric.measured,
+                caveat=metric.caveat,
             )
             for name, metric in METRICS.items()
             if name in metrics or any(m.metrics.get(name) is not None for m in ranked)
@@ -290,12 +298,15 @@ def _row(
         params=entry.card.params,
         published=entry.published,
         contributions=dict(contributions),
+        methods=dict(entry.methods),
     )
 
 
 def to_csv(board: LeaderboardPublic) -> str:
-    """The whole table as CSV: one row per model, intervals as ``_low``/``_high`` columns."""
+    """The whole table as CSV: one row per model, intervals as ``_low``/``_high`` columns,
+    how a figure was obtained as ``<metric>_method`` where its metric says."""
     names = [m.name for m in board.metrics]
+    methods = [name for name in names if METRICS[name].method_field]
     header = [
         "rank",
         "name",
@@ -310,6 +321,7 @@ def to_csv(board: LeaderboardPublic) -> str:
         "p_first",
         "not_above_baseline",
         *names,
+        *(f"{name}_method" for name in methods),
         "perf_low",
         "perf_high",
     ]
@@ -335,6 +347,7 @@ def to_csv(board: LeaderboardPublic) -> str:
                 _fmt(row.p_first),
                 "yes" if row.not_above_baseline else "",
                 *(_fmt(row.metrics.get(n)) for n in names),
+                *(row.methods.get(n, "") for n in methods),
                 _fmt(perf.low if perf else None),
                 _fmt(perf.high if perf else None),
             ]

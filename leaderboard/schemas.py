@@ -242,6 +242,7 @@ class MetricPublic(BaseModel):
     weighable: bool = Field(description="Whether it enters the Dynascore.")
     offset: float = Field(0.0, description="The good is offset + sign * value (memory: cap).")
     measured: str = Field("", description="How it is measured, in one sentence.")
+    caveat: str = Field("", description="What the figure does not say.")
 
 
 class IntervalPublic(BaseModel):
@@ -292,6 +293,16 @@ class RowPublic(BaseModel):
         "than a quarter of the worker's CPU.",
     )
     load_note: str | None = Field(None, description="The worker's load, in words.")
+    methods: dict[str, Literal["estimated", "measured"]] = Field(
+        default_factory=dict,
+        description="How a figure was obtained, for a metric that says (energy: measured "
+        "by RAPL counters, or estimated from codecarbon's power for the CPU).",
+    )
+    ranked_as_worst: list[str] = Field(
+        default_factory=list,
+        description="Weighed metrics this row has no figure for (its metrics show null): "
+        "ranked as if it had the board's worst figure, never better than a real one.",
+    )
 
 
 class PendingPublic(BaseModel):

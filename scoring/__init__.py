@@ -42,11 +42,14 @@ from scoring.shift import SHIFT_METHOD, ShiftTest, domain_shift, shift_features
 from scoring.squad import normalize_answer
 from scoring.text import TEXT_METRICS, sentence_chrfs
 from scoring.vocabulary import (
+    DEFAULT_WEIGHTS,
     DIRECTION_ARROWS,
     METRICS,
     WEIGHABLE_METRICS,
     BoardMetric,
+    fill_missing,
     goods_transform,
+    rankable,
 )
 from scoring.weights import (
     REFERENCE_ROWS,
@@ -61,6 +64,7 @@ __all__ = [
     "AMRS_CUTOFF",
     "BASELINE_TOLERANCE",
     "DEFAULT_PERF_WEIGHT",
+    "DEFAULT_WEIGHTS",
     "DIRECTION_ARROWS",
     "DOMINANCE_SHARE",
     "METRICS",
@@ -96,6 +100,7 @@ __all__ = [
     "domain_shift",
     "dominant_term",
     "dynascore",
+    "fill_missing",
     "floor_order",
     "get_metric",
     "goods_transform",
@@ -113,6 +118,7 @@ __all__ = [
     "per_example",
     "rank",
     "rank_interval",
+    "rankable",
     "reliability",
     "sentence_chrfs",
     "shift_features",

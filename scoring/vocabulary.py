@@ -12,7 +12,11 @@ evaluator's summary may call it otherwise (``memory_gib``, ``latency_p50_s``), a
 >>> METRICS["memory"].sign, METRICS["memory"].offset(memory_cap_gib=16)
 (-1.0, 16.0)
 >>> WEIGHABLE_METRICS
-('perf', 'throughput', 'memory', 'fairness', 'robustness')
+('perf', 'throughput', 'memory', 'fairness', 'robustness', 'energy')
+>>> DEFAULT_WEIGHTS["perf"], DEFAULT_WEIGHTS["memory"], DEFAULT_WEIGHTS["energy"]
+(4.0, 1.0, 0.0)
+>>> fill_missing({"a": {"energy": 2.0}, "b": {"energy": None}, "c": {"energy": 5.0}}, ["energy"])
+{'a': {'energy': 2.0}, 'b': {'energy': 5.0}, 'c': {'energy': 5.0}}
 >>> goods_transform(["perf", "memory"], memory_cap_gib=16)
 ({'memory': -1.0}, {'memory': 16.0})
 """
@@ -24,12 +28,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+from scoring.dynascore import DEFAULT_PERF_WEIGHT
+
 __all__ = [
+    "DEFAULT_WEIGHTS",
     "DIRECTION_ARROWS",
     "METRICS",
     "WEIGHABLE_METRICS",
     "BoardMetric",
+    "fill_missing",
     "goods_transform",
+    "rankable",
 ]
 
 Direction = Literal["higher", "lower"]
@@ -55,6 +64,14 @@ class BoardMetric:
             nothing needs saying).
         capped: the good is ``memory_cap_gib - value`` (the task's cap), as Dynaboard
             turns memory into a good; otherwise ``sign * value``.
+        default_weight: its weight in a task spec that sets none (Dynaboard's: perf 4,
+            the rest 1; a metric many results lack, such as energy, 0).
+        missing_is_worst: a ranked row without a figure is ranked as if it had the
+            board's worst one (:func:`fill_missing`), so the metric stays weighable on a
+            board with older results; otherwise one row without it leaves the metric out
+            of the board's Dynascore.
+        method_field: the evaluator's summary field that says how the row's figure was
+            obtained (``"estimated"`` or ``"measured"``), shown beside it ("" if none).
     """
 
     name: str
@@ -66,6 +83,9 @@ class BoardMetric:
     measured: str
     caveat: str = ""
     capped: bool = False
+    default_weight: float = 1.0
+    missing_is_worst: bool = False
+    method_field: str = ""
 
     @property
     def sign(self) -> float:
@@ -93,6 +113,7 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
                 "averaged with the dataset weights.",
                 caveat="Only as good as the test sets: a high perf on one round's data "
                 "says little about examples written to fool the model later.",
+                default_weight=DEFAULT_PERF_WEIGHT,
             ),
             BoardMetric(
                 "throughput",
@@ -144,6 +165,28 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
                 "answer despite the typos scores 100 even when that answer is wrong.",
             ),
             BoardMetric(
+                "energy",
+                "Energy",
+                "J/1k examples",
+                "lower",
+                weighable=True,
+                result_field="energy_j_per_1k",
+                measured="Energy the sandbox drew per 1,000 examples over the timed phase: "
+                "its cgroup CPU seconds times the power codecarbon assumes one CPU draws "
+                '(its TDP for this CPU model over the logical CPUs; "estimated"), or the '
+                "CPU packages' RAPL energy counters shared out by the sandbox's part of the "
+                "machine's CPU time (\"measured\"); a GPU's NVML energy counter added where "
+                "the sandbox had one.",
+                caveat="CPU (and GPU) only, no memory, disk or cooling; an estimate assumes "
+                "every CPU second costs the same. Results from before energy was "
+                "measured, and the local sandbox (no cgroup), have none: they show a dash "
+                "and rank as the board's worst figure when energy weighs. Off (weight 0) "
+                "unless the task owner sets it.",
+                default_weight=0.0,
+                missing_is_worst=True,
+                method_field="energy_method",
+            ),
+            BoardMetric(
                 "latency_p50",
                 "Latency p50",
                 "s/batch",
@@ -173,6 +216,50 @@ METRICS: Mapping[str, BoardMetric] = MappingProxyType(
 
 WEIGHABLE_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS.values() if m.weighable)
 """The metrics a Dynascore can weigh, in column order."""
+
+DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {m.name: m.default_weight for m in METRICS.values() if m.weighable}
+)
+"""A task spec's weights when it sets none."""
+
+
+def rankable(name: str, values: Iterable[float | None]) -> bool:
+    """Whether metric ``name`` can enter the Dynascore of rows with these ``values``: every
+    row has one, or the metric ranks a missing figure as the worst and some row has one."""
+    present = [value is not None for value in values]
+    if all(present):
+        return True
+    return METRICS[name].missing_is_worst and any(present)
+
+
+def fill_missing(
+    table: Mapping[str, Mapping[str, float | None]], names: Iterable[str]
+) -> dict[str, dict[str, float]]:
+    """Rows of ``names`` ready to rank: a missing figure of a ``missing_is_worst`` metric
+    becomes the worst figure another row has (the highest where lower is better), so a row
+    without one never ranks better on it than a row with one.
+
+    Raises:
+        ValueError: a missing figure of another metric, or of one no row has
+            (:func:`rankable` says which metrics may rank).
+    """
+    wanted = list(names)
+    worst: dict[str, float] = {}
+    for name in wanted:
+        present = [float(v) for row in table.values() if (v := row.get(name)) is not None]
+        if present and METRICS[name].missing_is_worst:
+            worst[name] = max(present) if METRICS[name].direction == "lower" else min(present)
+    filled: dict[str, dict[str, float]] = {}
+    for key, row in table.items():
+        filled[key] = {}
+        for name in wanted:
+            value = row.get(name)
+            if value is None:
+                if name not in worst:
+                    raise ValueError(f"Model {key!r} has no {name} figure to rank by")
+                value = worst[name]
+            filled[key][name] = float(value)
+    return filled
 
 
 def goods_transform(

@@ -64,8 +64,9 @@ def check_weights(
         what: ``"metric"`` or ``"dataset"``, for the messages.
         partial: the weights override some of a complete set (dataset weights over the
             owner's), so all of them may be 0; the caller checks the merged set.
-        usable: the known names that can weigh here (on a board, the metrics every ranked
-            model has): at least one of them needs a weight above 0. None: all known.
+        usable: the known names that can weigh here (on a board, the metrics the ranked
+            models can be ranked by, ``scoring.rankable``): at least one of them needs a
+            weight above 0. None: all known.
 
     >>> check_weights({"perf": 0, "memory": 1}, known=["perf", "memory"], usable=["perf"])
     ... # doctest: +ELLIPSIS

@@ -80,9 +80,11 @@ _COLUMNS = (
     "CPU s",
     "CPU ms/ex",
     "kWh",
+    "J/1k",
 )
 #: On a terminal the figures come as two tables that each fit 80 columns: what the model
-#: got right, then what it cost. Energy is one line below them (it is per evaluation).
+#: got right, then what it cost. Energy is a line below them (per evaluation, and the
+#: sandbox's own per 1,000 examples).
 _QUALITY = ("dataset", "round", "n", "perf", "fair.", "robust.", "ECE")
 _COST = ("dataset", "ex/s", "batch", "start s", "p50 s", "p95 s", "mem GiB", "CPU s")
 
@@ -115,6 +117,7 @@ def _rows(result: EvaluationResult) -> list[dict[str, str]]:
             _fmt(m.cpu_seconds),
             _fmt(None if m.cpu_per_example_s is None else m.cpu_per_example_s * 1000, 3),
             _fmt(m.energy_kwh, 6),
+            _fmt(m.energy_j_per_1k, 3),
         )
         rows.append(dict(zip(_COLUMNS, figures, strict=True)))
     s = result.summary
@@ -135,6 +138,7 @@ def _rows(result: EvaluationResult) -> list[dict[str, str]]:
         _fmt(s.cpu_seconds),
         "",
         _fmt(result.energy.kwh, 6),
+        _fmt(s.energy_j_per_1k, 3),
     )
     rows.append(dict(zip(_COLUMNS, figures, strict=True)))
     return rows
@@ -169,6 +173,12 @@ def _report(result: EvaluationResult) -> None:
         console.print(
             f"Energy {energy.kwh:.6f} kWh, CO2 {energy.co2_kg or 0:.6f} kg "
             f"({energy.country_iso_code}){note}; {energy.method}"
+        )
+    power, own = result.provenance.power, result.summary.energy_j_per_1k
+    if power is not None and own is not None:
+        console.print(
+            f"The sandbox's own energy {own:.3g} J per 1,000 examples ({power.method}: "
+            f"{power.source})"
         )
     p = result.provenance
     console.print(

@@ -158,6 +158,7 @@ def _provenance(
         limits=limits,
         gpu=run.gpu,
         started_at=_aware(work.job.started_at) or datetime.now(UTC),
+        power=run.power,
     ).model_dump(mode="json")
     return {
         "schema_version": SCHEMA_VERSION,

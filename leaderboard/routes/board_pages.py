@@ -28,7 +28,7 @@ from leaderboard.routes.tasks import task_public
 from leaderboard.schemas import LeaderboardPublic, MetricPublic
 from leaderboard.snapshots import list_snapshots
 from leaderboard.table import TaskTable, load_table
-from scoring import METRICS, WEIGHABLE_METRICS, goods_transform
+from scoring import METRICS, WEIGHABLE_METRICS, fill_missing, goods_transform
 
 __all__ = ["router"]
 
@@ -131,18 +131,19 @@ def _pager(request: Request, path: str, query: BoardQuery, total: int) -> dict[s
     }
 
 
-def _client_data(table: TaskTable, board: Any, owner_weights: dict[str, float]) -> dict[str, Any]:
+def _client_data(
+    table: TaskTable, board: Any, owner_weights: dict[str, float], *, paged: bool
+) -> dict[str, Any]:
     weighable = [m.name for m in board.metrics if m.weighable]
     # The same goods as the server's ranking (scoring.METRICS): dynascore.js has no copy.
     directions, offsets = goods_transform(weighable, memory_cap_gib=table.task.memory_cap_gib)
+    ranked = {r.key: r.metrics for r in board.rows if r.rank is not None}
     return {
         "perf": "perf",
         "metrics": weighable,
-        "table": {
-            r.key: {m: r.metrics.get(m) for m in weighable}
-            for r in board.rows
-            if r.rank is not None
-        },
+        # The values the server ranked by, a missing figure filled as it fills them; none
+        # for a part of the board, which the browser does not re-rank.
+        "table": fill_missing(ranked, weighable) if ranked and not paged else {},
         "directions": directions,
         "offsets": offsets,
         "weights": {m: board.weights.get(m, 0.0) for m in weighable},
@@ -198,7 +199,7 @@ def _ranking(
         "explain": {m.name: METRICS[m.name] for m in board.metrics}
         or {name: METRICS[name] for name in WEIGHABLE_METRICS},
         "snapshots": list_snapshots(ctx, task_id),
-        "data": {**_client_data(table, board, task.default_weights), "paged": paged},
+        "data": {**_client_data(table, board, task.default_weights, paged=paged), "paged": paged},
     }
 
 

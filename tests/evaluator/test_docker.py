@@ -1,4 +1,5 @@
-"""The real docker sandbox: evaluate() records isolation, image digest and cgroup memory;
+"""The real docker sandbox: evaluate() records isolation, image digest, cgroup memory and
+the sandbox's energy;
 a worker's reaper removes the containers of owners that died."""
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def test_docker_results_record_the_image_and_the_cgroup_peak(
         keyword_bundle(),
         task=sentiment_spec(),
         datasets=_sets(),
-        options=RunOptions(sandbox="docker", measure_energy=False),
+        options=RunOptions(sandbox="docker"),
     )
     assert not result.failed
     mini = result.outcome("mini").metrics
@@ -44,6 +45,19 @@ def test_docker_results_record_the_image_and_the_cgroup_peak(
     provenance = result.provenance
     assert provenance.sandbox_isolating and provenance.sandbox == "docker"
     assert provenance.image_digest is not None and provenance.image_digest.startswith("sha256:")
+    # The sandbox's own energy: its cgroup CPU time priced by the machine's power model.
+    assert mini.energy_j_per_1k is not None and mini.energy_j_per_1k > 0
+    power = provenance.power
+    assert power is not None and mini.energy_method == power.method
+    assert result.summary.energy_j_per_1k is not None and result.summary.energy_method
+    if power.method == "estimated":  # no readable RAPL here: codecarbon's TDP per CPU
+        assert power.tdp_w and power.cpus and power.watts_per_cpu == power.tdp_w / power.cpus
+        assert mini.cpu_per_example_s is not None
+        assert mini.energy_j_per_1k == pytest.approx(
+            mini.cpu_per_example_s * 1000 * power.watts_per_cpu
+        )
+    else:
+        assert power.rapl_zones
 
 
 def test_a_crash_in_docker_keeps_the_reason_and_log(
@@ -138,5 +152,9 @@ def test_a_job_records_the_sandbox_auto_chose(
     first = enqueue_submission(ctx, submission)[0]
     assert run_job(ctx, first, sandbox="auto") == "finished"
     with ctx.db.session() as session:
-        provenance = session.scalar(select(Result.provenance).where(Result.job_id == first))
+        stored = session.scalars(select(Result).where(Result.job_id == first)).one()
+        provenance, metrics = stored.provenance, stored.metrics
     assert provenance is not None and provenance["sandbox"] == "gvisor"
+    # The stored result keeps the sandbox's energy and how it was worked out.
+    assert metrics["energy_j_per_1k"] > 0
+    assert provenance["power"]["method"] == metrics["energy_method"]

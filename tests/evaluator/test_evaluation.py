@@ -176,6 +176,9 @@ def test_energy_is_measured_and_labelled_an_estimate_without_rapl(
         assert result.energy.estimate
     metrics = result.outcome("mini").metrics
     assert metrics is not None and metrics.energy_kwh == result.energy.kwh
+    # The local sandbox has no cgroup of its own: no energy of its own, missing, not zero.
+    assert metrics.energy_j_per_1k is None and metrics.energy_method is None
+    assert result.summary.energy_j_per_1k is None and result.provenance.power is None
 
 
 def test_limits_may_tighten_the_tasks_never_loosen_them(keyword_bundle: BundleFactory) -> None:
