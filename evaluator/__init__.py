@@ -44,7 +44,7 @@ if TYPE_CHECKING:
         shown_metrics,
         stored_metrics,
     )
-    from evaluator.scorecard import outputs_by_uid, read_records, summarize
+    from evaluator.scorecard import outputs_by_uid, read_records, score, summarize
     from evaluator.testset import TestSet, model_inputs
 
 __all__ = [
@@ -90,6 +90,7 @@ __all__ = [
     "reap_orphan_sandboxes",
     "run_celery_worker",
     "run_job",
+    "score",
     "shown_metrics",
     "store_fault",
     "stored_metrics",
@@ -161,6 +162,7 @@ __getattr__, __dir__ = lazy_exports(
         "evaluator.scorecard": (
             "outputs_by_uid",
             "read_records",
+            "score",
             "summarize",
         ),
         "evaluator.testset": (

@@ -65,8 +65,10 @@ def parse_dataset_weights(table: TaskTable, text: str | None) -> dict[str, float
 
 
 def weighable_metrics(table: TaskTable) -> list[str]:
-    """The weighable metrics every ranked model has a value for (perf always)."""
-    ranked = table.ranked
+    """The weighable metrics every ranked model has a value for (perf always); a
+    predictions-only row lacks what only a run measures and does not take those away
+    from the board (:func:`_goods_row`)."""
+    ranked = [m for m in table.ranked if not m.predictions_only] or table.ranked
     present = [
         name
         for name in WEIGHABLE_METRICS
@@ -120,7 +122,7 @@ def build_leaderboard(
     amrs: dict[str, float | None] = {}
     warnings: list[str] = []
     if ranked:
-        grid = {m.key: {k: float(m.metrics[k] or 0.0) for k in metrics} for m in ranked}
+        grid = {m.key: _goods_row(m, metrics, directions, offsets) for m in ranked}
         normalised = normalise(grid, directions=directions, offsets=offsets)
         scores = dict(zip(normalised.models, normalised.scores(used).tolist(), strict=True))
         terms = contributions(normalised, used)
@@ -247,7 +249,30 @@ def build_leaderboard(
         dataset_weights={name: table.dataset_weights[name] for name in table.weighable_datasets},
         baseline_perf=baseline,
         warnings=warnings,
+        phase=table.phase,
+        withheld_sets=table.withheld_sets,
     )
+
+
+def _goods_row(
+    entry: ModelEntry,
+    metrics: list[str],
+    directions: Mapping[str, float],
+    offsets: Mapping[str, float],
+) -> dict[str, float]:
+    """The row's value of each board metric. The one rule for a metric a row lacks (a
+    predictions-only row has no throughput, memory or energy): it contributes nothing, so
+    it takes the value whose good (``offset + direction * value``) is 0, the least any
+    measured model can get; the row is flagged ``predictions_only``. So a row is never
+    lifted by what was not measured."""
+    row: dict[str, float] = {}
+    for name in metrics:
+        value = entry.metrics.get(name)
+        if value is None:
+            direction = directions.get(name, 1.0)
+            value = -offsets.get(name, 0.0) / direction if direction else 0.0
+        row[name] = float(value)
+    return row
 
 
 def _reason(perf: float, baseline: float | None, above_high: float | None) -> str:
@@ -290,6 +315,7 @@ def _row(
         params=entry.card.params,
         published=entry.published,
         contributions=dict(contributions),
+        predictions_only=entry.predictions_only,
     )
 
 
