@@ -224,7 +224,9 @@ def create_phase(
                     f"{', '.join(sorted(taken))} is in another phase already; a dataset is in "
                     "one phase at most"
                 )
-            session.add_all(PhaseDataset(phase_id=phase.id, dataset_id=by_name[n].id) for n in chosen)
+            session.add_all(
+                PhaseDataset(phase_id=phase.id, dataset_id=by_name[n].id) for n in chosen
+            )
             session.flush()
             return phase_public(phase, sorted(chosen), used=None, owner=True)
     except IntegrityError:
@@ -267,9 +269,7 @@ def _open_phases(
     session: Session, task_id: str, dataset_ids: Collection[int] | None
 ) -> list[Phase]:
     query = (
-        select(Phase)
-        .where(Phase.task_id == task_id, Phase.revealed.is_(False))
-        .order_by(Phase.id)
+        select(Phase).where(Phase.task_id == task_id, Phase.revealed.is_(False)).order_by(Phase.id)
     )
     if dataset_ids is not None:
         query = query.where(
