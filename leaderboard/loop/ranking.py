@@ -2,8 +2,9 @@
 
 The leaderboard's own ranking (:func:`leaderboard.ranking.build_leaderboard`) under the
 task owner's default weights, so the targets are the models the public leaderboard page
-shows on top (unpublished models and predictions-only rows are never promoted). A submission is ranked once it has
-results on every scoring dataset; reference rows (the majority-class baseline) never are.
+shows on top (unpublished models and predictions-only rows are never promoted). A
+submission is ranked once it has results on every scoring dataset; reference rows (the
+majority-class baseline) never are.
 """
 
 from __future__ import annotations
