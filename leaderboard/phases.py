@@ -38,6 +38,7 @@ from leaderboard.schemas import PhasePublic
 __all__ = [
     "MAX_SUBMISSION_LIMIT",
     "PHASE_NAME",
+    "check_phase_limits",
     "create_phase",
     "enter_phases",
     "get_phase",
@@ -304,10 +305,25 @@ def enter_phases(
         session.flush()
         used = _used(session, phase.id, principal.user_id)
         if used > phase.submission_limit:
-            raise QuotaExceeded(
-                f"{principal.name!r} has used the {phase.submission_limit} submission(s) of phase "
-                f"{phase.name!r} of task {task_id!r}; it takes no more until the owner reveals it"
-            )
+            _refuse_spent(principal, task_id, phase)
+
+
+def _refuse_spent(principal: Principal, task_id: str, phase: Phase) -> None:
+    raise QuotaExceeded(
+        f"{principal.name!r} has used the {phase.submission_limit} submission(s) of phase "
+        f"{phase.name!r} of task {task_id!r}; it takes no more until the owner reveals it"
+    )
+
+
+def check_phase_limits(ctx: Context, principal: Principal, task_id: str) -> None:
+    """Refuse a bundle upload early when an open phase's limit is spent: only a hint
+    before the bytes are sent; :func:`enter_phases` counts again at the insert."""
+    if principal.user_id is None or principal.owns(task_id):
+        return
+    with ctx.db.session() as session:
+        for phase in _open_phases(session, task_id, None):
+            if _used(session, phase.id, principal.user_id) >= phase.submission_limit:
+                _refuse_spent(principal, task_id, phase)
 
 
 def refused_attempt(

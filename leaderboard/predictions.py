@@ -8,7 +8,7 @@ and gold through ``task.prediction`` / ``task.gold`` (a perturbed copy's against
 submission's predictions on its original). The result is stored as finished jobs, so the
 board, its intervals, drill-down and compare read it like any other; it has no throughput,
 memory, latency or energy (never measured), which the board's one rule for a missing
-metric handles (``leaderboard.ranking._goods_row``), and it is never a loop target.
+metric handles (``leaderboard.ranking.unmeasured_value``), and it is never a loop target.
 
 What a submission must cover: every dataset the public board counts that is not hidden
 (so the row can be ranked). A hidden set takes predictions only while an open phase holds

@@ -43,6 +43,7 @@ __all__ = [
     "parse_dataset_weights",
     "parse_weights",
     "to_csv",
+    "unmeasured_value",
     "weighable_metrics",
 ]
 
@@ -67,7 +68,7 @@ def parse_dataset_weights(table: TaskTable, text: str | None) -> dict[str, float
 def weighable_metrics(table: TaskTable) -> list[str]:
     """The weighable metrics every ranked model has a value for (perf always); a
     predictions-only row lacks what only a run measures and does not take those away
-    from the board (:func:`_goods_row`)."""
+    from the board (:func:`unmeasured_value`)."""
     ranked = [m for m in table.ranked if not m.predictions_only] or table.ranked
     present = [
         name
@@ -254,24 +255,31 @@ def build_leaderboard(
     )
 
 
+def unmeasured_value(
+    name: str, directions: Mapping[str, float], offsets: Mapping[str, float]
+) -> float:
+    """The one rule for a metric a row lacks (a predictions-only row has no throughput,
+    memory or energy): it contributes nothing, so it takes the value whose good
+    (``offset + direction * value``) is 0, the least any measured model can get. So a row
+    is never lifted by what was not measured; it is flagged ``predictions_only``. The page's
+    script gets the same values (``routes/board_pages._client_data``)."""
+    direction = directions.get(name, 1.0)
+    return -offsets.get(name, 0.0) / direction if direction else 0.0
+
+
 def _goods_row(
     entry: ModelEntry,
     metrics: list[str],
     directions: Mapping[str, float],
     offsets: Mapping[str, float],
 ) -> dict[str, float]:
-    """The row's value of each board metric. The one rule for a metric a row lacks (a
-    predictions-only row has no throughput, memory or energy): it contributes nothing, so
-    it takes the value whose good (``offset + direction * value``) is 0, the least any
-    measured model can get; the row is flagged ``predictions_only``. So a row is never
-    lifted by what was not measured."""
+    """The row's value of each board metric (:func:`unmeasured_value` where it has none)."""
     row: dict[str, float] = {}
     for name in metrics:
         value = entry.metrics.get(name)
-        if value is None:
-            direction = directions.get(name, 1.0)
-            value = -offsets.get(name, 0.0) / direction if direction else 0.0
-        row[name] = float(value)
+        row[name] = float(
+            value if value is not None else unmeasured_value(name, directions, offsets)
+        )
     return row
 
 

@@ -22,7 +22,12 @@ from leaderboard.auth import CtxDep, PrincipalDep
 from leaderboard.cards import CardFilter, visible_table
 from leaderboard.loop import list_rounds, round_vmer
 from leaderboard.paging import BoardQuery, parse_board_query
-from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights
+from leaderboard.ranking import (
+    build_leaderboard,
+    parse_dataset_weights,
+    parse_weights,
+    unmeasured_value,
+)
 from leaderboard.routes._page import render
 from leaderboard.routes.tasks import task_public
 from leaderboard.schemas import LeaderboardPublic, MetricPublic
@@ -139,7 +144,12 @@ def _client_data(table: TaskTable, board: Any, owner_weights: dict[str, float]) 
         "perf": "perf",
         "metrics": weighable,
         "table": {
-            r.key: {m: r.metrics.get(m) for m in weighable}
+            r.key: {
+                m: r.metrics.get(m)
+                if r.metrics.get(m) is not None
+                else unmeasured_value(m, directions, offsets)
+                for m in weighable
+            }
             for r in board.rows
             if r.rank is not None
         },
