@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from datasets_registry import list_datasets, read_examples
 from evalboard.core.errors import QuotaExceeded
 from evalboard.core.tables import PhaseEntry, Submission
+from leaderboard import create_app
 from leaderboard.accounts import principal_for_token
 from leaderboard.loop.ranking import leaderboard_ranking
 from leaderboard.phases import create_phase
@@ -321,19 +322,20 @@ async def test_nul_bytes_and_wrong_types_are_422(app, seeded):
         assert answer.status_code == 422, answer.text
 
 
-async def test_a_huge_predictions_file_is_refused_before_it_is_read(app, seeded):
-    limit = seeded.ctx.settings.max_request_bytes
-    rows = [{"uid": str(i), "label": "positive" * 8} for i in range(limit // 40 + 1)]
-    answer = await _post(
-        app,
-        f"/tasks/{TASK}/predictions",
-        {"name": "x", "predictions": {"test": rows}},
-        "alice",
-        seeded,
-    )
+async def test_a_huge_predictions_file_is_refused_before_it_is_read(seeded):
+    seeded.ctx.settings.max_request_bytes = 1024**2  # the cap the app is built with
+    capped = create_app(seeded.ctx)
+    row = b'{"uid": "1", "label": "positive"},'
+    body = b'{"name": "x", "predictions": {"test": [' + row * (1024**2 // len(row) + 1) + b"]}}"
+    async with make_client(capped, seeded.tokens["alice"]) as client:
+        answer = await client.post(
+            f"/tasks/{TASK}/predictions",
+            content=body,
+            headers={"content-type": "application/json"},
+        )
     assert answer.status_code == 413, answer.text[:200]
-    anonymous = await _get(app, f"/tasks/{TASK}/predictions", None, seeded)
-    assert anonymous.status_code == 405
+    with seeded.ctx.db.session() as session:
+        assert session.scalar(select(func.count(Submission.id)).where(Submission.name == "x")) == 0
 
 
 async def test_anonymous_predictions_are_401(app, seeded):
