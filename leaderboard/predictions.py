@@ -27,7 +27,7 @@ from typing import Any
 
 from datasets_registry import TaskSpec, get_task, list_datasets, output_problems, read_examples
 from evalboard.core.context import Context
-from evalboard.core.errors import NotFound, UsageError
+from evalboard.core.errors import NotFound, PermissionDenied, UsageError
 from evalboard.core.states import Access, JobStatus, SubmissionKind
 from evalboard.core.tables import Dataset, Job, Result, Submission, utcnow
 from evaluator import DatasetMetrics, score, stored_metrics
@@ -140,10 +140,16 @@ def create_predictions(
             phase: the two read the same).
         UsageError: a file that does not fit its dataset (ids, duplicates, outputs), or a
             dataset the board counts left out.
+        PermissionDenied: the caller may not submit models to the task.
         QuotaExceeded: the daily quota or a phase's limit is spent.
     """
     principal.require_signed_in()
     spec = get_task(ctx, task_id)
+    if not principal.may_upload(task_id):  # as for a bundle: the researcher role
+        raise PermissionDenied(
+            f"{principal.name!r} may not submit to {task_id!r}: ask an admin for the "
+            "researcher role"
+        )
     if not body.predictions:
         raise UsageError("Give predictions for at least one dataset")
     chosen, phase_sets = _chosen(ctx, task_id, list(body.predictions))
