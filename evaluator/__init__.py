@@ -44,7 +44,7 @@ if TYPE_CHECKING:
         shown_metrics,
         stored_metrics,
     )
-    from evaluator.scorecard import outputs_by_uid, read_records, summarize
+    from evaluator.scorecard import outputs_by_uid, read_records, score, summarize
     from evaluator.testset import TestSet, model_inputs
 
 
@@ -110,6 +110,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "evaluator.scorecard": (
             "outputs_by_uid",
             "read_records",
+            "score",
             "summarize",
         ),
         "evaluator.testset": (

@@ -399,7 +399,7 @@ def _note(metrics: DatasetMetrics) -> str:
     for name in ("perf", "fairness", "robustness"):
         value = getattr(metrics, name)
         if value is not None:
-            return f"{name} {value:.2f}, {metrics.throughput:.1f} ex/s"
+            return f"{name} {value:.2f}, {metrics.throughput or 0.0:.1f} ex/s"
     return "done"
 
 

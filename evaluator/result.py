@@ -68,11 +68,18 @@ class DatasetMetrics(_Model):
     fairness: float | None = Field(None, description="x100; fairness copies only.")
     robustness: float | None = Field(None, description="x100; robustness copies only.")
     examples: int = Field(ge=0, description="Examples predicted in the timed phase.")
-    throughput: float = Field(
-        ge=0, description="Examples per second: the median of the timed runs (throughput_runs)."
+    throughput: float | None = Field(
+        None,
+        ge=0,
+        description="Examples per second: the median of the timed runs (throughput_runs); "
+        "None for predictions made elsewhere (a predictions-only submission).",
     )
-    batch_size: int = Field(ge=1, description="Examples per request in the timed phase.")
-    predict_s: float = Field(ge=0, description="Seconds of the timed prediction phase.")
+    batch_size: int | None = Field(
+        None, ge=1, description="Examples per request in the timed phase (None: predictions only)."
+    )
+    predict_s: float | None = Field(
+        None, ge=0, description="Seconds of the timed prediction phase (None: predictions only)."
+    )
     startup_s: float | None = Field(None, description="Sandbox start until the model's hello.")
     latency_p50_s: float | None = Field(None, description="Median seconds per batch.")
     latency_p95_s: float | None = Field(None, description="95th percentile seconds per batch.")

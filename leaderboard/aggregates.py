@@ -117,7 +117,8 @@ def load_entries(
     """The task's rows in submission order: stored ones whose digest still matches,
     the others derived now (and stored for the next request)."""
     by_id = {d.id: d for d in datasets}
-    digest = datasets_digest(datasets)
+    # Which sets count changes when a phase is revealed to the public, not the datasets.
+    digest = source_digest(datasets_digest(datasets), sorted(d.id for d in scoring))
     with ctx.db.session() as session:
         rows = session.execute(_board_query(task_id)).all()
         sources = {row.id: source_digest(digest, _facts(row)) for row in rows}
@@ -188,6 +189,7 @@ def _to_stored(entry: ModelEntry) -> dict[str, Any]:
         "per_dataset": entry.per_dataset,
         "predictions": entry.predictions,
         "outcomes": [o.model_dump(mode="json") for o in entry.outcomes],
+        "predictions_only": entry.predictions_only,
     }
 
 
@@ -209,6 +211,7 @@ def _from_stored(row: Row[Any], stored: dict[str, Any]) -> ModelEntry:
         per_dataset=stored["per_dataset"],
         predictions=stored["predictions"],
         outcomes=[DatasetOutcome.model_validate(o) for o in stored["outcomes"]],
+        predictions_only=bool(stored.get("predictions_only", False)),
     )
 
 

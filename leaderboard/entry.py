@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from evalboard.core.states import JobStatus
+from evalboard.core.states import JobStatus, SubmissionKind
 from evalboard.core.tables import Dataset, Submission
 from evaluator import (
     CONTENDED_SHARE,
@@ -80,6 +80,8 @@ class ModelEntry:
     predictions: dict[str, str] = field(default_factory=dict)
     #: The finished results on scoring datasets, kept to re-average with other weights.
     outcomes: list[DatasetOutcome] = field(default_factory=list)
+    #: Predictions made elsewhere, scored as given (no throughput, memory or energy).
+    predictions_only: bool = False
 
     def throughput_runs(self, weights: Mapping[str, float]) -> list[float]:
         """The model's throughput per timed run, each averaged over the originals with
@@ -156,6 +158,7 @@ def derive_entry(
         runtime=submission.manifest.get("runtime"),
         card=stored_card(submission),
         published=submission.published,
+        predictions_only=submission.kind == SubmissionKind.PREDICTIONS,
     )
     finished: set[int] = set()
     for job in submission.jobs:

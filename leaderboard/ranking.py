@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from evalboard.core.context import Context
 from evaluator import CONTENDED_SHARE
@@ -45,6 +45,7 @@ __all__ = [
     "parse_dataset_weights",
     "parse_weights",
     "to_csv",
+    "predictions_only",
     "weighable_metrics",
 ]
 
@@ -68,8 +69,10 @@ def parse_dataset_weights(table: TaskTable, text: str | None) -> dict[str, float
 
 def weighable_metrics(table: TaskTable) -> list[str]:
     """The weighable metrics the ranked models can be ranked by (perf always): every one
-    has a value, or the metric ranks a missing value as the worst (``scoring.rankable``)."""
-    ranked = table.ranked
+    has a value, or the metric ranks a missing value as the worst (``scoring.rankable``).
+    A predictions-only row lacks what only a run measures and does not take those metrics
+    away from the board: it ranks as the worst there (``scoring.fill_missing``)."""
+    ranked = [m for m in table.ranked if not m.predictions_only] or table.ranked
     present = [
         name
         for name in WEIGHABLE_METRICS
@@ -123,8 +126,10 @@ def build_leaderboard(
     amrs: dict[str, float | None] = {}
     warnings: list[str] = []
     if ranked:
-        # A missing figure of a metric that allows it ranks as the board's worst.
-        grid = fill_missing({m.key: m.metrics for m in ranked}, metrics)
+        # A missing figure ranks as the board's worst (scoring.fill_missing, the one rule).
+        grid = fill_missing(
+            {m.key: m.metrics for m in ranked}, metrics, may_lack=predictions_only(ranked)
+        )
         normalised = normalise(grid, directions=directions, offsets=offsets)
         scores = dict(zip(normalised.models, normalised.scores(used).tolist(), strict=True))
         terms = contributions(normalised, used)
@@ -255,7 +260,14 @@ def build_leaderboard(
         dataset_weights={name: table.dataset_weights[name] for name in table.weighable_datasets},
         baseline_perf=baseline,
         warnings=warnings,
+        phase=table.phase,
+        withheld_sets=table.withheld_sets,
     )
+
+
+def predictions_only(entries: Iterable[ModelEntry]) -> set[str]:
+    """The keys of predictions-only rows: they may lack any figure a run measures."""
+    return {entry.key for entry in entries if entry.predictions_only}
 
 
 def _reason(perf: float, baseline: float | None, above_high: float | None) -> str:
@@ -299,6 +311,7 @@ def _row(
         published=entry.published,
         contributions=dict(contributions),
         methods=dict(entry.methods),
+        predictions_only=entry.predictions_only,
     )
 
 

@@ -25,6 +25,10 @@ __all__ = [
     "LineagePublic",
     "MetricPublic",
     "PendingPublic",
+    "PhaseCreate",
+    "PhasePublic",
+    "PhaseReveal",
+    "PredictionsCreate",
     "ReleaseDatasetPublic",
     "ReleasePublic",
     "ReleaseRef",
@@ -199,6 +203,11 @@ class SubmissionPublic(BaseModel):
     lineage: int | None = Field(
         None, description="Its lineage: the id of the lineage's first release (GET /lineages/ID)."
     )
+    predictions_only: bool = Field(
+        False,
+        description="Predictions made elsewhere, scored as given: no throughput, memory or "
+        "energy, never a loop target (docs/predictions.md).",
+    )
 
 
 class SubmissionStatusPublic(SubmissionPublic):
@@ -303,6 +312,12 @@ class RowPublic(BaseModel):
         description="Weighed metrics this row has no figure for (its metrics show null): "
         "ranked as if it had the board's worst figure, never better than a real one.",
     )
+    predictions_only: bool = Field(
+        False,
+        description="Predictions made elsewhere: the metrics it lacks (throughput, memory, "
+        "energy) rank as the board's worst figures, listed in ranked_as_worst "
+        "(docs/predictions.md).",
+    )
 
 
 class PendingPublic(BaseModel):
@@ -335,6 +350,56 @@ class LeaderboardPublic(BaseModel):
     )
     warnings: list[str] = Field(
         default_factory=list, description="What makes the scores hard to read, in words."
+    )
+    phase: str = Field(
+        "public",
+        description="The phase the board shows: 'public' (the non-hidden scoring sets and "
+        "hidden sets in no phase), with the names of the phases revealed to the public.",
+    )
+    withheld_sets: int = Field(
+        0, description="Hidden sets of private phases the board leaves out (never named)."
+    )
+
+
+# Phases and predictions ----------------------------------------------------------------------
+
+
+class PhaseCreate(_In):
+    name: str = Field(max_length=64, description="Lower-case letters, digits, '-', '_'.")
+    datasets: list[Annotated[str, Field(max_length=128)]] = Field(
+        max_length=64, description="The task's hidden datasets the phase holds."
+    )
+    submission_limit: int = Field(description="Submissions per user while the phase is open.")
+
+
+class PhaseReveal(_In):
+    public: bool = Field(
+        False,
+        description="Also count the phase's sets on the public board (else each submitter "
+        "alone sees their scores).",
+    )
+
+
+class PhasePublic(BaseModel):
+    name: str
+    datasets: list[str] = Field(description="Its hidden datasets, by name (no size, no rows).")
+    submission_limit: int = Field(description="Submissions per user while it is open.")
+    revealed: bool = Field(description="Revealed (and so closed): submitters see their scores.")
+    public: bool = Field(description="Revealed onto the public board too.")
+    created_at: Timestamp
+    revealed_at: Timestamp | None
+    used: int | None = Field(None, description="Your submissions counted in it (signed in).")
+    remaining: int | None = Field(
+        None, description="Your submissions left (None: no limit for you, or not signed in)."
+    )
+
+
+class PredictionsCreate(_In):
+    name: str = Field(min_length=1, max_length=128, description="The row's name on the board.")
+    description: str = Field("", max_length=2000, description="What made the predictions.")
+    predictions: dict[Annotated[str, Field(max_length=128)], list[dict[str, Any]]] = Field(
+        description="Dataset name -> one object per example: its uid and the model's output "
+        "fields (e.g. {'uid': 'a1', 'label': 'pos'}), every example once."
     )
 
 

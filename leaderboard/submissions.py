@@ -18,12 +18,13 @@ from sqlalchemy.orm import Session, selectinload
 
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, QuotaExceeded
-from evalboard.core.states import Access, JobStatus, UploadState
+from evalboard.core.states import Access, JobStatus, SubmissionKind, UploadState
 from evalboard.core.tables import Job, Rerun, Submission, Upload, User, utcnow
 from evaluator import cancel_submission, dispatcher_for, enqueue_submission, shown_metrics
 from leaderboard.accounts import Principal
 from leaderboard.cards import may_see, shown_user
 from leaderboard.lineages import lineage_to_join
+from leaderboard.phases import enter_phases, revealed_dataset_ids
 from leaderboard.schemas import CardPublic, JobPublic, SubmissionPublic, SubmissionStatusPublic
 from leaderboard.table import stored_card, summary_status
 
@@ -35,6 +36,7 @@ __all__ = [
     "get_submission",
     "list_submissions",
     "lock_user",
+    "refuse_over_quota",
     "rerun",
     "set_baseline",
     "submission_public",
@@ -83,6 +85,12 @@ def _refuse_over_quota(ctx: Context, principal: Principal, used: int) -> None:
             "uploads count too); try again after midnight UTC (failures of the platform "
             "itself are not counted)"
         )
+
+
+def refuse_over_quota(ctx: Context, session: Session, principal: Principal) -> None:
+    """Count the daily quota in the transaction that inserts (after :func:`lock_user`)."""
+    if principal.user_id is not None and not principal.is_admin:
+        _refuse_over_quota(ctx, principal, _used_today(session, principal.user_id))
 
 
 def check_quota(ctx: Context, principal: Principal) -> None:
@@ -154,6 +162,7 @@ def create_submission(
             )
             if getattr(done, "rowcount", 0) != 1:
                 raise Conflict(f"Upload {upload_id} is not being completed; ask for its state")
+        enter_phases(session, principal, task_id=task_id, submission_id=submission.id)
         if counted:
             assert principal.user_id is not None
             _refuse_over_quota(ctx, principal, _used_today(session, principal.user_id))
@@ -200,6 +209,7 @@ def submission_public(
         created_at=submission.created_at,
         release_of=submission.release_of_id,
         lineage=submission.lineage,
+        predictions_only=submission.kind == SubmissionKind.PREDICTIONS,
     )
 
 
@@ -265,11 +275,17 @@ def submission_status(
     see_hidden = principal.owns(submission.task_id)
     jobs = sorted(submission.jobs, key=_job_order(submission.jobs))
     public = submission_public(submission, _seen_user(ctx, principal, submission), jobs)
+    revealed: set[int] = set()
+    if manage and not see_hidden:  # the submitter: their scores on revealed phases' sets
+        with ctx.db.session() as session:
+            revealed = revealed_dataset_ids(
+                session, submission.task_id, [job.dataset for job in jobs]
+            )
     views = []
     for index, job in enumerate(jobs, start=1):
         hidden = job.dataset.access == Access.HIDDEN and not see_hidden
         metrics = None
-        if job.result is not None and not hidden:
+        if job.result is not None and (not hidden or job.dataset_id in revealed):
             metrics = shown_metrics(job.result.metrics)
         views.append(
             JobPublic(
@@ -365,6 +381,11 @@ def rerun(
     its submitter's quota counts again instead (else a re-run would be a free submission).
     """
     submission = _manageable(ctx, principal, submission_id)
+    if submission.kind == SubmissionKind.PREDICTIONS:
+        raise Conflict(
+            f"Submission {submission_id} is predictions only: it has no model to run again; "
+            "submit corrected predictions as a new submission"
+        )
     counted = principal.user_id is not None and not principal.is_admin
     again = (JobStatus.FAILED.value, JobStatus.CANCELLED.value)
     with ctx.db.session() as session:

@@ -11,6 +11,9 @@ The majority-class baseline predicts, on every scoring dataset, the label most f
 across those datasets; it has a perf and nothing else, and is shown, not ranked. It is
 the floor of :mod:`scoring.floor`.
 
+Hidden sets of a private phase (:mod:`leaderboard.phases`) are not scoring datasets here
+until the owner reveals the phase to the public.
+
 A viewer may weigh the datasets otherwise (:meth:`TaskTable.reweighted`): every average,
 the baseline's included, is then taken again with those weights; a perturbed copy
 follows its original's weight.
@@ -31,6 +34,7 @@ from evalboard.core.tables import Dataset, Task
 from evaluator import summarize
 from leaderboard.aggregates import load_entries
 from leaderboard.entry import ModelEntry, board_metrics, stored_card, summary_status
+from leaderboard.phases import shown_phase, withheld_dataset_ids
 from scoring import InvalidWeightsError, check_weights, compute, weighted_mean
 
 __all__ = ["ModelEntry", "TaskTable", "load_table", "stored_card", "summary_status"]
@@ -55,6 +59,10 @@ class TaskTable:
     #: Original scoring dataset -> its weight in the averages (the owner's unless a
     #: viewer chose others).
     dataset_weights: dict[str, float] = field(default_factory=dict)
+    #: The phase the board shows ("public", with the phases revealed to the public).
+    phase: str = "public"
+    #: Hidden sets of private phases left out of ``scoring`` (``leaderboard.phases``).
+    withheld_sets: int = 0
 
     @property
     def weighable_datasets(self) -> list[str]:
@@ -146,7 +154,8 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
     """The task's models with their averaged metrics, ready for :mod:`leaderboard.ranking`."""
     spec = get_task(ctx, task_id)
     datasets = list_datasets(ctx, task_id)
-    scoring = scoring_datasets(datasets)
+    withheld = withheld_dataset_ids(ctx, task_id, datasets)
+    scoring = [d for d in scoring_datasets(datasets) if d.id not in withheld]
     with ctx.db.session() as session:
         task = session.get(Task, task_id)
         assert task is not None
@@ -165,4 +174,6 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         majority_by_dataset=majority[1] if majority else None,
         majority_label=majority[0] if majority else None,
         dataset_weights={d.name: float(d.weight) for d in originals},
+        phase=shown_phase(ctx, task_id),
+        withheld_sets=sum(1 for d in datasets if d.id in withheld and d.perturbation is None),
     )

@@ -49,6 +49,7 @@ from evalboard.core.states import UploadState
 from evalboard.core.tables import Submission, Upload, utcnow
 from leaderboard.accounts import Principal, principal_for
 from leaderboard.lineages import check_release_of
+from leaderboard.phases import check_phase_limits
 from leaderboard.schemas import UploadCreate, UploadPublic
 from leaderboard.submissions import check_quota, create_submission, lock_user
 from submission_sandbox import ARCHIVE_SUFFIXES, ArchiveCaps, load_bundle
@@ -139,6 +140,7 @@ def create_upload(ctx: Context, principal: Principal, body: UploadCreate) -> Upl
             "(EVALBOARD_MAX_UPLOAD_BYTES). Remove what the model does not need"
         )
     check_quota(ctx, principal)
+    check_phase_limits(ctx, principal, body.task)
     if body.release_of is not None:  # early, before a byte is sent; checked again at the end
         check_release_of(ctx, principal, task_id=body.task, release_of=body.release_of)
     with ctx.db.session() as session:

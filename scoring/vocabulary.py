@@ -23,7 +23,7 @@ evaluator's summary may call it otherwise (``memory_gib``, ``latency_p50_s``), a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
@@ -233,11 +233,16 @@ def rankable(name: str, values: Iterable[float | None]) -> bool:
 
 
 def fill_missing(
-    table: Mapping[str, Mapping[str, float | None]], names: Iterable[str]
+    table: Mapping[str, Mapping[str, float | None]],
+    names: Iterable[str],
+    *,
+    may_lack: Collection[str] = (),
 ) -> dict[str, dict[str, float]]:
-    """Rows of ``names`` ready to rank: a missing figure of a ``missing_is_worst`` metric
-    becomes the worst figure another row has (the highest where lower is better), so a row
-    without one never ranks better on it than a row with one.
+    """Rows of ``names`` ready to rank, the one rule for a figure a row lacks: it becomes
+    the worst figure another row has (the highest where lower is better), so a row without
+    one never ranks better on it than a row with one. That holds for a ``missing_is_worst``
+    metric in any row, and for every metric in the rows of ``may_lack`` (predictions made
+    elsewhere: no run measured their throughput, memory or energy).
 
     Raises:
         ValueError: a missing figure of another metric, or of one no row has
@@ -247,7 +252,7 @@ def fill_missing(
     worst: dict[str, float] = {}
     for name in wanted:
         present = [float(v) for row in table.values() if (v := row.get(name)) is not None]
-        if present and METRICS[name].missing_is_worst:
+        if present:
             worst[name] = max(present) if METRICS[name].direction == "lower" else min(present)
     filled: dict[str, dict[str, float]] = {}
     for key, row in table.items():
@@ -255,7 +260,8 @@ def fill_missing(
         for name in wanted:
             value = row.get(name)
             if value is None:
-                if name not in worst:
+                allowed = METRICS[name].missing_is_worst or key in may_lack
+                if not allowed or name not in worst:
                     raise ValueError(f"Model {key!r} has no {name} figure to rank by")
                 value = worst[name]
             filled[key][name] = float(value)

@@ -71,6 +71,10 @@ def _register() -> None:
     from evalboard.cli import drift
 
     app.add_typer(drift.app, name="drift")
+    from evalboard.cli import phase
+
+    app.add_typer(phase.app, name="phase")
+    app.command("predictions")(phase.predictions)
 
 
 _register()

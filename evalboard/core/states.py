@@ -12,6 +12,7 @@ __all__ = [
     "JobStatus",
     "Role",
     "RoundStatus",
+    "SubmissionKind",
     "UploadState",
     "Verdict",
 ]
@@ -61,6 +62,13 @@ class Access(StrEnum):
     SCORING = "scoring"  # shown and scored
     STANDARD = "standard"  # shown, not scored
     HIDDEN = "hidden"  # scored, never shown or downloadable
+
+
+class SubmissionKind(StrEnum):
+    """What a submission holds: a model the platform runs, or predictions made elsewhere."""
+
+    BUNDLE = "bundle"  # a model bundle, evaluated in a sandbox
+    PREDICTIONS = "predictions"  # a predictions file per dataset, scored as given
 
 
 class Role(StrEnum):

@@ -33,6 +33,9 @@ __all__ = [
     "DriftCheck",
     "Example",
     "Job",
+    "Phase",
+    "PhaseDataset",
+    "PhaseEntry",
     "Rerun",
     "Result",
     "Round",
@@ -178,6 +181,9 @@ class Submission(Base):
     lineage_id: Mapped[int | None] = mapped_column(
         ForeignKey("submissions.id", ondelete="SET NULL"), index=True
     )
+    # bundle | predictions (``states.SubmissionKind``): a predictions-only submission has
+    # no bundle (its artifact is the predictions it was given) and is never run.
+    kind: Mapped[str] = mapped_column(String(16), default="bundle", server_default="bundle")
     created_at: Mapped[datetime] = _created()
 
     jobs: Mapped[list[Job]] = relationship(back_populates="submission")
@@ -445,4 +451,54 @@ class DriftCheck(Base):
     p_value: Mapped[float] = mapped_column(Float)
     shifted: Mapped[bool] = mapped_column(Boolean)
     report: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = _created()
+
+
+class Phase(Base):
+    """A private phase of a task: hidden sets whose scores stay withheld until revealed.
+
+    While a phase is open (not revealed) its datasets are left out of every board and their
+    scores are shown to the task owner only; each user may make at most
+    ``submission_limit`` submissions in it. Revealing it closes it: its scores go to their
+    submitters, and onto the public board when ``public`` (``leaderboard/phases.py``).
+    """
+
+    __tablename__ = "phases"
+    __table_args__ = (UniqueConstraint("task_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(64))
+    submission_limit: Mapped[int] = mapped_column(Integer)
+    revealed: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Revealed onto the public board too (else only to each submitter).
+    public: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = _created()
+    revealed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class PhaseDataset(Base):
+    """A hidden dataset of a phase; a dataset is in one phase at most."""
+
+    __tablename__ = "phase_datasets"
+
+    dataset_id: Mapped[int] = mapped_column(
+        ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True
+    )
+    phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id", ondelete="CASCADE"), index=True)
+
+
+class PhaseEntry(Base):
+    """One use of a phase's per-user limit: a submission made while the phase was open, or
+    a predictions file refused on one of its hidden sets (``submission_id`` None), which
+    counts too so that refusals are no free oracle on the set."""
+
+    __tablename__ = "phase_entries"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[int | None] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE")
+    )
     created_at: Mapped[datetime] = _created()

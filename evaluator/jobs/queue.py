@@ -22,7 +22,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from evalboard.core.context import Context
-from evalboard.core.states import DEFAULT_LEASE_S, FailureReason, JobStatus
+from evalboard.core.states import DEFAULT_LEASE_S, FailureReason, JobStatus, SubmissionKind
 from evalboard.core.tables import Dataset, Job, Result, Submission, utcnow
 from evaluator.jobs.dispatch import Dispatcher, dispatcher_for
 
@@ -81,7 +81,8 @@ def _create_missing(
 ) -> list[int]:
     created: list[tuple[int, str]] = []
     with ctx.db.session() as session:
-        query = select(Submission)
+        # A predictions-only submission has no model to run: it gets no jobs but its own.
+        query = select(Submission).where(Submission.kind == SubmissionKind.BUNDLE.value)
         if submission_ids is not None:
             query = query.where(Submission.id.in_(submission_ids))
         if task_id is not None:

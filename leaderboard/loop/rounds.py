@@ -21,7 +21,7 @@ from datasets_registry import add_dataset, canonical_jsonl, get_task
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, UsageError
 from evalboard.core.scratch import scratch_tree
-from evalboard.core.states import Access, ExampleStatus, RoundStatus
+from evalboard.core.states import Access, ExampleStatus, RoundStatus, SubmissionKind
 from evalboard.core.tables import Dataset, Example, Round, Submission, utcnow
 from evaluator import Dispatcher, queue_missing_jobs
 from scoring import check_dataset_weight, default_dataset_weight
@@ -133,6 +133,17 @@ def _targets(
         raise NotFound(
             f"Task {task_id!r} has no submission {', '.join(map(str, missing))}; "
             "see `evalboard leaderboard --task " + task_id + "`"
+        )
+    with ctx.db.session() as session:
+        given = session.scalars(
+            select(Submission.id).where(
+                Submission.id.in_(chosen), Submission.kind == SubmissionKind.PREDICTIONS.value
+            )
+        ).all()
+    if given:
+        raise UsageError(
+            f"Submission {', '.join(map(str, sorted(given)))} is predictions only: it has no "
+            "model to answer annotators, so it cannot be a target; promote a model bundle"
         )
     return chosen
 

@@ -22,7 +22,11 @@ from leaderboard.auth import CtxDep, PrincipalDep
 from leaderboard.cards import CardFilter, visible_table
 from leaderboard.loop import list_rounds, round_vmer
 from leaderboard.paging import BoardQuery, parse_board_query
-from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights
+from leaderboard.ranking import (
+    build_leaderboard,
+    parse_dataset_weights,
+    parse_weights,
+)
 from leaderboard.routes._page import render
 from leaderboard.routes.tasks import task_public
 from leaderboard.schemas import LeaderboardPublic, MetricPublic
@@ -143,7 +147,13 @@ def _client_data(
         "metrics": weighable,
         # The values the server ranked by, a missing figure filled as it fills them; none
         # for a part of the board, which the browser does not re-rank.
-        "table": fill_missing(ranked, weighable) if ranked and not paged else {},
+        "table": fill_missing(
+            ranked,
+            weighable,
+            may_lack={r.key for r in board.rows if r.rank is not None and r.predictions_only},
+        )
+        if ranked and not paged
+        else {},
         "directions": directions,
         "offsets": offsets,
         "weights": {m: board.weights.get(m, 0.0) for m in weighable},

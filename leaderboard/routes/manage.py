@@ -12,6 +12,7 @@ from datasets_registry import get_task, set_dataset_weight
 from evalboard.core.errors import Conflict, InvalidDataset, InvalidWeights, UsageError
 from evalboard.core.states import Access
 from leaderboard.auth import CtxDep, PrincipalDep
+from leaderboard.phases import list_phases
 from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
 from leaderboard.routes.datasets import add_uploaded_dataset, visible_datasets
 from leaderboard.routes.tasks import set_default_weights, task_public
@@ -50,6 +51,7 @@ def _manage_page(
         task=task_public(ctx, task_id),
         datasets=visible_datasets(ctx, principal, task_id),
         submissions=list_submissions(ctx, principal, task_id),
+        phases=list_phases(ctx, principal, task_id),
         metrics=[METRICS[name] for name in WEIGHABLE_METRICS],
         accesses=[a.value for a in Access],
         **extra,

@@ -1,0 +1,158 @@
+"""``evalboard phase create|list|reveal``: private phases of a task's hidden sets (the task
+owner creates and reveals; anyone lists), and ``evalboard predictions``: a researcher's
+predictions file per dataset, scored on the server like a model's answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from evalboard.cli._output import console, print_json, print_table
+from evalboard.cli.card import SERVER, TOKEN, server_client
+from evalboard.cli.upload import _check
+from evalboard.core.errors import UsageError
+
+__all__ = ["app", "predictions"]
+
+app = typer.Typer(
+    help="Private phases of hidden sets: create and reveal (task owner), list.",
+    no_args_is_help=True,
+)
+
+TASK = typer.Option(..., "--task", "-t", help="Task id.")
+
+
+def _describe(phase: dict[str, Any]) -> None:
+    state = (
+        "open" if not phase["revealed"] else "revealed" + (" (public)" if phase["public"] else "")
+    )
+    left = "" if phase.get("remaining") is None else f", {phase['remaining']} left for you"
+    console.print(
+        f"Phase {phase['name']}: {state}; {', '.join(phase['datasets'])}; "
+        f"{phase['submission_limit']} submission(s) per user{left}",
+        highlight=False,
+        markup=False,
+    )
+
+
+@app.command("create")
+def create(
+    name: str = typer.Argument(..., help="The phase's name, e.g. test-2027."),
+    task: str = TASK,
+    datasets: list[str] = typer.Option(  # noqa: B008 - typer's way
+        ..., "--dataset", "-d", help="A hidden dataset of the task (repeat for several)."
+    ),
+    limit: int = typer.Option(..., "--limit", min=1, help="Submissions per user while open."),
+    server: str = SERVER,
+    token: str | None = TOKEN,
+    as_json: bool = typer.Option(False, "--json", help="Print the phase as JSON."),
+) -> None:
+    """Open a private phase: its sets leave the board, each user gets --limit submissions."""
+    body = {"name": name, "datasets": datasets, "submission_limit": limit}
+    with server_client(server, token) as client:
+        phase = _check(client.post(f"/tasks/{task}/phases", json=body))
+    if as_json:
+        print_json(phase)
+        return
+    _describe(phase)
+
+
+@app.command("list")
+def list_(
+    task: str = TASK,
+    server: str = SERVER,
+    token: str | None = TOKEN,
+    as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
+) -> None:
+    """The task's phases, with what is left of your limit when signed in."""
+    with server_client(server, token) as client:
+        response = client.get(f"/tasks/{task}/phases")
+        if not response.is_success:
+            _check(response)
+        phases: list[dict[str, Any]] = response.json()
+    if as_json:
+        print_json(phases)
+        return
+    table = Table("name", "state", "datasets", "limit", "left", title=f"Phases of {task}")
+    for p in phases:
+        state = "open" if not p["revealed"] else ("public" if p["public"] else "revealed")
+        left = "-" if p["remaining"] is None else str(p["remaining"])
+        table.add_row(p["name"], state, ", ".join(p["datasets"]), str(p["submission_limit"]), left)
+    print_table(table)
+
+
+@app.command("reveal")
+def reveal(
+    name: str = typer.Argument(..., help="The phase's name."),
+    task: str = TASK,
+    public: bool = typer.Option(False, "--public", help="Also count its sets on the public board."),
+    server: str = SERVER,
+    token: str | None = TOKEN,
+    as_json: bool = typer.Option(False, "--json", help="Print the phase as JSON."),
+) -> None:
+    """Reveal and close a phase: submitters see their scores (the public too with --public)."""
+    with server_client(server, token) as client:
+        phase = _check(client.post(f"/tasks/{task}/phases/{name}/reveal", json={"public": public}))
+    if as_json:
+        print_json(phase)
+        return
+    _describe(phase)
+
+
+def _read_predictions(spec: str) -> tuple[str, list[dict[str, Any]]]:
+    dataset, sep, path_text = spec.partition("=")
+    if not sep or not dataset or not path_text:
+        raise UsageError(f"--file {spec!r} must be DATASET=PATH, e.g. --file test=preds.jsonl")
+    path = Path(path_text)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"Cannot read {path}: {exc}") from None
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise UsageError(f"{path}:{number} is not JSON: {exc}") from None
+        if not isinstance(row, dict):
+            raise UsageError(f'{path}:{number} must be an object like {{"uid": ..., ...}}')
+        rows.append(row)
+    return dataset, rows
+
+
+def predictions(
+    task: str = TASK,
+    name: str = typer.Option(..., "--name", "-n", help="The row's name on the board."),
+    files: list[str] = typer.Option(  # noqa: B008 - typer's way
+        ..., "--file", "-f", help="DATASET=PATH of a JSONL predictions file (repeat)."
+    ),
+    description: str = typer.Option("", "--description", help="What made the predictions."),
+    server: str = SERVER,
+    token: str | None = TOKEN,
+    as_json: bool = typer.Option(False, "--json", help="Print the submission as JSON."),
+) -> None:
+    """Submit predictions made elsewhere: one JSONL file per dataset, a line per example
+    (its uid and the output fields, e.g. {"uid": "a1", "label": "pos"})."""
+    given: dict[str, list[dict[str, Any]]] = {}
+    for spec in files:
+        dataset, rows = _read_predictions(spec)
+        if dataset in given:
+            raise UsageError(f"Dataset {dataset!r} is given twice; give one file per dataset")
+        given[dataset] = rows
+    body = {"name": name, "description": description, "predictions": given}
+    with server_client(server, token) as client:
+        made = _check(client.post(f"/tasks/{task}/predictions", json=body))
+    if as_json:
+        print_json(made)
+        return
+    console.print(
+        f"Submission {made['id']} ({made['name']}): predictions only, {made['status']}",
+        highlight=False,
+        markup=False,
+    )
