@@ -56,11 +56,6 @@ def _constant(seeded: Seeded, names: tuple[str, ...], label: str) -> dict[str, l
     return {n: [{"uid": e["uid"], "label": label} for e in _examples(seeded, n)] for n in names}
 
 
-def client_cap(data: str) -> float:
-    """The memory offset (the task's cap) the page's script was given."""
-    return float(json.loads(data)["offsets"]["memory"])
-
-
 async def _post(app: Any, path: str, body: Any, user: str, seeded: Seeded) -> httpx.Response:
     async with make_client(app, seeded.tokens[user]) as client:
         return await client.post(path, json=body)
@@ -200,8 +195,15 @@ async def test_predictions_are_scored_marked_and_ranked_by_the_one_rule(app, see
     row = next(r for r in board["rows"] if r["name"] == "oracle-preds")
     assert row["predictions_only"] and row["metrics"]["perf"] == pytest.approx(100.0)
     assert row["metrics"]["throughput"] is None and row["metrics"]["memory"] is None
-    assert row["contributions"].get("throughput", 0.0) == 0.0
-    assert row["contributions"].get("memory", 0.0) == 0.0
+    # The one rule (scoring.fill_missing): what it lacks ranks as the board's worst figure,
+    # so its term is the slowest / largest measured row's, never better.
+    measured = [r for r in board["rows"] if r["rank"] is not None and not r["predictions_only"]]
+    for name, worst in (("throughput", min), ("memory", max)):
+        assert name in row["ranked_as_worst"]
+        figure = worst(r["metrics"][name] for r in measured)
+        level = next(r for r in measured if r["metrics"][name] == figure)
+        assert row["contributions"][name] == pytest.approx(level["contributions"][name])
+        assert all(row["contributions"][name] <= r["contributions"][name] + 1e-9 for r in measured)
     # The measured models keep throughput and memory on the board.
     names = {m["name"] for m in board["metrics"] if m["weighable"]}
     assert {"throughput", "memory"} <= names
@@ -211,11 +213,12 @@ async def test_predictions_are_scored_marked_and_ranked_by_the_one_rule(app, see
     # The board page marks the row and says what it leaves out; the owner page lists the phase.
     page = (await _get(app, f"/ui/tasks/{TASK}", None, seeded)).text
     assert "predictions only" in page and "1 hidden set(s) of private phases" in page
-    # The page's script re-ranks with the same filled values as the server (good 0).
+    # The page's script re-ranks with the same filled values as the server (the worst).
     data = re.search(r'<script id="board-data" type="application/json">(.*?)</script>', page, re.S)
     assert data is not None
     client = json.loads(data[1])["table"][str(answer.json()["id"])]
-    assert client["throughput"] == 0.0 and client["memory"] == client_cap(data[1])
+    assert client["throughput"] == min(r["metrics"]["throughput"] for r in measured)
+    assert client["memory"] == max(r["metrics"]["memory"] for r in measured)
     async with make_client(app) as client:
         login = await client.get("/ui/login")
         token = re.search(r'name="csrf_token" value="([^"]+)"', login.text)
