@@ -186,7 +186,11 @@ def _run_dataset(
     # Asked only when pinning: a sandbox that cannot pin (a test double) needs no option.
     pinning = {"pin_cpus": True} if options.pin_cpus else {}
     box = open_sandbox(
-        bundle, kind=options.sandbox, limits=options.limits or task.limits, **pinning
+        bundle,
+        kind=options.sandbox,
+        limits=options.limits or task.limits,
+        **pinning,
+        **task.sandbox_options,
     )
     if progress is not None:
         progress.begin(test_set.name, len(examples))
