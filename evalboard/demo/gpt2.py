@@ -45,7 +45,7 @@ batch_size: 16
 params: {params}
 license: mit
 description: >-
-  A two-layer GPT-2 trained from scratch for about a minute on the CPU, on made-up stories
+  A two-layer GPT-2 trained from scratch in about two minutes on one CPU core, on made-up stories
   written for the demo; greedy, the answer ends at a new line or the end-of-text token.
 """
 
