@@ -33,6 +33,7 @@ QUICK_ARGS = {
     "evaluator": ["--repeats", "2", "--jobs", "10"],
     "startup": ["--runs", "3"],
     "stability": ["--runs", "3", "--examples", "600"],
+    "generation": ["--repeats", "3", "--examples", "32"],
 }
 
 

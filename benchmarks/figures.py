@@ -279,10 +279,30 @@ def _board(results: Path) -> Iterator[Row]:
                 )
 
 
+def _generation(results: Path) -> Iterator[Row]:
+    data, src = read_results(results, "generation"), "generation.json"
+    batch, goal = data.get("batch_size"), data.get("goal_ratio")
+    yield from _row(
+        f"text generation, docker-sandboxed / in-process throughput, the demo's GPT-2, "
+        f"batch {batch}, pipelined as the evaluator runs it",
+        data.get("ratio_docker_to_in_process"),
+        goal="" if goal is None else f">= {goal}",
+        source=src,
+    )
+    for kind in ("docker", "in_process"):
+        yield from _row(
+            f"generated tokens/s (sacrebleu 13a tokens), the demo's GPT-2, batch {batch}, "
+            f"{kind.replace('_', '-')}",
+            data.get(f"{kind}_tokens_per_s"),
+            source=src,
+        )
+
+
 SECTIONS: list[Callable[[Path], Iterator[Row]]] = [
     _evaluator,
     _startup,
     _sandbox,
+    _generation,
     _stability,
     _scoring,
     _board,

@@ -141,6 +141,13 @@ class TaskSpec(BaseModel):
         return self.output.gold(example)
 
     @property
+    def sandbox_options(self) -> dict[str, Any]:
+        """What a sandbox is told of this task for its model: a text task's generation
+        settings (``open_sandbox(..., **task.sandbox_options)``; docs/contract.md)."""
+        generation = self.output.generation
+        return {} if generation is None else {"generation": generation.model_dump()}
+
+    @property
     def text_fields(self) -> list[str]:
         """The fields perturbations may change (for QA, the question, never the context)."""
         return [name for name in self.input_names if name != "context"]

@@ -195,7 +195,12 @@ def _run_dataset(
     examples = test_set.examples  # measure() sends only uid and the inputs of each
     limits = options.limits or task.limits
     box = open_sandbox(
-        bundle, kind=options.sandbox, limits=limits, prepared=prepared, **_pinning(options)
+        bundle,
+        kind=options.sandbox,
+        limits=limits,
+        prepared=prepared,
+        **_pinning(options),
+        **task.sandbox_options,
     )
     if progress is not None:
         progress.begin(test_set.name, len(examples))

@@ -9,11 +9,12 @@ with each implementation.
 
 from __future__ import annotations
 
+import json
 import math
 import socket
 import threading
 from abc import abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,12 +55,14 @@ class ChannelSandbox(Sandbox):
         limits: SandboxLimits,
         channel: Literal["unix", "stdio"] = "unix",
         pin_cpus: bool = False,
+        generation: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(bundle, limits=limits)
         if channel not in ("unix", "stdio"):
             raise ValueError(f"Unknown channel {channel!r}; known: unix, stdio")
         self.channel = channel
         self.pin_cpus = pin_cpus
+        self.generation = dict(generation) if generation is not None else None
         self._cores: CoreReservation | None = None
         self._listener: UnixListener | None = None
         self._conn: socket.socket | None = None
@@ -68,6 +71,13 @@ class ChannelSandbox(Sandbox):
         self._watchdog: threading.Timer | None = None
         self._timed_out = threading.Event()
         self._failure: SandboxFailure | None = None
+
+    def _task_environment(self) -> dict[str, str]:
+        """What the model is told of its task: a text task's generation settings as JSON in
+        ``EVALBOARD_GENERATION`` (docs/contract.md), which the transformers runtime follows."""
+        if self.generation is None:
+            return {}
+        return {"EVALBOARD_GENERATION": json.dumps(self.generation, sort_keys=True)}
 
     # Hooks -------------------------------------------------------------------------------
 

@@ -51,16 +51,31 @@ def _manifest(bundle: Path) -> dict[str, Any]:
         line = raw.split(" #", 1)[0].rstrip()
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        if line.startswith((" ", "-")) and key == "labels":
-            data.setdefault("labels", []).append(line.strip().lstrip("-").strip().strip("'\""))
+        if line.startswith((" ", "-")) and key in ("labels", "stop"):
+            data.setdefault(key, []).append(_scalar(line.strip().lstrip("-").strip()))
             continue
         key, _, value = line.partition(":")
         key, value = key.strip(), value.strip()
+        if value.startswith(("[", '"')):
+            try:  # a flow list or a double-quoted string, escapes and all ("\n")
+                data[key] = json.loads(value)
+                continue
+            except ValueError:
+                pass
         if value.startswith("[") and value.endswith("]"):
             data[key] = [v.strip().strip("'\"") for v in value[1:-1].split(",") if v.strip()]
         elif value:
             data[key] = value.strip("'\"")
     return data
+
+
+def _scalar(value: str) -> str:
+    if value.startswith('"'):
+        try:
+            return str(json.loads(value))
+        except ValueError:
+            pass
+    return value.strip("'\"")
 
 
 def _softmax(row: list[float]) -> list[float]:
@@ -153,8 +168,112 @@ class OnnxModel:
         return outputs
 
 
+#: The task's settings where the platform gave none (GenerationSettings' defaults).
+DEFAULT_GENERATION = {"max_new_tokens": 64, "greedy": True, "seed": None}
+
+
+def generation_settings() -> dict[str, Any]:
+    """The task's generation settings, from ``EVALBOARD_GENERATION`` (JSON)."""
+    given = json.loads(os.environ.get("EVALBOARD_GENERATION") or "{}")
+    return {**DEFAULT_GENERATION, **given}
+
+
+class TextGenerator:
+    """A saved causal (GPT-2 style) or sequence-to-sequence (T5 style) language model that
+    answers a text task with ``generate()``, one call per request.
+
+    The prompt is the manifest's ``prompt`` template filled with the input's fields (by
+    default the fields, one a line); causal models pad on the left, so every prompt of a
+    batch ends where generation begins, and keep a prompt's end when it is too long.
+    Decoding follows the task's settings (``EVALBOARD_GENERATION``): at most
+    ``max_new_tokens`` new tokens, greedy, or sampled with the torch generator seeded with
+    the task's ``seed`` before each request. The text ends at the first of the manifest's
+    ``stop`` strings (not kept) or at the model's end-of-sequence token.
+    """
+
+    def __init__(self, path: str, manifest: dict[str, Any], config: Any, device: Any) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+        self.settings = generation_settings()
+        self.prompt = manifest.get("prompt") or None
+        self.stop = [str(s) for s in manifest.get("stop") or [] if s]
+        self.device = device
+        self.seq2seq = bool(getattr(config, "is_encoder_decoder", False))
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        cls = AutoModelForSeq2SeqLM if self.seq2seq else AutoModelForCausalLM
+        self.model = cls.from_pretrained(path, local_files_only=True).to(device).eval()
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if not self.seq2seq:
+            tokenizer.padding_side = "left"
+        tokenizer.truncation_side = "left"
+        self.tokenizer = tokenizer
+        limits = [tokenizer.model_max_length, 4096]
+        for name in ("n_positions", "max_position_embeddings"):
+            positions = getattr(config, name, None)
+            if isinstance(positions, int) and positions > 0:
+                limits.append(positions)
+                break
+        room = min(limits) - (0 if self.seq2seq else int(self.settings["max_new_tokens"]))
+        if room < 1:
+            raise ValueError(
+                f"the model takes {min(limits)} positions, too few for the task's "
+                f"max_new_tokens={self.settings['max_new_tokens']} and a prompt"
+            )
+        self.max_prompt_tokens = room
+        self.torch = torch
+
+    def _prompt(self, example: dict[str, Any]) -> str:
+        fields = {k: v for k, v in example.items() if k != "uid"}
+        if self.prompt is None:
+            return "\n".join(str(v) for v in fields.values())
+        return str(self.prompt).format_map(fields)
+
+    def _cut(self, text: str) -> str:
+        for stop in self.stop:
+            text = text.split(stop, 1)[0]
+        return text.strip()
+
+    def predict(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        torch = self.torch
+        encoded = self.tokenizer(
+            [self._prompt(example) for example in batch],
+            return_tensors="pt",
+            padding=True,
+            truncation=True,
+            max_length=self.max_prompt_tokens,
+        )
+        inputs = {
+            k: v.to(self.device) for k, v in encoded.items() if k in ("input_ids", "attention_mask")
+        }
+        greedy = bool(self.settings["greedy"])
+        options: dict[str, Any] = {
+            "max_new_tokens": int(self.settings["max_new_tokens"]),
+            "do_sample": not greedy,
+            "num_beams": 1,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
+        if self.stop:
+            options.update(stop_strings=self.stop, tokenizer=self.tokenizer)
+        if not greedy:
+            torch.manual_seed(int(self.settings["seed"]))
+        with torch.no_grad():
+            generated = self.model.generate(**inputs, **options)
+        if not self.seq2seq:  # a causal model's output begins with its (padded) prompt
+            generated = generated[:, inputs["input_ids"].shape[1] :]
+        texts = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
+        return [{"text": self._cut(text)} for text in texts]
+
+
+def _generative(config: Any) -> bool:
+    archs = " ".join(config.architectures or [])
+    causal = any(part in archs for part in ("ForCausalLM", "LMHeadModel"))
+    return causal or "ForConditionalGeneration" in archs or "Seq2SeqLM" in archs
+
+
 class TransformersModel:
-    """A saved transformers classifier or extractive QA model."""
+    """A saved transformers classifier, extractive QA model or text generator."""
 
     # The defaults of the question-answering pipeline that transformers 5.3.0 removed.
     max_answer_tokens = 15
@@ -173,7 +292,11 @@ class TransformersModel:
         archs = " ".join(config.architectures or [])
         self.qa = "QuestionAnswering" in archs
         gpu = bool(os.environ.get("NVIDIA_VISIBLE_DEVICES")) and torch.cuda.is_available()
-        if self.qa:
+        self.generator: TextGenerator | None = None
+        if _generative(config):
+            device = torch.device("cuda" if gpu else "cpu")
+            self.generator = TextGenerator(path, manifest, config, device)
+        elif self.qa:
             from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
             self.device = torch.device("cuda" if gpu else "cpu")
@@ -193,6 +316,8 @@ class TransformersModel:
             )
 
     def predict(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.generator is not None:
+            return self.generator.predict(batch)
         if self.qa:
             outputs = []
             for example in batch:

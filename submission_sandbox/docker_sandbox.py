@@ -20,7 +20,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -139,6 +139,8 @@ class DockerSandbox(ChannelSandbox):
         gpu_available: whether the engine can give a GPU (default: asks the engine).
         pin_cpus: run the model on cores of its own where the machine has them free
             (:mod:`submission_sandbox.cpuset`; ``cpuset_cpus`` beside the CPU quota).
+        generation: a text task's generation settings, given to the model as
+            ``EVALBOARD_GENERATION`` (JSON).
     """
 
     isolating = True
@@ -157,8 +159,11 @@ class DockerSandbox(ChannelSandbox):
         torch_image: str | None = None,
         gpu_available: bool | None = None,
         pin_cpus: bool = False,
+        generation: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(bundle, limits=limits, channel=channel, pin_cpus=pin_cpus)
+        super().__init__(
+            bundle, limits=limits, channel=channel, pin_cpus=pin_cpus, generation=generation
+        )
         from evalboard.core.settings import get_settings  # not loaded for other sandboxes
 
         settings = get_settings()
@@ -231,6 +236,7 @@ class DockerSandbox(ChannelSandbox):
             "EVALBOARD_THREADS": threads,
             "OMP_NUM_THREADS": threads,
             "HOME": "/tmp",
+            **self._task_environment(),
         }
         device_requests = None
         if self._wants_gpu():

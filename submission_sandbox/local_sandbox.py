@@ -21,9 +21,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Any, Literal
 
 import psutil
 
@@ -70,6 +70,8 @@ class LocalSandbox(ChannelSandbox):
         python: the interpreter to run the model with (default: this one).
         pin_cpus: run the model on cores of its own where the machine has them free
             (:mod:`submission_sandbox.cpuset`; its CPU affinity, no quota).
+        generation: a text task's generation settings, given to the model as
+            ``EVALBOARD_GENERATION`` (JSON).
     """
 
     isolating = False
@@ -82,8 +84,11 @@ class LocalSandbox(ChannelSandbox):
         channel: Literal["unix", "stdio"] = "unix",
         python: str | None = None,
         pin_cpus: bool = False,
+        generation: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(bundle, limits=limits, channel=channel, pin_cpus=pin_cpus)
+        super().__init__(
+            bundle, limits=limits, channel=channel, pin_cpus=pin_cpus, generation=generation
+        )
         self.python = python or sys.executable
         self._process: subprocess.Popen[bytes] | None = None
         self._run_dir: Path | None = None
@@ -128,6 +133,7 @@ class LocalSandbox(ChannelSandbox):
             EVALBOARD_THREADS=threads,
             PYTHONUNBUFFERED="1",
             PYTHONDONTWRITEBYTECODE="1",
+            **self._task_environment(),
         )
         if self._site is not None:
             env["PYTHONPATH"] = os.pathsep.join(

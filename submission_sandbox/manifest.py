@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
+from string import Formatter
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -58,6 +59,22 @@ def _web_url(value: str | None, info: Any) -> str | None:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"{info.field_name} must be an http(s) URL, got {value!r}")
     return value
+
+
+def _check_prompt(prompt: str) -> None:
+    """A prompt template must format: plain ``{field}`` names, literal braces doubled."""
+    try:
+        fields = [name for _, name, spec, conv in Formatter().parse(prompt) if name is not None]
+        bad = [name for name in fields if not name.isidentifier()]
+    except ValueError as exc:
+        raise ValueError(
+            f"prompt {prompt[:60]!r} does not format ({exc}); double literal braces"
+        ) from None
+    if bad:
+        raise ValueError(
+            f"prompt names {bad[0]!r}; name input fields only, as {{question}} "
+            "(no attributes, indexes or positions)"
+        )
 
 
 class ModelCard(BaseModel):
@@ -120,6 +137,20 @@ class Manifest(ModelCard):
     labels: list[str] | None = Field(
         None, description="onnx runtime: the class names, in the order of the model's outputs."
     )
+    prompt: str | None = Field(
+        None,
+        min_length=1,
+        max_length=4000,
+        description="transformers runtime, text tasks: the prompt built from an input, its "
+        "fields named in braces (`{context}\\nQ: {question}\\nA:`); default: the input "
+        "fields, one a line.",
+    )
+    stop: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list,
+        max_length=8,
+        description="transformers runtime, text tasks: strings that end a generated text "
+        "(not kept in it).",
+    )
     batch_size: int = Field(32, ge=1, le=4096, description="Examples per request.")
     gpus: int = Field(0, ge=0, le=1, description=">0 asks for a GPU worker (one device).")
     description: str = Field("", max_length=2000, description="Free text for the leaderboard.")
@@ -160,6 +191,13 @@ class Manifest(ModelCard):
         }[self.runtime]
         if getattr(self, needed) is None:
             raise ValueError(f"runtime {self.runtime.value} needs `{needed}`")
+        if self.runtime is not Runtime.TRANSFORMERS and (self.prompt or self.stop):
+            raise ValueError(
+                "`prompt` and `stop` are for the transformers runtime; a python or image "
+                "bundle builds its own prompt"
+            )
+        if self.prompt is not None:
+            _check_prompt(self.prompt)
         if self.runtime is Runtime.ONNX and not self.labels:
             raise ValueError("runtime onnx needs `labels`: the class names in output order")
         return self

@@ -69,6 +69,32 @@ def embedding_bag_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_embedding_bag_bundle(tmp_path_factory.mktemp("embedding-bag") / "bundle")
 
 
+@pytest.fixture(scope="session")
+def gpt2_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's GPT-2 as a transformers bundle for the generative-qa task, trained once
+    per run (evalboard/demo/gpt2.py: in the torch runtime image where torch is not here);
+    never changed. Skips where neither torch nor that image is at hand."""
+    import importlib.util
+
+    from evalboard.core.errors import PlatformError
+    from evalboard.demo.gpt2 import build_gpt2_bundle
+
+    if not importlib.util.find_spec("torch"):
+        try:
+            import docker
+            from evalboard.core.settings import get_settings
+
+            docker.from_env(timeout=30).images.get(get_settings().torch_image)
+        except Exception as exc:  # no engine, or no torch image: nothing to train in
+            pytest.skip(f"no torch here and no torch runtime image ({exc})")
+    target = tmp_path_factory.mktemp("gpt2") / "bundle"
+    try:
+        build_gpt2_bundle(target, task_id="generative-qa")
+    except PlatformError as exc:
+        pytest.fail(str(exc))
+    return target
+
+
 def make_settings(tmp_path: Path, database_url: str = "") -> Settings:
     return Settings(data_dir=tmp_path / "data", database_url=database_url, sandbox="local")
 

@@ -113,6 +113,8 @@ def demo(
                 ctx, reporter=_ProgressReporter(bar), sandbox=sandbox, concurrency=concurrency
             )
         _print_board(ctx, result.task_id)
+        if result.generative:
+            _print_board(ctx, result.generative_task_id)
         total = sum(step.seconds for step in result.steps)
         console.print(
             "steps: "

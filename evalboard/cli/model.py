@@ -219,7 +219,7 @@ def test(
             f"{bundle.short_digest}) in the {sandbox} sandbox on {len(inputs)} sample inputs",
             highlight=False,
         )
-        box = open_sandbox(bundle, kind=sandbox, limits=limits)
+        box = open_sandbox(bundle, kind=sandbox, limits=limits, **spec.sandbox_options)
         # The evaluation's own measurement, so the test and the real run check alike; here
         # every bad output is gathered rather than the first one stopping the run.
         problems: list[OutputProblem] = []

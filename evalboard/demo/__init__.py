@@ -3,7 +3,9 @@
 Creates a three-way sentiment task with datasets written for the project, builds three
 models with different trade-offs (a lexicon, a bag-of-words linear model in ONNX, MiniLM
 embeddings with a trained head in ONNX), evaluates them through the server's job path,
-runs a collection round with simulated annotators, and ranks them.
+runs a collection round with simulated annotators, and ranks them; then a generative QA
+task (:mod:`evalboard.demo.generative`) with two text models, a GPT-2 trained from scratch
+and a template n-gram model, evaluated and ranked beside it.
 """
 
 from evalboard.demo.collection import RoundSummary, simulate_round

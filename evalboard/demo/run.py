@@ -11,12 +11,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from evalboard.core.context import Context
 from evalboard.core.errors import PlatformError, UsageError
 from evalboard.demo.collection import RoundSummary, simulate_round
 from evalboard.demo.data import DEMO_TASK_ID
+from evalboard.demo.generative import GEN_TASK_ID, generative_models, seed_generative_task
 from evalboard.demo.models import DEMO_MODELS, BuiltModel, build_model
 from evalboard.demo.seed import DemoAccounts, seed_accounts, seed_task
 from evalboard.demo.submit import JobCounts, submit_models, wait_for_jobs
@@ -56,6 +58,10 @@ class DemoResult:
     round: RoundSummary | None = None
     accounts: DemoAccounts | None = None
     steps: list[StepTime] = field(default_factory=list)
+    #: The generative task's entrants: name -> submission id, and its jobs.
+    generative: dict[str, int] = field(default_factory=dict)
+    generative_jobs: JobCounts | None = None
+    generative_task_id: str = GEN_TASK_ID
 
 
 def choose_sandbox(ctx: Context, requested: str | None) -> tuple[str, str | None]:
@@ -116,13 +122,18 @@ def _step(
 
 
 def _evaluate(
-    ctx: Context, pool: WorkerPool, result: DemoResult, reporter: Reporter, step: str
+    ctx: Context,
+    pool: WorkerPool,
+    result: DemoResult,
+    reporter: Reporter,
+    step: str,
+    task_id: str = DEMO_TASK_ID,
 ) -> JobCounts:
     with _step(result, reporter, step) as notes:
         counts = wait_for_jobs(
             ctx,
             pool,
-            DEMO_TASK_ID,
+            task_id,
             on_progress=lambda c: reporter.advance(c.done, c.total),
         )
         failed = f", {counts.failed} failed" if counts.failed else ""
@@ -130,9 +141,32 @@ def _evaluate(
     if counts.failed:
         reporter.notice(
             f"{counts.failed} evaluation jobs failed; `evalboard leaderboard --task "
-            f"{DEMO_TASK_ID}` and the submission pages show why"
+            f"{task_id}` and the submission pages show why"
         )
     return counts
+
+
+def _generative(
+    ctx: Context, pool: WorkerPool, result: DemoResult, reporter: Reporter, state_dir: Path
+) -> None:
+    """The generative task: its sets, its two text models (built or reused), their jobs."""
+    models, notice = generative_models(result.sandbox)
+    if notice:
+        reporter.notice(notice)
+    with _step(result, reporter, "Generative task: building text models", len(models)) as notes:
+        seed_generative_task(ctx, state_dir)
+        built = []
+        for index, model in enumerate(models):
+            reporter.advance(index, len(models))
+            built.append(build_model(model, state_dir / "models", task_id=GEN_TASK_ID))
+        reused = sum(m.reused for m in built)
+        notes.append(f"{len(built) - reused} built, {reused} reused from the cache")
+    assert result.accounts is not None
+    submitted = submit_models(ctx, built, task_id=GEN_TASK_ID, user_id=result.accounts.researcher)
+    result.generative = {name: sid for name, (sid, _) in submitted.items()}
+    result.generative_jobs = _evaluate(
+        ctx, pool, result, reporter, "Evaluating the text models", task_id=GEN_TASK_ID
+    )
 
 
 def run_demo(
@@ -196,6 +230,7 @@ def run_demo(
             result.jobs = _evaluate(
                 ctx, workers, result, reporter, f"Scoring round {result.round.number}"
             )
+        _generative(ctx, workers, result, reporter, state_dir)
     finally:
         if own_pool:
             workers.stop(wait=True)

@@ -225,7 +225,10 @@ class BundleSandboxes:
             key, task_id = submission.artifact_key, submission.task_id
         task = get_task(self.ctx, task_id)
         return open_sandbox(
-            self._bundle_dir(submission_id, key), kind=self.kind, limits=task.limits
+            self._bundle_dir(submission_id, key),
+            kind=self.kind,
+            limits=task.limits,
+            **task.sandbox_options,
         )
 
     def cleanup(self) -> None:

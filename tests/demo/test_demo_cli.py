@@ -17,6 +17,7 @@ import pytest
 from evalboard.core.context import Context
 from evalboard.core.settings import Settings
 from evalboard.demo import DEMO_MODELS, DEMO_TASK_ID
+from evalboard.demo.generative import GEN_MODELS, GEN_TASK_ID
 
 EVALBOARD = [sys.executable, "-c", "from evalboard.cli import entry; entry()"]
 MODEL_NAMES = {model.name for model in DEMO_MODELS}
@@ -78,6 +79,26 @@ def test_demo_ranks_three_models_with_every_metric(
     assert not board.pending
     for name in MODEL_NAMES:
         assert name in done.stdout
+
+
+@pytest.mark.slow
+def test_demo_ranks_the_template_text_model_on_its_generative_task(
+    demo_run: tuple[Path, subprocess.CompletedProcess[str], float], demo_ctx: Context
+) -> None:
+    from leaderboard import build_leaderboard, load_table
+
+    _, done, _ = demo_run
+    # The local sandbox runs models with this Python, which has no torch: GPT-2 is left
+    # out and says so; the template model is evaluated and ranked with every metric.
+    assert "tiny-gpt2 is left out" in done.stderr
+    board = build_leaderboard(demo_ctx, load_table(demo_ctx, GEN_TASK_ID), intervals=False)
+    [row] = [row for row in board.rows if row.kind == "model"]
+    assert row.name == "overlap-answer" and row.rank == 1
+    for metric in board.metrics:
+        if metric.weighable:
+            assert row.metrics.get(metric.name) is not None, metric.name
+    # The CLI prints the generative board after the sentiment one.
+    assert done.stdout.count("Dynascore") == 2 and "overlap-answer" in done.stdout
 
 
 @pytest.mark.slow
@@ -171,9 +192,23 @@ def _served_url(server: subprocess.Popen[str]) -> str:
     raise AssertionError(f"{base}/health never answered")
 
 
+def _cache_gpt2(data_dir: Path, bundle: Path) -> None:
+    """Lay the session's trained GPT-2 in the demo's model cache, fingerprint and all, so
+    the demo reuses it instead of training it a second time in this run."""
+    import json
+
+    from evalboard.demo.gpt2 import write_gpt2_bundle
+    from evalboard.demo.models import fingerprint
+
+    cache = data_dir / "demo" / "models"
+    report = json.loads((bundle / "train.json").read_text())
+    write_gpt2_bundle(cache / "tiny-gpt2", bundle / "model", report, task_id=GEN_TASK_ID)
+    (cache / "tiny-gpt2.fingerprint").write_text(fingerprint(GEN_MODELS[1], GEN_TASK_ID) + "\n")
+
+
 @pytest.mark.slow
 @pytest.mark.docker
-def test_demo_in_the_docker_sandbox(tmp_path: Path) -> None:
+def test_demo_in_the_docker_sandbox(tmp_path: Path, gpt2_bundle: Path) -> None:
     from leaderboard import build_leaderboard, load_table
     from submission_sandbox import docker_client
 
@@ -182,6 +217,7 @@ def test_demo_in_the_docker_sandbox(tmp_path: Path) -> None:
     except Exception as exc:  # no engine, or no runtime image
         pytest.skip(f"the Docker sandbox is not usable here: {exc}")
     data_dir = tmp_path / "data"
+    _cache_gpt2(data_dir, gpt2_bundle)
     done = subprocess.run(
         [*EVALBOARD, "demo", "--no-serve", "--sandbox", "docker"],
         env=_env(data_dir),
@@ -199,5 +235,15 @@ def test_demo_in_the_docker_sandbox(tmp_path: Path) -> None:
         for row in board.rows:
             if row.kind == "model":
                 assert row.metrics["memory"] is not None and row.metrics["memory"] > 0
+        # The generative task: GPT-2 (transformers, torch image) and the template model.
+        assert "Generative task: building text models" in done.stderr
+        assert "1 built, 1 reused" in done.stderr  # GPT-2 from the cache laid above
+        text_board = build_leaderboard(context, load_table(context, GEN_TASK_ID), intervals=False)
+        text_rows = [row for row in text_board.rows if row.kind == "model"]
+        assert {row.name for row in text_rows if row.rank} == {m.name for m in GEN_MODELS}
+        for row in text_rows:
+            for metric in text_board.metrics:
+                if metric.weighable:
+                    assert row.metrics.get(metric.name) is not None, (row.name, metric.name)
     finally:
         context.db.dispose()

@@ -55,8 +55,11 @@ class FakeSandbox(Sandbox):
         fail_on_request: int = 1,
         fail_at_start: bool = False,
         usage: ResourceUsage | None = None,
+        generation: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(bundle_dir, limits=limits or SandboxLimits())
+        #: A text task's generation settings, as the real sandboxes give them to the model.
+        self.generation = generation
         self._predict_fn = predict
         self._hello = hello or ModelHello(name="fake", runtime="python", batch_size=32)
         self._fail_with = fail_with
