@@ -32,7 +32,8 @@ __all__ = ["DEFAULT_CACHE_BYTES", "MISSING", "MemoryCache", "approximate_size"]
 #: A miss, for :meth:`MemoryCache.get` where None is a cached value.
 MISSING: Any = object()
 
-#: Enough for the statistics of about 10,000 results of 500 examples each.
+#: Enough for the statistics of about 10,000 results of 500 examples each
+#: (``EVALBOARD_CACHE_BYTES`` sets it, :class:`~evalboard.core.settings.Settings`).
 DEFAULT_CACHE_BYTES = 512 * 1024**2
 
 
