@@ -29,7 +29,7 @@ from evalboard.core.context import Context
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Task
 from evaluator import summarize
-from leaderboard.aggregates import load_entries
+from leaderboard.aggregates import load_board, source_digest
 from leaderboard.entry import ModelEntry, board_metrics, stored_card, summary_status
 from scoring import InvalidWeightsError, check_weights, compute, weighted_mean
 
@@ -55,6 +55,10 @@ class TaskTable:
     #: Original scoring dataset -> its weight in the averages (the owner's unless a
     #: viewer chose others).
     dataset_weights: dict[str, float] = field(default_factory=dict)
+    #: A digest of everything the table was read from (its rows, datasets and owner's
+    #: weights), so what is derived from it can be cached under it; "" for a table built
+    #: by hand, which nothing caches.
+    version: str = ""
 
     @property
     def weighable_datasets(self) -> list[str]:
@@ -85,7 +89,8 @@ class TaskTable:
                 "a weight above 0"
             )
         models = [_reaveraged(m, merged) for m in self.models]
-        return replace(self, models=models, dataset_weights=merged)
+        version = source_digest(self.version, sorted(merged.items())) if self.version else ""
+        return replace(self, models=models, dataset_weights=merged, version=version)
 
     @property
     def ranked(self) -> list[ModelEntry]:
@@ -152,7 +157,7 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         assert task is not None
         default_weights = {k: float(v) for k, v in task.default_weights.items()}
         owner_id = task.owner_id
-    models = load_entries(ctx, task_id, datasets=datasets, scoring=scoring)
+    board, models = load_board(ctx, task_id, datasets=datasets, scoring=scoring)
     originals = [d for d in scoring if d.perturbation is None]
     majority = _majority_by_dataset(ctx, spec, originals)
     return TaskTable(
@@ -165,4 +170,5 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         majority_by_dataset=majority[1] if majority else None,
         majority_label=majority[0] if majority else None,
         dataset_weights={d.name: float(d.weight) for d in originals},
+        version=source_digest(board, [sorted(default_weights.items()), owner_id]),
     )
