@@ -20,7 +20,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Row, case, delete, func, insert, select
+from sqlalchemy import Row, Text, case, cast, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -73,7 +73,8 @@ def _board_query(task_id: str) -> Any:
             User.name.label("user"),
             Submission.is_baseline,
             Submission.published,
-            Submission.card,
+            # As text: the digest needs its bytes, not a parsed card per row.
+            cast(Submission.card, Text).label("card"),
             BoardEntry.source,
             func.count(Job.id).label("n_jobs"),
             *per_status,
