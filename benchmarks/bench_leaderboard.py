@@ -53,6 +53,7 @@ from evalboard.core.states import JobStatus  # noqa: E402
 from evalboard.core.tables import Job, Result, Submission, utcnow  # noqa: E402
 from evaluator.result import SCHEMA_VERSION, DatasetMetrics  # noqa: E402
 from leaderboard import build_leaderboard, create_app  # noqa: E402
+from leaderboard.paging import DEFAULT_LIMIT, BoardQuery  # noqa: E402
 from leaderboard.table import load_table  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "leaderboard.json"
@@ -249,11 +250,12 @@ async def _measure(settings: Settings, repeats: int) -> dict[str, Any]:
 
 
 def _split(ctx: Context) -> dict[str, float]:
-    """One warm request's parts: loading the table, ranking, JSON."""
+    """One warm request's parts: loading the table, ranking (the API's default page),
+    JSON."""
     start = time.perf_counter()
     table = load_table(ctx, TASK_ID)
     loaded = time.perf_counter()
-    board = build_leaderboard(ctx, table)
+    board = build_leaderboard(ctx, table, query=BoardQuery(limit=DEFAULT_LIMIT))
     ranked = time.perf_counter()
     board.model_dump_json()
     dumped = time.perf_counter()

@@ -9,8 +9,9 @@ submission, the facts the digest covers. A row whose digest no longer matches (a
 finished, failed or was re-run, the submission was renamed, its card was edited or it
 was published or unpublished, a dataset of the task was added or re-weighted) is derived
 again in that request and stored; nothing else has to invalidate it. The parsed rows are
-kept in the context's derived-data cache under their digest, so a warm request parses
-nothing.
+kept in the context's derived-data cache, one entry per task under the board's version
+(the digest of all those facts), so a warm request parses nothing, and the next version
+reuses every row whose own digest still matches.
 """
 
 from __future__ import annotations
@@ -130,11 +131,15 @@ def load_board(
         rows = session.execute(_board_query(task_id)).all()
     # Every column but the stored row's own digest, which follows from the others.
     version = source_digest(digest, [(*row[:7], *row[8:]) for row in rows])
-    cached = ctx.cache.get(("board", task_id, version))
-    if cached is None:
-        cached = _entries(ctx, task_id, rows, digest, datasets=datasets, scoring=scoring)
-        ctx.cache.put(("board", task_id, version), cached, size=sampled_size(cached))
-    return version, cached
+    # One entry per task, the latest version: its rows are reused by the next version
+    # where their own digest still matches, so one finished job re-derives one row.
+    cached = ctx.cache.get(("board", task_id))
+    if cached is not None and cached[0] == version:
+        return version, [entry for _, entry in cached[1].values()]
+    previous: dict[int, tuple[str, ModelEntry]] = cached[1] if cached is not None else {}
+    entries = _entries(ctx, task_id, rows, digest, previous, datasets=datasets, scoring=scoring)
+    ctx.cache.put(("board", task_id), (version, entries), size=sampled_size(list(entries.items())))
+    return version, [entry for _, entry in entries.values()]
 
 
 def _entries(
@@ -142,10 +147,13 @@ def _entries(
     task_id: str,
     rows: Sequence[Row[Any]],
     digest: str,
+    previous: dict[int, tuple[str, ModelEntry]],
     *,
     datasets: list[Dataset],
     scoring: list[Dataset],
-) -> list[ModelEntry]:
+) -> dict[int, tuple[str, ModelEntry]]:
+    """Each row's digest and entry, in submission order: from ``previous`` where the digest
+    matches, else the stored row where it matches, else derived now (and stored)."""
     by_id = {d.id: d for d in datasets}
     sources = {row.id: source_digest(digest, _facts(row)) for row in rows}
     with ctx.db.session() as session:
@@ -153,20 +161,16 @@ def _entries(
         derived = _derive(session, stale, scoring, by_id) if stale else {}
     if derived:  # written once the reading session is closed: SQLite has one writer
         _store(ctx, task_id, {sid: (sources[sid], entry) for sid, entry in derived.items()})
-    entries: dict[int, ModelEntry] = {}
+    entries: dict[int, ModelEntry] = dict(derived)
     for row in rows:
-        found = derived.get(row.id) or ctx.cache.get(("board-entry", row.id, sources[row.id]))
-        if found is not None:
-            entries[row.id] = found
+        kept = previous.get(row.id)
+        if row.id not in entries and kept is not None and kept[0] == sources[row.id]:
+            entries[row.id] = kept[1]
     unparsed = [row for row in rows if row.id not in entries]
     if unparsed:  # stored rows this process has not read yet: the JSON is read only now
         for row, stored in zip(unparsed, _stored(ctx, [r.id for r in unparsed]), strict=True):
-            entry = _from_stored(row, stored)
-            ctx.cache.put(("board-entry", row.id, sources[row.id]), entry)
-            entries[row.id] = entry
-    for sid, entry in derived.items():
-        ctx.cache.put(("board-entry", sid, sources[sid]), entry)
-    return [entries[row.id] for row in rows]
+            entries[row.id] = _from_stored(row, stored)
+    return {row.id: (sources[row.id], entries[row.id]) for row in rows}
 
 
 def _stored(ctx: Context, ids: list[int]) -> list[dict[str, Any]]:

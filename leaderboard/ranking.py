@@ -113,9 +113,14 @@ class _Ranking:
     pending: list[PendingPublic] = field(default_factory=list)
 
     def approximate_size(self) -> int:
-        """About how much memory it holds, for the cache's byte budget: a sample of its
-        rows measured and scaled (walking 10,000 rows would cost more than ranking them)."""
-        per_row = [(m, self.grid.get(m.key), self.terms.get(m.key)) for m in self.table.models]
+        """About how much memory it holds of its own, for the cache's byte budget: a
+        sample of its rows measured and scaled (walking 10,000 rows would cost more than
+        ranking them). The rows' cards, outcomes and per-dataset figures are the board's
+        (``leaderboard.aggregates``, counted there); a re-weighed row's averages are new."""
+        per_row = [
+            (m.metrics, self.grid.get(m.key), self.terms.get(m.key), self.runs.get(m.key))
+            for m in self.table.models
+        ]
         return sampled_size(per_row) + approximate_size(self.boot)
 
 
