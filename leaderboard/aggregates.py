@@ -128,7 +128,8 @@ def load_board(
     """
     digest = datasets_digest(datasets)
     with ctx.db.session() as session:
-        rows = session.execute(_board_query(task_id)).all()
+        # Core, not the ORM: plain rows, no per-row ORM bookkeeping.
+        rows = session.connection().execute(_board_query(task_id)).all()
     # Every column but the stored row's own digest, which follows from the others.
     version = source_digest(digest, [(*row[:7], *row[8:]) for row in rows])
     # One entry per task, the latest version: its rows are reused by the next version
