@@ -250,8 +250,9 @@ async def _measure(settings: Settings, repeats: int) -> dict[str, Any]:
 
 
 def _split(ctx: Context) -> dict[str, float]:
-    """One warm request's parts: loading the table, ranking (the API's default page),
-    JSON."""
+    """One request's parts: loading the warm table, ranking it (the API's default page;
+    ranked from scratch, since the table as loaded, not as a visitor sees it, is a version
+    of its own), JSON."""
     start = time.perf_counter()
     table = load_table(ctx, TASK_ID)
     loaded = time.perf_counter()
