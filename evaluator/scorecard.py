@@ -186,19 +186,29 @@ def _probability_matrix(
     return matrix.reshape(len(given), len(labels))
 
 
-def _weighted(
-    outcomes: Iterable[DatasetOutcome], value: Callable[[DatasetOutcome], float | None]
-) -> float | None:
-    return weighted_mean((value(outcome), outcome.weight) for outcome in outcomes)
-
-
-def summarize(outcomes: Sequence[DatasetOutcome]) -> TaskMetrics:
+def summarize(
+    outcomes: Sequence[DatasetOutcome], *, weights: Mapping[str, float] | None = None
+) -> TaskMetrics:
     """Dataset-weighted averages over the finished, scored datasets.
 
     Perf, speed, memory and calibration average over the originals; fairness and
     robustness over the copies of each kind. ``standard`` datasets (shown, not scored) and
     failed ones are left out; the result lists them, the averages do not.
+
+    Args:
+        weights: dataset name -> weight, in place of the outcome's own where named (a
+            board re-weighed by a viewer), so that no outcome is copied to re-average.
     """
+    chosen = weights or {}
+
+    def weight(outcome: DatasetOutcome) -> float:
+        return chosen.get(outcome.dataset, outcome.weight)
+
+    def averaged(
+        among: Iterable[DatasetOutcome], value: Callable[[DatasetOutcome], float | None]
+    ) -> float | None:
+        return weighted_mean((value(o), weight(o)) for o in among)
+
     done = [
         o
         for o in outcomes
@@ -210,19 +220,19 @@ def summarize(outcomes: Sequence[DatasetOutcome]) -> TaskMetrics:
         return lambda o: getattr(o.metrics, name)
 
     return TaskMetrics(
-        perf=_weighted(originals, of("perf")),
-        throughput=_weighted(originals, of("throughput")),
-        memory_gib=_weighted(originals, of("memory_gib")),
-        fairness=_weighted((o for o in done if o.perturbation == "fairness"), of("fairness")),
-        robustness=_weighted((o for o in done if o.perturbation == "robustness"), of("robustness")),
-        latency_p50_s=_weighted(originals, of("latency_p50_s")),
-        latency_p95_s=_weighted(originals, of("latency_p95_s")),
-        startup_s=_weighted(originals, of("startup_s")),
-        cpu_seconds=_weighted(originals, of("cpu_seconds")),
-        ece=_weighted(originals, of("ece")),
-        energy_j_per_1k=_weighted(originals, of("energy_j_per_1k")),
+        perf=averaged(originals, of("perf")),
+        throughput=averaged(originals, of("throughput")),
+        memory_gib=averaged(originals, of("memory_gib")),
+        fairness=averaged((o for o in done if o.perturbation == "fairness"), of("fairness")),
+        robustness=averaged((o for o in done if o.perturbation == "robustness"), of("robustness")),
+        latency_p50_s=averaged(originals, of("latency_p50_s")),
+        latency_p95_s=averaged(originals, of("latency_p95_s")),
+        startup_s=averaged(originals, of("startup_s")),
+        cpu_seconds=averaged(originals, of("cpu_seconds")),
+        ece=averaged(originals, of("ece")),
+        energy_j_per_1k=averaged(originals, of("energy_j_per_1k")),
         energy_method=_energy_method(originals),
-        extra=_extra_averages(originals),
+        extra=_extra_averages(originals, weight),
     )
 
 
@@ -238,9 +248,11 @@ def _energy_method(originals: Sequence[DatasetOutcome]) -> Literal["estimated", 
     return "measured" if methods == {"measured"} else "estimated"
 
 
-def _extra_averages(originals: Sequence[DatasetOutcome]) -> dict[str, float]:
+def _extra_averages(
+    originals: Sequence[DatasetOutcome], weight: Callable[[DatasetOutcome], float]
+) -> dict[str, float]:
     """Each extra metric that every original has, averaged with the dataset weights."""
-    extras = [(o.metrics.extra, o.weight) for o in originals if o.metrics is not None]
+    extras = [(o.metrics.extra, weight(o)) for o in originals if o.metrics is not None]
     shared = set.intersection(*(set(extra) for extra, _ in extras)) if extras else set()
     averages: dict[str, float] = {}
     for name in sorted(shared):

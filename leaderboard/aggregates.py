@@ -9,8 +9,9 @@ submission, the facts the digest covers. A row whose digest no longer matches (a
 finished, failed or was re-run, the submission was renamed, its card was edited or it
 was published or unpublished, a dataset of the task was added or re-weighted) is derived
 again in that request and stored; nothing else has to invalidate it. The parsed rows are
-kept in the context's derived-data cache under their digest, so a warm request parses
-nothing.
+kept in the context's derived-data cache, one entry per task under the board's version
+(the digest of all those facts), so a warm request parses nothing, and the next version
+reuses every row whose own digest still matches.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Row, case, delete, func, insert, select
+from sqlalchemy import Row, Text, case, cast, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
+from evalboard.core.cache import sampled_size
 from evalboard.core.context import Context
 from evalboard.core.states import JobStatus
 from evalboard.core.tables import BoardEntry, Dataset, Job, Result, Submission, User
@@ -31,7 +33,7 @@ from evaluator import DatasetOutcome
 from leaderboard.entry import ModelEntry, derive_entry
 from submission_sandbox import ModelCard
 
-__all__ = ["datasets_digest", "load_entries", "source_digest"]
+__all__ = ["datasets_digest", "load_board", "load_entries", "source_digest"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,26 +60,15 @@ def source_digest(datasets: str, facts: Sequence[Any]) -> str:
 
 def _board_query(task_id: str) -> Any:
     """One row per submission of the task: who, its stored entry, and per-status job
-    counts with its results' count and newest id (what a stored entry must still match)."""
+    counts with its results' count and newest id (what a stored entry must still match).
+
+    One flat GROUP BY that walks each submission's jobs by their (submission, dataset)
+    index: a grouped subquery joined back would be materialised and indexed on every
+    request."""
     per_status = [
         func.sum(case((Job.status == status.value, 1), else_=0)).label(f"n_{status.value}")
         for status in JobStatus
     ]
-    jobs = (
-        select(
-            Job.submission_id.label("submission_id"),
-            func.count(Job.id).label("n_jobs"),
-            *per_status,
-            func.count(Result.id).label("n_results"),
-            func.max(Result.id).label("last_result"),
-        )
-        .outerjoin(Result, Result.job_id == Job.id)
-        .join(Submission, Submission.id == Job.submission_id)
-        .where(Submission.task_id == task_id)
-        .group_by(Job.submission_id)
-        .subquery()
-    )
-    counts = [c for c in jobs.c if c.name != "submission_id"]
     return (
         select(
             Submission.id,
@@ -86,14 +77,20 @@ def _board_query(task_id: str) -> Any:
             User.name.label("user"),
             Submission.is_baseline,
             Submission.published,
-            Submission.card,
+            # As text: the digest needs its bytes, not a parsed card per row.
+            cast(Submission.card, Text).label("card"),
             BoardEntry.source,
-            *counts,
+            func.count(Job.id).label("n_jobs"),
+            *per_status,
+            func.count(Result.id).label("n_results"),
+            func.max(Result.id).label("last_result"),
         )
         .outerjoin(User, User.id == Submission.user_id)
         .outerjoin(BoardEntry, BoardEntry.submission_id == Submission.id)
-        .outerjoin(jobs, jobs.c.submission_id == Submission.id)
+        .outerjoin(Job, Job.submission_id == Submission.id)
+        .outerjoin(Result, Result.job_id == Job.id)
         .where(Submission.task_id == task_id)
+        .group_by(Submission.id, User.name, BoardEntry.source)
         .order_by(Submission.id)
     )
 
@@ -116,30 +113,69 @@ def load_entries(
 ) -> list[ModelEntry]:
     """The task's rows in submission order: stored ones whose digest still matches,
     the others derived now (and stored for the next request)."""
-    by_id = {d.id: d for d in datasets}
+    return load_board(ctx, task_id, datasets=datasets, scoring=scoring)[1]
+
+
+def load_board(
+    ctx: Context,
+    task_id: str,
+    *,
+    datasets: list[Dataset],
+    scoring: list[Dataset],
+) -> tuple[str, list[ModelEntry]]:
+    """The board's version and its rows in submission order.
+
+    The version is the digest of every fact the rows were derived from (the datasets' and
+    each submission's, as one query reads them): the same version, the same rows, so a
+    warm request hashes the query's rows once and parses and checks nothing per row.
+    """
     # Which sets count changes when a phase is revealed to the public, not the datasets.
     digest = source_digest(datasets_digest(datasets), sorted(d.id for d in scoring))
     with ctx.db.session() as session:
-        rows = session.execute(_board_query(task_id)).all()
-        sources = {row.id: source_digest(digest, _facts(row)) for row in rows}
+        # Core, not the ORM: plain rows, no per-row ORM bookkeeping.
+        rows = session.connection().execute(_board_query(task_id)).all()
+    # Every column but the stored row's own digest, which follows from the others.
+    version = source_digest(digest, [(*row[:7], *row[8:]) for row in rows])
+    # One entry per task, the latest version: its rows are reused by the next version
+    # where their own digest still matches, so one finished job re-derives one row.
+    cached = ctx.cache.get(("board", task_id))
+    if cached is not None and cached[0] == version:
+        return version, [entry for _, entry in cached[1].values()]
+    previous: dict[int, tuple[str, ModelEntry]] = cached[1] if cached is not None else {}
+    entries = _entries(ctx, task_id, rows, digest, previous, datasets=datasets, scoring=scoring)
+    ctx.cache.put(("board", task_id), (version, entries), size=sampled_size(list(entries.items())))
+    return version, [entry for _, entry in entries.values()]
+
+
+def _entries(
+    ctx: Context,
+    task_id: str,
+    rows: Sequence[Row[Any]],
+    digest: str,
+    previous: dict[int, tuple[str, ModelEntry]],
+    *,
+    datasets: list[Dataset],
+    scoring: list[Dataset],
+) -> dict[int, tuple[str, ModelEntry]]:
+    """Each row's digest and entry, in submission order: from ``previous`` where the digest
+    matches, else the stored row where it matches, else derived now (and stored)."""
+    by_id = {d.id: d for d in datasets}
+    sources = {row.id: source_digest(digest, _facts(row)) for row in rows}
+    with ctx.db.session() as session:
         stale = [row.id for row in rows if row.source != sources[row.id]]
         derived = _derive(session, stale, scoring, by_id) if stale else {}
     if derived:  # written once the reading session is closed: SQLite has one writer
         _store(ctx, task_id, {sid: (sources[sid], entry) for sid, entry in derived.items()})
-    entries: dict[int, ModelEntry] = {}
+    entries: dict[int, ModelEntry] = dict(derived)
     for row in rows:
-        found = derived.get(row.id) or ctx.cache.get(("board-entry", row.id, sources[row.id]))
-        if found is not None:
-            entries[row.id] = found
+        kept = previous.get(row.id)
+        if row.id not in entries and kept is not None and kept[0] == sources[row.id]:
+            entries[row.id] = kept[1]
     unparsed = [row for row in rows if row.id not in entries]
     if unparsed:  # stored rows this process has not read yet: the JSON is read only now
         for row, stored in zip(unparsed, _stored(ctx, [r.id for r in unparsed]), strict=True):
-            entry = _from_stored(row, stored)
-            ctx.cache.put(("board-entry", row.id, sources[row.id]), entry)
-            entries[row.id] = entry
-    for sid, entry in derived.items():
-        ctx.cache.put(("board-entry", sid, sources[sid]), entry)
-    return [entries[row.id] for row in rows]
+            entries[row.id] = _from_stored(row, stored)
+    return {row.id: (sources[row.id], entries[row.id]) for row in rows}
 
 
 def _stored(ctx: Context, ids: list[int]) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from evalboard.core.errors import PermissionDenied, UsageError
 from evalboard.core.tables import Submission
 from evalboard.core.validation import describe_validation_error
 from leaderboard.accounts import ANONYMOUS, Principal
+from leaderboard.aggregates import source_digest
 from leaderboard.table import ModelEntry, TaskTable, load_table, stored_card
 from submission_sandbox import ModelCard, Runtime
 
@@ -86,6 +87,9 @@ def visible_table(table: TaskTable, principal: Principal) -> TaskTable:
     task_id = table.task.id
     models: list[ModelEntry] = []
     for entry in table.models:
+        if entry.published and not entry.card.anonymous:  # what may_see and shown_user allow
+            models.append(entry)
+            continue
         if not may_see(
             principal, task_id=task_id, submitter_id=entry.user_id, published=entry.published
         ):
@@ -98,7 +102,15 @@ def visible_table(table: TaskTable, principal: Principal) -> TaskTable:
             anonymous=entry.card.anonymous,
         )
         models.append(entry if user == entry.user else replace(entry, user=user, user_id=None))
-    return replace(table, models=models)
+    # Who may see what follows from the principal's grants: the same grants, the same rows.
+    seen_by = [
+        principal.user_id,
+        principal.is_admin,
+        sorted(map(repr, principal.roles)),
+        sorted(principal.owned_tasks),
+    ]
+    version = source_digest(table.version, seen_by) if table.version else ""
+    return replace(table, models=models, version=version)
 
 
 def public_table(ctx: Context, task_id: str) -> TaskTable:

@@ -12,7 +12,9 @@ import csv
 import io
 import math
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
+from evalboard.core.cache import approximate_size, sampled_size
 from evalboard.core.context import Context
 from evaluator import CONTENDED_SHARE
 from leaderboard.intervals import has_predictions, leaderboard_intervals
@@ -28,6 +30,7 @@ from leaderboard.table import ModelEntry, TaskTable
 from scoring import (
     METRICS,
     WEIGHABLE_METRICS,
+    BootstrapResult,
     check_weights,
     contributions,
     dominant_term,
@@ -92,6 +95,42 @@ def _usable_weights(
     return check_weights(weights, known=WEIGHABLE_METRICS, usable=metrics if table.ranked else None)
 
 
+@dataclass
+class _Ranking:
+    """What ranking a table gives for one set of weights, before any page is cut: kept in
+    the context's cache under the table's version and the weights."""
+
+    table: TaskTable
+    requested: dict[str, float]
+    metrics: list[str]
+    used: dict[str, float]
+    by_key: dict[str, ModelEntry] = field(default_factory=dict)
+    grid: dict[str, dict[str, float]] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
+    terms: dict[str, dict[str, float]] = field(default_factory=dict)
+    amrs: dict[str, float | None] = field(default_factory=dict)
+    runs: dict[str, list[float]] = field(default_factory=dict)
+    boot: BootstrapResult | None = None
+    flagged: set[str] = field(default_factory=set)
+    order: list[str] = field(default_factory=list)
+    positions: dict[str, int] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    shown_metrics: list[MetricPublic] = field(default_factory=list)
+    pending: list[PendingPublic] = field(default_factory=list)
+
+    def approximate_size(self) -> int:
+        """About how much memory it holds of its own, for the cache's byte budget: a
+        sample of its rows measured and scaled (walking 10,000 rows would cost more than
+        ranking them). The rows' cards, outcomes and per-dataset figures are the board's
+        (``leaderboard.aggregates``, counted there); a re-weighed row's averages are new."""
+        per_row = [
+            (m.metrics, self.grid.get(m.key), self.terms.get(m.key), self.runs.get(m.key))
+            for m in self.table.models
+        ]
+        return sampled_size(per_row) + approximate_size(self.boot)
+
+
 def build_leaderboard(
     ctx: Context,
     table: TaskTable,
@@ -105,6 +144,10 @@ def build_leaderboard(
     """Rank the complete models: by Dynascore, after the baseline floor
     (:mod:`scoring.floor`); baselines ranked with them, the majority row not ranked.
 
+    The ranking of a versioned table (:attr:`TaskTable.version`) is kept in ``ctx.cache``
+    under its version and the weights, so the next page, search or filter of the same
+    board only cuts its rows.
+
     Args:
         weights: metric -> weight; None: the task owner's.
         dataset_weights: original scoring dataset -> weight; None: the owner's.
@@ -113,6 +156,29 @@ def build_leaderboard(
         keep: which models may be sent at all (a card filter, ``leaderboard.cards``): the
             others are ranked, but neither sent nor counted in ``total``.
     """
+    cache_key = (
+        "ranking",
+        table.version,
+        None if weights is None else tuple(sorted(weights.items())),
+        None if dataset_weights is None else tuple(sorted(dataset_weights.items())),
+        intervals,
+    )
+    ranking = ctx.cache.get(cache_key) if table.version else None
+    if ranking is None:
+        ranking = _rank(ctx, table, weights, dataset_weights=dataset_weights, intervals=intervals)
+        if table.version:
+            ctx.cache.put(cache_key, ranking, size=ranking.approximate_size())
+    return _board(ranking, query or BoardQuery(), keep)
+
+
+def _rank(
+    ctx: Context,
+    table: TaskTable,
+    weights: Mapping[str, float] | None,
+    *,
+    dataset_weights: Mapping[str, float] | None,
+    intervals: bool,
+) -> _Ranking:
     table = table.reweighted(dataset_weights)
     metrics = weighable_metrics(table)
     requested = _usable_weights(table, weights, metrics)
@@ -120,104 +186,106 @@ def build_leaderboard(
     directions, offsets = goods_transform(metrics, memory_cap_gib=table.task.memory_cap_gib)
     ranked = table.ranked
     baseline = table.majority_perf
-    query = query or BoardQuery()
+    found = _Ranking(table=table, requested=requested, metrics=metrics, used=used)
+    found.shown_metrics = [
+        MetricPublic(
+            name=name,
+            label=metric.label,
+            unit=metric.unit,
+            direction=metric.direction,
+            weighable=name in metrics,
+            offset=metric.offset(memory_cap_gib=table.task.memory_cap_gib),
+            measured=metric.measured,
+            caveat=metric.caveat,
+        )
+        for name, metric in METRICS.items()
+        if name in metrics or any(m.metrics.get(name) is not None for m in ranked)
+    ]
+    found.pending = [
+        PendingPublic(submission_id=m.submission_id, name=m.name, user=m.user, status=m.status)
+        for m in table.models
+        if not m.complete
+    ]
+    if not ranked:
+        return found
+    # A missing figure ranks as the board's worst (scoring.fill_missing, the one rule).
+    grid = fill_missing(
+        {m.key: m.metrics for m in ranked}, metrics, may_lack=predictions_only(ranked)
+    )
+    normalised = normalise(grid, directions=directions, offsets=offsets)
+    found.grid = grid
+    found.scores = dict(zip(normalised.models, normalised.scores(used).tolist(), strict=True))
+    found.terms = {k: dict(v) for k, v in contributions(normalised, used).items()}
+    found.amrs = {
+        k: (v if math.isfinite(v) else None) for k, v in normalised.amrs_by_metric.items()
+    }
+    found.by_key = {m.key: m for m in ranked}
+    found.names = {m.key: m.name for m in ranked}
+    bootstrapped = intervals and "perf" in metrics and has_predictions(table, ranked)
+    # A row's throughput runs are re-averaged for the rows sent, unless the bootstrap
+    # needs every model's.
+    found.runs = (
+        {m.key: m.throughput_runs(table.dataset_weights) for m in ranked} if bootstrapped else {}
+    )
+    repeats = (
+        {k: {"throughput": r} for k, r in found.runs.items() if r}
+        if "throughput" in metrics
+        else {}
+    )
+    found.boot = (
+        leaderboard_intervals(
+            ctx,
+            table,
+            ranked,
+            other_metrics={
+                k: {n: v for n, v in row.items() if n != "perf"} for k, row in grid.items()
+            },
+            weights=used,
+            directions=directions,
+            offsets=offsets,
+            baseline=baseline,
+            repeats=repeats,
+        )
+        if bootstrapped
+        else None
+    )
+    if found.boot is not None:
+        found.flagged = {k for k, v in found.boot.not_above_baseline.items() if v}
+        found.order = list(found.boot.order)
+    else:
+        found.flagged = (
+            {
+                k
+                for k in grid
+                if not_above_baseline(high=grid[k].get("perf", 0.0), baseline=baseline)
+            }
+            if "perf" in metrics
+            else set()
+        )
+        found.order = list(floor_order(normalised.rank(used), found.flagged))
+    found.positions = {key: position for position, key in enumerate(found.order, start=1)}
+    found.warnings = _warnings(found.terms, table)
+    return found
+
+
+def _board(
+    ranking: _Ranking, query: BoardQuery, keep: Callable[[ModelEntry], bool] | None
+) -> LeaderboardPublic:
+    """One page of ``ranking``, as the API sends it."""
+    table, by_key = ranking.table, ranking.by_key
+    baseline = table.majority_perf
     total = 0
     rows: list[RowPublic] = []
-    amrs: dict[str, float | None] = {}
-    warnings: list[str] = []
-    if ranked:
-        # A missing figure ranks as the board's worst (scoring.fill_missing, the one rule).
-        grid = fill_missing(
-            {m.key: m.metrics for m in ranked}, metrics, may_lack=predictions_only(ranked)
-        )
-        normalised = normalise(grid, directions=directions, offsets=offsets)
-        scores = dict(zip(normalised.models, normalised.scores(used).tolist(), strict=True))
-        terms = contributions(normalised, used)
-        amrs = {k: (v if math.isfinite(v) else None) for k, v in normalised.amrs_by_metric.items()}
-        by_key = {m.key: m for m in ranked}
-        bootstrapped = intervals and "perf" in metrics and has_predictions(table, ranked)
-        # A row's throughput runs are re-averaged for the rows sent, unless the bootstrap
-        # needs every model's.
-        runs = (
-            {m.key: m.throughput_runs(table.dataset_weights) for m in ranked}
-            if bootstrapped
-            else {}
-        )
-        repeats = (
-            {k: {"throughput": r} for k, r in runs.items() if r} if "throughput" in metrics else {}
-        )
-        boot = (
-            leaderboard_intervals(
-                ctx,
-                table,
-                ranked,
-                other_metrics={
-                    k: {n: v for n, v in row.items() if n != "perf"} for k, row in grid.items()
-                },
-                weights=used,
-                directions=directions,
-                offsets=offsets,
-                baseline=baseline,
-                repeats=repeats,
-            )
-            if bootstrapped
-            else None
-        )
-        if boot is not None:
-            flagged = {k for k, v in boot.not_above_baseline.items() if v}
-            order = boot.order
-        else:
-            flagged = (
-                {
-                    k
-                    for k in grid
-                    if not_above_baseline(high=grid[k].get("perf", 0.0), baseline=baseline)
-                }
-                if "perf" in metrics
-                else set()
-            )
-            order = floor_order(normalised.rank(used), flagged)
-        positions = {key: position for position, key in enumerate(order, start=1)}
+    if by_key:
         total, page = query.select(
-            order if keep is None else [key for key in order if keep(by_key[key])],
-            names={m.key: m.name for m in ranked},
+            ranking.order if keep is None else [k for k in ranking.order if keep(by_key[k])],
+            names=ranking.names,
             value=lambda key, name: (
-                scores[key] if name == "dynascore" else by_key[key].metrics.get(name)
+                ranking.scores[key] if name == "dynascore" else by_key[key].metrics.get(name)
             ),
         )
         for key in page:
-            row = _row(by_key[key], positions[key], scores[key], terms[key])
-            row.ranked_as_worst = [
-                name for name in metrics if used.get(name) and row.metrics.get(name) is None
-            ]
-            if key not in runs:
-                runs[key] = by_key[key].throughput_runs(table.dataset_weights)
-            if runs[key]:
-                row.spread = {"throughput": IntervalPublic(low=min(runs[key]), high=max(runs[key]))}
-            share = by_key[key].busiest_load()
-            if share is not None and share > CONTENDED_SHARE:
-                row.contended = True
-                row.load_note = (
-                    f"measured while other processes used {share:.0%} of the worker's CPU: "
-                    "throughput and latency may be low"
-                )
-            if key in flagged:
-                row.not_above_baseline = True
-                above = boot.above_baseline.get(key) if boot is not None else None
-                row.reason = _reason(
-                    grid[key]["perf"], baseline, above.high if above is not None else None
-                )
-            if boot is not None:
-                row.intervals = {
-                    "perf": IntervalPublic(low=boot.perf[key].low, high=boot.perf[key].high),
-                    "gap_to_leader": IntervalPublic(
-                        low=boot.gap_to_leader[key].low, high=boot.gap_to_leader[key].high
-                    ),
-                }
-                row.p_first = boot.p_first[key]
-                row.rank_interval = boot.rank_interval[key]
-            rows.append(row)
-        warnings = _warnings(terms, table)
+            rows.append(_page_row(ranking, key))
     if baseline is not None and query.offset == 0 and not query.q:  # on the first page
         rows.append(
             RowPublic(
@@ -234,32 +302,15 @@ def build_leaderboard(
     return LeaderboardPublic(
         task=table.task.id,
         perf_metric=table.task.perf_metric,
-        weights={k: float(v) for k, v in requested.items()},
-        metrics=[
-            MetricPublic(
-                name=name,
-                label=metric.label,
-                unit=metric.unit,
-                direction=metric.direction,
-                weighable=name in metrics,
-                offset=metric.offset(memory_cap_gib=table.task.memory_cap_gib),
-                measured=metric.measured,
-                caveat=metric.caveat,
-            )
-            for name, metric in METRICS.items()
-            if name in metrics or any(m.metrics.get(name) is not None for m in ranked)
-        ],
+        weights={k: float(v) for k, v in ranking.requested.items()},
+        metrics=[m.model_copy() for m in ranking.shown_metrics],
         rows=rows,
         total=total,
-        pending=[
-            PendingPublic(submission_id=m.submission_id, name=m.name, user=m.user, status=m.status)
-            for m in table.models
-            if not m.complete
-        ],
-        amrs=amrs,
+        pending=[p.model_copy() for p in ranking.pending],
+        amrs=dict(ranking.amrs),
         dataset_weights={name: table.dataset_weights[name] for name in table.weighable_datasets},
         baseline_perf=baseline,
-        warnings=warnings,
+        warnings=list(ranking.warnings),
         phase=table.phase,
         withheld_sets=table.withheld_sets,
     )
@@ -268,6 +319,44 @@ def build_leaderboard(
 def predictions_only(entries: Iterable[ModelEntry]) -> set[str]:
     """The keys of predictions-only rows: they may lack any figure a run measures."""
     return {entry.key for entry in entries if entry.predictions_only}
+
+
+def _page_row(ranking: _Ranking, key: str) -> RowPublic:
+    entry, boot = ranking.by_key[key], ranking.boot
+    row = _row(entry, ranking.positions[key], ranking.scores[key], ranking.terms[key])
+    row.ranked_as_worst = [
+        name for name in ranking.metrics if ranking.used.get(name) and row.metrics.get(name) is None
+    ]
+    runs = ranking.runs.get(key)
+    if runs is None:
+        runs = entry.throughput_runs(ranking.table.dataset_weights)
+    if runs:
+        row.spread = {"throughput": IntervalPublic(low=min(runs), high=max(runs))}
+    share = entry.busiest_load()
+    if share is not None and share > CONTENDED_SHARE:
+        row.contended = True
+        row.load_note = (
+            f"measured while other processes used {share:.0%} of the worker's CPU: "
+            "throughput and latency may be low"
+        )
+    if key in ranking.flagged:
+        row.not_above_baseline = True
+        above = boot.above_baseline.get(key) if boot is not None else None
+        row.reason = _reason(
+            ranking.grid[key]["perf"],
+            ranking.table.majority_perf,
+            above.high if above is not None else None,
+        )
+    if boot is not None:
+        row.intervals = {
+            "perf": IntervalPublic(low=boot.perf[key].low, high=boot.perf[key].high),
+            "gap_to_leader": IntervalPublic(
+                low=boot.gap_to_leader[key].low, high=boot.gap_to_leader[key].high
+            ),
+        }
+        row.p_first = boot.p_first[key]
+        row.rank_interval = boot.rank_interval[key]
+    return row
 
 
 def _reason(perf: float, baseline: float | None, above_high: float | None) -> str:

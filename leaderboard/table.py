@@ -32,7 +32,7 @@ from evalboard.core.context import Context
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Task
 from evaluator import summarize
-from leaderboard.aggregates import load_entries
+from leaderboard.aggregates import load_board, source_digest
 from leaderboard.entry import ModelEntry, board_metrics, stored_card, summary_status
 from leaderboard.phases import shown_phase, withheld_dataset_ids
 from scoring import InvalidWeightsError, check_weights, compute, weighted_mean
@@ -63,6 +63,10 @@ class TaskTable:
     phase: str = "public"
     #: Hidden sets of private phases left out of ``scoring`` (``leaderboard.phases``).
     withheld_sets: int = 0
+    #: A digest of everything the table was read from (its rows, datasets and owner's
+    #: weights), so what is derived from it can be cached under it; "" for a table built
+    #: by hand, which nothing caches.
+    version: str = ""
 
     @property
     def weighable_datasets(self) -> list[str]:
@@ -93,7 +97,8 @@ class TaskTable:
                 "a weight above 0"
             )
         models = [_reaveraged(m, merged) for m in self.models]
-        return replace(self, models=models, dataset_weights=merged)
+        version = source_digest(self.version, sorted(merged.items())) if self.version else ""
+        return replace(self, models=models, dataset_weights=merged, version=version)
 
     @property
     def ranked(self) -> list[ModelEntry]:
@@ -122,11 +127,10 @@ def _weighted_mean(
 def _reaveraged(entry: ModelEntry, weights: Mapping[str, float]) -> ModelEntry:
     if not entry.complete:
         return entry
-    outcomes = [
-        o.model_copy(update={"weight": weights.get(o.derived_from or o.dataset, o.weight)})
-        for o in entry.outcomes
-    ]
-    return replace(entry, metrics=board_metrics(summarize(outcomes)), outcomes=outcomes)
+    # A perturbed copy follows its original's weight. The outcomes themselves keep the
+    # owner's weights: copying 30,000 of them cost more than the averages.
+    chosen = {o.dataset: weights.get(o.derived_from or o.dataset, o.weight) for o in entry.outcomes}
+    return replace(entry, metrics=board_metrics(summarize(entry.outcomes, weights=chosen)))
 
 
 def _majority_by_dataset(
@@ -161,7 +165,7 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         assert task is not None
         default_weights = {k: float(v) for k, v in task.default_weights.items()}
         owner_id = task.owner_id
-    models = load_entries(ctx, task_id, datasets=datasets, scoring=scoring)
+    board, models = load_board(ctx, task_id, datasets=datasets, scoring=scoring)
     originals = [d for d in scoring if d.perturbation is None]
     majority = _majority_by_dataset(ctx, spec, originals)
     return TaskTable(
@@ -176,4 +180,5 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         dataset_weights={d.name: float(d.weight) for d in originals},
         phase=shown_phase(ctx, task_id),
         withheld_sets=sum(1 for d in datasets if d.id in withheld and d.perturbation is None),
+        version=source_digest(board, [sorted(default_weights.items()), owner_id]),
     )

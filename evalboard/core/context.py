@@ -30,4 +30,5 @@ class Context:
             settings=settings,
             db=Database(settings.database_url),
             artifacts=ArtifactStore(settings.artifacts),
+            cache=MemoryCache(settings.cache_bytes),
         )

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from evalboard.core.cache import DEFAULT_CACHE_BYTES
 from evalboard.core.errors import UsageError
 from evalboard.core.validation import describe_validation_error
 
@@ -114,6 +115,13 @@ class Settings(BaseSettings):
         ge=1,
         description="Word attributions computed at once by one server; more are refused "
         "(503) until one ends. Cached ones are always answered.",
+    )
+    cache_bytes: int = Field(
+        DEFAULT_CACHE_BYTES,
+        ge=0,
+        description="Memory one process's derived-data cache may hold (the board's parsed "
+        "rows and rankings, interval statistics), in bytes; the least recently used go "
+        "first. 0 keeps nothing (every request derives again).",
     )
     max_request_bytes: int = Field(
         1024**3,

@@ -1,0 +1,134 @@
+"""The cached ranking: a warm board equals one ranked from nothing, and follows every change.
+
+A warm request cuts its page from a ranking kept in ``ctx.cache`` under the table's
+version (``leaderboard.ranking``); these tests compare it, after each kind of change, with
+the ranking of a context that keeps nothing (``cache_bytes=0``), which derives every row
+and bootstraps every interval again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, update
+
+from datasets_registry import add_dataset, set_dataset_weight
+from evalboard.core.context import Context
+from evalboard.core.settings import Settings
+from evalboard.core.tables import Submission
+from evaluator import summarize
+from leaderboard.accounts import ANONYMOUS
+from leaderboard.cards import visible_table
+from leaderboard.paging import BoardQuery
+from leaderboard.ranking import build_leaderboard
+from leaderboard.table import load_table
+from tests.helpers.tasks import write_jsonl
+from tests.leaderboard.seeding import TASK, Seeded
+
+DATASET_WEIGHTS: list[dict[str, float] | None] = [None, {"test": 0.25}]
+
+
+def _uncached(ctx: Context) -> Context:
+    """A context on the same storage that keeps nothing derived: every request from scratch."""
+    settings = Settings(**{**ctx.settings.model_dump(), "cache_bytes": 0})
+    return Context.from_settings(settings)
+
+
+def _board(ctx: Context, dataset_weights: dict[str, float] | None = None) -> dict[str, Any]:
+    table = visible_table(load_table(ctx, TASK), ANONYMOUS)
+    board = build_leaderboard(ctx, table, dataset_weights=dataset_weights)
+    return board.model_dump(mode="json")
+
+
+def _from_scratch(ctx: Context, dataset_weights: dict[str, float] | None = None) -> dict[str, Any]:
+    reader = _uncached(ctx)
+    try:
+        return _board(reader, dataset_weights)
+    finally:
+        reader.db.dispose()
+
+
+@pytest.mark.parametrize("dataset_weights", DATASET_WEIGHTS)
+def test_a_warm_board_equals_one_ranked_from_scratch(
+    seeded: Seeded, dataset_weights: dict[str, float] | None
+) -> None:
+    cold = _board(seeded.ctx, dataset_weights)
+    warm = _board(seeded.ctx, dataset_weights)  # from the cached ranking
+    assert warm == cold == _from_scratch(seeded.ctx, dataset_weights)
+    ranked = [r for r in warm["rows"] if r["rank"] is not None]
+    assert ranked and all(r["intervals"] and r["rank_interval"] for r in ranked)
+    assert sum(r["p_first"] for r in ranked) == pytest.approx(1.0)
+
+
+def test_pages_of_the_cached_ranking_keep_the_whole_boards_ranks(seeded: Seeded) -> None:
+    table = load_table(seeded.ctx, TASK)
+    whole = build_leaderboard(seeded.ctx, table).rows
+    second = build_leaderboard(seeded.ctx, table, query=BoardQuery(limit=2, offset=2)).rows
+    ranked = [r for r in whole if r.rank is not None]
+    assert [(r.key, r.rank) for r in second] == [(r.key, r.rank) for r in ranked[2:4]]
+
+
+def test_the_ranking_follows_a_dataset_weight_change(seeded: Seeded) -> None:
+    before = _board(seeded.ctx)
+    set_dataset_weight(seeded.ctx, task_id=TASK, name="test", weight=0.1)
+    after = _board(seeded.ctx)
+    assert after == _from_scratch(seeded.ctx)
+    assert after["dataset_weights"] != before["dataset_weights"]
+    assert [r["metrics"] for r in after["rows"]] != [r["metrics"] for r in before["rows"]]
+
+
+def test_a_new_scoring_dataset_makes_every_model_pending(seeded: Seeded, tmp_path: Path) -> None:
+    # A closed round adds its dataset the same way (``leaderboard.loop.close_round``).
+    assert _board(seeded.ctx)["total"] > 0
+    path = write_jsonl(
+        tmp_path / "round-9.jsonl",
+        [{"uid": f"r9-{i}", "statement": "fine", "label": "positive"} for i in range(5)],
+    )
+    add_dataset(seeded.ctx, task_id=TASK, name="round-9", path=path, round=9)
+    after = _board(seeded.ctx)
+    assert after == _from_scratch(seeded.ctx)
+    assert after["total"] == 0 and after["pending"]
+
+
+def test_an_unpublished_submission_leaves_the_public_board(seeded: Seeded) -> None:
+    roberta = seeded.submissions["roberta-large"]
+    assert roberta in {r["submission_id"] for r in _board(seeded.ctx)["rows"]}
+    with seeded.ctx.db.session() as session:
+        session.execute(update(Submission).where(Submission.id == roberta).values(published=False))
+    after = _board(seeded.ctx)
+    assert roberta not in {r["submission_id"] for r in after["rows"]}
+    assert after == _from_scratch(seeded.ctx)
+
+
+def test_a_deleted_submission_leaves_the_board(seeded: Seeded) -> None:
+    roberta = seeded.submissions["roberta-large"]
+    _board(seeded.ctx)
+    with seeded.ctx.db.session() as session:
+        session.execute(delete(Submission).where(Submission.id == roberta))
+    after = _board(seeded.ctx)
+    assert roberta not in {r["submission_id"] for r in after["rows"]}
+    assert roberta not in {p["submission_id"] for p in after["pending"]}
+    assert after == _from_scratch(seeded.ctx)
+
+
+def test_the_cache_keeps_within_its_byte_budget(seeded: Seeded) -> None:
+    budget = 200_000
+    settings = Settings(**{**seeded.ctx.settings.model_dump(), "cache_bytes": budget})
+    ctx = Context.from_settings(settings)
+    try:
+        assert ctx.cache.budget_bytes == budget
+        for weights in [None, {"test": 0.5}, {"test": 2.0}, {"test": 3.0}]:
+            assert _board(ctx, weights) == _from_scratch(seeded.ctx, weights)
+            assert 0 < ctx.cache.held_bytes <= budget
+    finally:
+        ctx.db.dispose()
+
+
+def test_re_weighing_without_copies_averages_as_copied_outcomes_do(seeded: Seeded) -> None:
+    entry = next(m for m in load_table(seeded.ctx, TASK).models if m.complete)
+    chosen = {o.dataset: 0.5 + i for i, o in enumerate(entry.outcomes)}
+    copied = [o.model_copy(update={"weight": chosen[o.dataset]}) for o in entry.outcomes]
+    assert summarize(entry.outcomes, weights=chosen) == summarize(copied)
+    assert summarize(entry.outcomes, weights=chosen) != summarize(entry.outcomes)
