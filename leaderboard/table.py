@@ -168,6 +168,8 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
     board, models = load_board(ctx, task_id, datasets=datasets, scoring=scoring)
     originals = [d for d in scoring if d.perturbation is None]
     majority = _majority_by_dataset(ctx, spec, originals)
+    phase = shown_phase(ctx, task_id)
+    withheld_sets = sum(1 for d in datasets if d.id in withheld and d.perturbation is None)
     return TaskTable(
         task=spec,
         default_weights=default_weights,
@@ -178,7 +180,11 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         majority_by_dataset=majority[1] if majority else None,
         majority_label=majority[0] if majority else None,
         dataset_weights={d.name: float(d.weight) for d in originals},
-        phase=shown_phase(ctx, task_id),
-        withheld_sets=sum(1 for d in datasets if d.id in withheld and d.perturbation is None),
-        version=source_digest(board, [sorted(default_weights.items()), owner_id]),
+        phase=phase,
+        withheld_sets=withheld_sets,
+        # The phase's words too: a phase revealed onto the board counts the same sets as
+        # before it opened, but the board says so.
+        version=source_digest(
+            board, [sorted(default_weights.items()), owner_id, phase, withheld_sets]
+        ),
     )
