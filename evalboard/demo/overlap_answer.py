@@ -1,8 +1,8 @@
 """The demo's template model: no weights; n-gram overlap picks the sentence, a template
 picks the words.
 
-Copied into its bundle as ``handler.py`` (python runtime); standard library only, like
-tests/evaluator/fixtures/overlap_answer_bundle, which it matches.
+Copied into its bundle as ``handler.py`` (python runtime), standard library only; the
+tests' template-model bundle is this module too (tests/evaluator/test_generative_qa.py).
 
 The sentence of the context that shares the most word bigrams (then words) with the
 question is the one that answers it; the answer is the first run of up to four words of

@@ -12,7 +12,7 @@ from evalboard.core.context import Context
 from evaluator import WorkerPool, enqueue_submission
 from leaderboard import build_leaderboard, load_table
 from tests.evaluator.conftest import submit
-from tests.evaluator.test_generative_qa import FIXTURES, generative_examples
+from tests.evaluator.test_generative_qa import bundle_dir, generative_examples
 from tests.helpers.tasks import write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ def test_the_board_ranks_the_two_text_models_by_chrf(ctx: Context, tmp_path: Pat
         path=write_jsonl(tmp_path / "squad-gen.jsonl", generative_examples()),
     )
     submissions = [
-        submit(ctx, FIXTURES / name, task_id=task.id)
+        submit(ctx, bundle_dir(name), task_id=task.id)
         for name in ("first_sentence_bundle", "overlap_answer_bundle")
     ]
     with WorkerPool(ctx, concurrency=2, poll_s=0.05) as pool:

@@ -21,7 +21,7 @@ from evalboard.core.context import Context
 from evaluator import RunOptions, WorkerPool, enqueue_submission, evaluate
 from leaderboard import build_leaderboard, load_table
 from tests.evaluator.conftest import submit
-from tests.evaluator.test_generative_qa import FIXTURES, generative_examples, generative_sets
+from tests.evaluator.test_generative_qa import bundle_dir, generative_examples, generative_sets
 from tests.helpers.tasks import write_jsonl
 
 pytestmark = pytest.mark.docker
@@ -92,7 +92,7 @@ def test_the_board_ranks_gpt2_and_the_ngram_model_with_every_metric(
     )
     submissions = [
         submit(ctx, bundle, task_id=task.id)
-        for bundle in (gpt2_bundle, FIXTURES / "overlap_answer_bundle")
+        for bundle in (gpt2_bundle, bundle_dir("overlap_answer_bundle"))
     ]
     with WorkerPool(ctx, concurrency=1, poll_s=0.05, sandbox="docker") as pool:
         for submission in submissions:

@@ -3,6 +3,8 @@ seeded SQLite platform: what the board, the status and the loop show, and hostil
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import threading
@@ -207,6 +209,11 @@ async def test_predictions_are_scored_marked_and_ranked_by_the_one_rule(app, see
     # The measured models keep throughput and memory on the board.
     names = {m["name"] for m in board["metrics"] if m["weighable"]}
     assert {"throughput", "memory"} <= names
+    # The download marks it too (the board's CSV, as snapshots store it).
+    text = (await _get(app, f"/tasks/{TASK}/leaderboard.csv", None, seeded)).text
+    marks = {r["name"]: r["predictions_only"] for r in csv.DictReader(io.StringIO(text))}
+    assert marks["oracle-preds"] == "yes"
+    assert {mark for name, mark in marks.items() if name != "oracle-preds"} == {""}
     # Its status: finished jobs, nothing measured.
     status = (await _get(app, f"/submissions/{answer.json()['id']}", "alice", seeded)).json()
     assert {j["metrics"]["throughput"] for j in status["jobs"]} == {None}

@@ -24,7 +24,7 @@ from leaderboard.loop import (
     validate_example,
 )
 from tests.evaluator.conftest import submit
-from tests.evaluator.test_generative_qa import FIXTURES, ROOT, generative_examples
+from tests.evaluator.test_generative_qa import ROOT, bundle_dir, generative_examples
 from tests.helpers.tasks import write_jsonl
 from tests.loop.conftest import People
 
@@ -50,7 +50,7 @@ def test_a_generative_round_closes_into_a_dataset_both_models_are_scored_on(
         perturb=False,
     )
     template, baseline = (
-        submit(ctx, FIXTURES / name, task_id=spec.id)
+        submit(ctx, bundle_dir(name), task_id=spec.id)
         for name in ("overlap_answer_bundle", "first_sentence_bundle")
     )
     round_ = open_round(ctx, spec.id, submission_ids=[template])
