@@ -11,6 +11,7 @@ if TYPE_CHECKING:
         DatasetRun,
         ProgressSink,
         RunOptions,
+        check_bundle_fits,
         evaluate,
         evaluate_dataset,
     )
@@ -63,6 +64,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "DatasetRun",
             "ProgressSink",
             "RunOptions",
+            "check_bundle_fits",
             "evaluate",
             "evaluate_dataset",
         ),

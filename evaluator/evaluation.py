@@ -44,6 +44,7 @@ from evaluator.scorecard import Quality, score, summarize
 from evaluator.testset import TestSet, in_evaluation_order
 from submission_sandbox import (
     Bundle,
+    Manifest,
     Prepared,
     Sandbox,
     SandboxFailure,
@@ -54,7 +55,14 @@ from submission_sandbox import (
     resolve_sandbox,
 )
 
-__all__ = ["DatasetRun", "ProgressSink", "RunOptions", "evaluate", "evaluate_dataset"]
+__all__ = [
+    "DatasetRun",
+    "ProgressSink",
+    "RunOptions",
+    "check_bundle_fits",
+    "evaluate",
+    "evaluate_dataset",
+]
 
 logger = logging.getLogger(__name__)
 _GIB = 1024**3
@@ -422,6 +430,22 @@ def _total_energy(runs: Sequence[DatasetRun], country_iso_code: str) -> Energy:
     )
 
 
+def check_bundle_fits(manifest: Manifest, task: TaskSpec) -> None:
+    """What a bundle asks of its task's inputs, checked before anything runs: a prompt
+    naming a field the task lacks would make every example crash.
+
+    Raises:
+        InvalidBundle: the prompt names a field the task has no input for.
+    """
+    missing = [name for name in manifest.prompt_fields if name not in task.input_names]
+    if missing:
+        raise InvalidBundle(
+            f"The bundle's prompt names {{{missing[0]}}}, but task {task.id!r} has no such "
+            f"input; name its inputs ({', '.join(task.input_names)}) in `prompt:` of "
+            "evalboard.yaml"
+        )
+
+
 def evaluate(
     bundle: Bundle | Path,
     *,
@@ -445,6 +469,8 @@ def evaluate(
     limits = _within(task, options.limits)
     loaded = _loaded(bundle)
     manifest = loaded.manifest if isinstance(loaded, Bundle) else None
+    if manifest is not None:
+        check_bundle_fits(manifest, task)
     options = replace(
         options,
         limits=limits,

@@ -47,6 +47,7 @@ from evalboard.core.errors import (
 from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import UploadState
 from evalboard.core.tables import Submission, Upload, utcnow
+from evaluator import check_bundle_fits
 from leaderboard.accounts import Principal, principal_for
 from leaderboard.lineages import check_release_of
 from leaderboard.phases import check_phase_limits
@@ -407,6 +408,7 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
                 f"uploaded to {upload.task_id!r}; fix `task:` in evalboard.yaml or upload to "
                 "that task"
             )
+        check_bundle_fits(bundle.manifest, get_task(ctx, upload.task_id))
         submission = create_submission(
             ctx,
             principal,

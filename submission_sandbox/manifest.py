@@ -61,11 +61,16 @@ def _web_url(value: str | None, info: Any) -> str | None:
     return value
 
 
+def prompt_fields(prompt: str) -> list[str]:
+    """The field names a prompt template fills, in order (``ValueError`` if it does not
+    parse)."""
+    return [name for _, name, _spec, _conv in Formatter().parse(prompt) if name is not None]
+
+
 def _check_prompt(prompt: str) -> None:
     """A prompt template must format: plain ``{field}`` names, literal braces doubled."""
     try:
-        fields = [name for _, name, spec, conv in Formatter().parse(prompt) if name is not None]
-        bad = [name for name in fields if not name.isidentifier()]
+        bad = [name for name in prompt_fields(prompt) if not name.isidentifier()]
     except ValueError as exc:
         raise ValueError(
             f"prompt {prompt[:60]!r} does not format ({exc}); double literal braces"
@@ -180,6 +185,11 @@ class Manifest(ModelCard):
     @classmethod
     def _inside_bundle(cls, value: str | None, info: Any) -> str | None:
         return None if value is None else _relative_path(value, info.field_name)
+
+    @property
+    def prompt_fields(self) -> list[str]:
+        """The input fields the prompt names (none without a prompt)."""
+        return prompt_fields(self.prompt) if self.prompt is not None else []
 
     @model_validator(mode="after")
     def _runtime_fields(self) -> Manifest:

@@ -199,7 +199,7 @@ def test(
 ) -> None:
     """Run the bundle in the server's sandbox on sample inputs and check every output."""
     from datasets_registry import OutputProblem
-    from evaluator import measure
+    from evaluator import check_bundle_fits, measure
     from submission_sandbox import SandboxFailure, load_bundle, open_sandbox
 
     with scratch_tree("evalboard-test") as scratch:
@@ -209,6 +209,7 @@ def test(
             raise InvalidBundle(
                 f"the bundle is for task {bundle.manifest.task!r} but the task is {spec.id!r}"
             )
+        check_bundle_fits(bundle.manifest, spec)
         limits = spec.limits.tightened(timeout_s=min(timeout_s, spec.limits.timeout_s))
         sandbox = chosen_sandbox(sandbox, manifest=bundle.manifest, limits=limits)
         if sandbox == "local":

@@ -11,7 +11,7 @@ import pytest
 
 from datasets_registry.taskspec import load_task_spec
 from evalboard.core.errors import InvalidBundle
-from evaluator import RunOptions, TestSet, evaluate
+from evaluator import RunOptions, TestSet, check_bundle_fits, evaluate
 from submission_sandbox import open_sandbox
 from submission_sandbox.manifest import parse_manifest
 from tests.submission_sandbox.test_runner import RUNNER
@@ -75,6 +75,29 @@ def test_prompt_and_stop_are_read_by_the_manifest() -> None:
     manifest = parse_manifest({**BASE, "prompt": "{context}\nQ: {question}\nA:", "stop": ["\n"]})
     assert manifest.prompt == "{context}\nQ: {question}\nA:"
     assert manifest.stop == ["\n"]
+
+
+def test_a_prompt_naming_a_field_the_task_lacks_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    """It used to crash on every example (a KeyError in the sandbox); now it is the
+    bundle's fault, said at once, by evaluate as by an upload and `model test`."""
+    task = load_task_spec(TEXT_TASK)
+    manifest = parse_manifest({**BASE, "prompt": "{context}\nQ: {query}\nA:"})
+    assert manifest.prompt_fields == ["context", "query"]
+    with pytest.raises(InvalidBundle, match=r"prompt names \{query\}.*context, question"):
+        check_bundle_fits(manifest, task)
+    check_bundle_fits(parse_manifest({**BASE, "prompt": "{context} {question}"}), task)
+    # evaluate refuses it before a sandbox starts (the model folder is never read).
+    bundle = tmp_path / "bad-prompt"
+    (bundle / "model").mkdir(parents=True)
+    (bundle / "model" / "config.json").write_text("{}")
+    (bundle / "evalboard.yaml").write_text(
+        "name: g\ntask: generative-qa\nruntime: transformers\nmodel: model\n"
+        'prompt: "Q: {query}"\n'
+    )
+    with pytest.raises(InvalidBundle, match=r"prompt names \{query\}"):
+        evaluate(bundle, task=task, datasets=[], options=RunOptions(sandbox="local"))
 
 
 @pytest.mark.parametrize(
