@@ -93,8 +93,7 @@ def test_a_prompt_naming_a_field_the_task_lacks_is_refused_before_anything_runs(
     (bundle / "model").mkdir(parents=True)
     (bundle / "model" / "config.json").write_text("{}")
     (bundle / "evalboard.yaml").write_text(
-        "name: g\ntask: generative-qa\nruntime: transformers\nmodel: model\n"
-        'prompt: "Q: {query}"\n'
+        'name: g\ntask: generative-qa\nruntime: transformers\nmodel: model\nprompt: "Q: {query}"\n'
     )
     with pytest.raises(InvalidBundle, match=r"prompt names \{query\}"):
         evaluate(bundle, task=task, datasets=[], options=RunOptions(sandbox="local"))
