@@ -34,6 +34,7 @@ from submission_sandbox.gvisor_sandbox import (
 )
 from submission_sandbox.local_sandbox import LocalSandbox
 from submission_sandbox.manifest import MANIFEST_NAME, Manifest, ModelCard, Runtime, load_manifest
+from submission_sandbox.offline_run import run_offline
 from submission_sandbox.sandbox import (
     ModelHello,
     Prepared,
@@ -82,6 +83,7 @@ __all__ = [
     "package_bundle",
     "prepare_sandbox",
     "reap_orphans",
+    "run_offline",
     "resolve_dependencies",
     "resolve_sandbox",
     "run_gets_gpu",

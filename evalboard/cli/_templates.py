@@ -210,20 +210,21 @@ def write_transformers_template(directory: Path, spec: TaskSpec, sentences: list
             raise UsageError(f"making the placeholder model failed: {done.stderr.strip()[-300:]}")
     else:
         from evalboard.core.settings import get_settings
-        from submission_sandbox import docker_client
+        from submission_sandbox import run_offline
 
-        image = get_settings().torch_image
         directory.chmod(0o777)  # the container writes as the caller's uid, or as root
-        docker_client().containers.run(
-            image,
-            ["python3", "-c", _MAKE_TRANSFORMERS, "/bundle/model", labels, texts],
-            volumes={str(directory.resolve()): {"bind": "/bundle", "mode": "rw"}},
-            user=f"{os.getuid()}:{os.getgid()}",
-            environment={"HOME": "/tmp", "HF_HUB_OFFLINE": "1"},
-            network_disabled=True,
-            remove=True,
-        )
-        directory.chmod(0o755)
+        try:
+            run_offline(
+                get_settings().torch_image,
+                ["python3", "-c", _MAKE_TRANSFORMERS, "/bundle/model", labels, texts],
+                mount=directory,
+                at="/bundle",
+                timeout_s=600,
+                label="making the placeholder transformers model",
+                user=f"{os.getuid()}:{os.getgid()}",
+            )
+        finally:
+            directory.chmod(0o755)
     return "runtime: transformers\nmodel: model\n"
 
 

