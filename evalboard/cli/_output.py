@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -13,7 +13,15 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["console", "err_console", "print_json", "print_table", "progress", "warn"]
+__all__ = [
+    "console",
+    "err_console",
+    "print_json",
+    "print_or_describe",
+    "print_table",
+    "progress",
+    "warn",
+]
 
 # soft_wrap: a long line (a path, a digest) stays one line in a pipe or a log; a terminal
 # wraps it itself. Rich would otherwise cut every line at 80 columns off a terminal.
@@ -24,6 +32,14 @@ err_console = Console(stderr=True)
 def print_json(data: Any) -> None:
     """Machine-readable output on stdout, nothing else on it."""
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def print_or_describe(data: Any, *, as_json: bool, describe: Callable[[Any], None]) -> None:
+    """A command's answer: JSON when asked (``--json``), else ``describe``'s words."""
+    if as_json:
+        print_json(data)
+    else:
+        describe(data)
 
 
 def _plain(cell: object) -> str:

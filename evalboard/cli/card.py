@@ -15,7 +15,7 @@ from evalboard.core.errors import UsageError
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["card", "public_list", "server_client"]
+__all__ = ["ask", "card", "server_client"]
 
 SERVER = typer.Option(
     ...,
@@ -36,14 +36,16 @@ def server_client(server: str, token: str | None) -> httpx.Client:
     return httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=120)
 
 
-def public_list(server: str, path: str) -> list[dict[str, Any]]:
-    """A list anyone may read from ``server`` (no token), e.g. ``/tasks/T/snapshots``."""
-    with server_client(server, None) as client:
-        response = client.get(path)
-        if not response.is_success:
-            _check(response)
-        found: list[dict[str, Any]] = response.json()
-    return found
+def ask(
+    server: str, path: str, *, token: str | None = None, method: str = "GET", body: Any = None
+) -> Any:
+    """One request to ``server``: its JSON answer, or its refusal as the error it means
+    (``evalboard.cli.upload._check``: 404 NotFound, 409 Conflict...)."""
+    with server_client(server, token) as client:
+        response = client.request(method, path, json=body)
+    if not response.is_success:
+        _check(response)  # raises
+    return response.json()
 
 
 def _read_card(path: Path) -> str:

@@ -11,9 +11,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from evalboard.cli._output import console, print_json, print_table
-from evalboard.cli.card import SERVER, TOKEN, server_client
-from evalboard.cli.upload import _check
+from evalboard.cli._output import console, print_json, print_or_describe, print_table
+from evalboard.cli.card import SERVER, TOKEN, ask
 from evalboard.core.errors import UsageError
 
 __all__ = ["app", "predictions"]
@@ -53,12 +52,8 @@ def create(
 ) -> None:
     """Open a private phase: its sets leave the board, each user gets --limit submissions."""
     body = {"name": name, "datasets": datasets, "submission_limit": limit}
-    with server_client(server, token) as client:
-        phase = _check(client.post(f"/tasks/{task}/phases", json=body))
-    if as_json:
-        print_json(phase)
-        return
-    _describe(phase)
+    phase = ask(server, f"/tasks/{task}/phases", token=token, method="POST", body=body)
+    print_or_describe(phase, as_json=as_json, describe=_describe)
 
 
 @app.command("list")
@@ -69,11 +64,7 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
     """The task's phases, with what is left of your limit when signed in."""
-    with server_client(server, token) as client:
-        response = client.get(f"/tasks/{task}/phases")
-        if not response.is_success:
-            _check(response)
-        phases: list[dict[str, Any]] = response.json()
+    phases: list[dict[str, Any]] = ask(server, f"/tasks/{task}/phases", token=token)
     if as_json:
         print_json(phases)
         return
@@ -95,12 +86,14 @@ def reveal(
     as_json: bool = typer.Option(False, "--json", help="Print the phase as JSON."),
 ) -> None:
     """Reveal and close a phase: submitters see their scores (the public too with --public)."""
-    with server_client(server, token) as client:
-        phase = _check(client.post(f"/tasks/{task}/phases/{name}/reveal", json={"public": public}))
-    if as_json:
-        print_json(phase)
-        return
-    _describe(phase)
+    phase = ask(
+        server,
+        f"/tasks/{task}/phases/{name}/reveal",
+        token=token,
+        method="POST",
+        body={"public": public},
+    )
+    print_or_describe(phase, as_json=as_json, describe=_describe)
 
 
 def _read_predictions(spec: str) -> tuple[str, list[dict[str, Any]]]:
@@ -146,8 +139,7 @@ def predictions(
             raise UsageError(f"Dataset {dataset!r} is given twice; give one file per dataset")
         given[dataset] = rows
     body = {"name": name, "description": description, "predictions": given}
-    with server_client(server, token) as client:
-        made = _check(client.post(f"/tasks/{task}/predictions", json=body))
+    made = ask(server, f"/tasks/{task}/predictions", token=token, method="POST", body=body)
     if as_json:
         print_json(made)
         return

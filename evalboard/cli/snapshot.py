@@ -9,8 +9,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from evalboard.cli._output import console, print_json, print_table
-from evalboard.cli.card import SERVER, TOKEN, public_list, server_client
+from evalboard.cli._output import console, print_json, print_or_describe, print_table
+from evalboard.cli.card import SERVER, TOKEN, ask, server_client
 from evalboard.cli.upload import _check
 from evalboard.core.errors import UsageError
 
@@ -46,12 +46,10 @@ def create(
     as_json: bool = typer.Option(False, "--json", help="Print the snapshot as JSON."),
 ) -> None:
     """Freeze the task's public board as its next numbered snapshot (task owner)."""
-    with server_client(server, token) as client:
-        snapshot = _check(client.post(f"/tasks/{task}/snapshots", json={"title": title}))
-    if as_json:
-        print_json(snapshot)
-        return
-    _describe(snapshot)
+    snapshot = ask(
+        server, f"/tasks/{task}/snapshots", token=token, method="POST", body={"title": title}
+    )
+    print_or_describe(snapshot, as_json=as_json, describe=_describe)
 
 
 @app.command("list")
@@ -61,7 +59,7 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
     """The task's snapshots, oldest first."""
-    snapshots = public_list(server, f"/tasks/{task}/snapshots")
+    snapshots = ask(server, f"/tasks/{task}/snapshots")
     if as_json:
         print_json(snapshots)
         return
@@ -95,7 +93,4 @@ def show(
                 target.write_bytes(response.content)
             except OSError as exc:
                 raise UsageError(f"Cannot write {target}: {exc}") from None
-    if as_json:
-        print_json(snapshot)
-        return
-    _describe(snapshot)
+    print_or_describe(snapshot, as_json=as_json, describe=_describe)

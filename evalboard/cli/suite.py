@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._output import console, err_console, print_json, print_table
-from evalboard.cli.card import SERVER, TOKEN, public_list, server_client
+from evalboard.cli.card import SERVER, TOKEN, ask, server_client
 from evalboard.cli.upload import _check
 from evalboard.core.errors import UsageError
 
@@ -32,8 +32,7 @@ def create(
     as_json: bool = typer.Option(False, "--json", help="Print the version as JSON."),
 ) -> None:
     """Cut the task's next suite version from what the server holds now."""
-    with server_client(server, token) as client:
-        version = _check(client.post(f"/tasks/{task}/suites"))
+    version = ask(server, f"/tasks/{task}/suites", token=token, method="POST")
     if as_json:
         print_json(version)
         return
@@ -53,7 +52,7 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
     """The task's suite versions, oldest first."""
-    versions = public_list(server, f"/tasks/{task}/suites")
+    versions = ask(server, f"/tasks/{task}/suites")
     if as_json:
         print_json(versions)
         return
