@@ -11,7 +11,10 @@ was published or unpublished, a dataset of the task was added or re-weighted) is
 again in that request and stored; nothing else has to invalidate it. The parsed rows are
 kept in the context's derived-data cache, one entry per task under the board's version
 (the digest of all those facts), so a warm request parses nothing, and the next version
-reuses every row whose own digest still matches.
+reuses every row whose own digest still matches. A warm request does not run the query
+either while the task's counter in ``board_versions`` (bumped by database triggers on
+every write to those facts, migration ``0017_board_version``) is the one the cached rows
+were read under.
 """
 
 from __future__ import annotations
