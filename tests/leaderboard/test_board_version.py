@@ -245,3 +245,38 @@ def test_a_write_to_one_task_leaves_the_other_tasks_version(seeded: Seeded) -> N
     other = _counter(seeded.ctx, OTHER_TASK)
     _renamed_in_raw_sql(seeded, Path())
     assert _counter(seeded.ctx, OTHER_TASK) == other
+
+
+def test_a_write_racing_the_board_query_is_not_lost(seeded: Seeded) -> None:
+    """Another process renames a model just after this request's board query read the
+    rows: the board this request caches is filed under the counter read before the
+    query, so the next request reads everything again and shows the rename."""
+    roberta = seeded.submissions["roberta-large"]
+    _board(seeded.ctx)
+    with seeded.ctx.db.session() as session:  # a new counter: the next request reads all
+        session.execute(
+            update(Submission)
+            .where(Submission.id == seeded.submissions["bow-logreg"])
+            .values(name="bow-2")
+        )
+    writer = Context.from_settings(seeded.ctx.settings)
+    fired: list[str] = []
+
+    def write_after_the_query(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if _scans([statement]) and not fired:
+            fired.append(statement)
+            with writer.db.session() as session:
+                session.execute(
+                    update(Submission).where(Submission.id == roberta).values(name="in-between")
+                )
+
+    event.listen(seeded.ctx.db.engine, "after_cursor_execute", write_after_the_query)
+    try:
+        _board(seeded.ctx)
+    finally:
+        event.remove(seeded.ctx.db.engine, "after_cursor_execute", write_after_the_query)
+        writer.db.dispose()
+    assert fired
+    after = _board(seeded.ctx)
+    assert "in-between" in {r["name"] for r in after["rows"]}
+    assert after == _from_scratch(seeded.ctx)
