@@ -11,7 +11,10 @@ was published or unpublished, a dataset of the task was added or re-weighted) is
 again in that request and stored; nothing else has to invalidate it. The parsed rows are
 kept in the context's derived-data cache, one entry per task under the board's version
 (the digest of all those facts), so a warm request parses nothing, and the next version
-reuses every row whose own digest still matches.
+reuses every row whose own digest still matches. A warm request does not run the query
+either while the task's counter in ``board_versions`` (bumped by database triggers on
+every write to those facts, migration ``0017_board_version``) is the one the cached rows
+were read under.
 """
 
 from __future__ import annotations
@@ -28,7 +31,15 @@ from sqlalchemy.orm import Session, selectinload
 from evalboard.core.cache import sampled_size
 from evalboard.core.context import Context
 from evalboard.core.states import JobStatus
-from evalboard.core.tables import BoardEntry, Dataset, Job, Result, Submission, User
+from evalboard.core.tables import (
+    BoardEntry,
+    BoardVersion,
+    Dataset,
+    Job,
+    Result,
+    Submission,
+    User,
+)
 from evaluator import DatasetOutcome
 from leaderboard.entry import ModelEntry, derive_entry
 from submission_sandbox import ModelCard
@@ -128,22 +139,36 @@ def load_board(
     The version is the digest of every fact the rows were derived from (the datasets' and
     each submission's, as one query reads them): the same version, the same rows, so a
     warm request hashes the query's rows once and parses and checks nothing per row.
+
+    A warm request does not even run that query: the task's stored counter
+    (``board_versions``, bumped by triggers in every writing transaction) and the
+    datasets' digest still being those the cached board was read under means no fact has
+    changed since. The counter is read before the query, so a write in between leaves
+    the cached board under the older counter, and the next request reads it all again.
     """
     # Which sets count changes when a phase is revealed to the public, not the datasets.
     digest = source_digest(datasets_digest(datasets), sorted(d.id for d in scoring))
+    cached = ctx.cache.get(("board", task_id))
     with ctx.db.session() as session:
+        stored = session.scalar(select(BoardVersion.version).where(BoardVersion.task_id == task_id))
+        if cached is not None and cached[2] == (stored, digest):
+            return cached[0], [entry for _, entry in cached[1].values()]
         # Core, not the ORM: plain rows, no per-row ORM bookkeeping.
         rows = session.connection().execute(_board_query(task_id)).all()
     # Every column but the stored row's own digest, which follows from the others.
     version = source_digest(digest, [(*row[:7], *row[8:]) for row in rows])
     # One entry per task, the latest version: its rows are reused by the next version
     # where their own digest still matches, so one finished job re-derives one row.
-    cached = ctx.cache.get(("board", task_id))
     if cached is not None and cached[0] == version:
-        return version, [entry for _, entry in cached[1].values()]
-    previous: dict[int, tuple[str, ModelEntry]] = cached[1] if cached is not None else {}
-    entries = _entries(ctx, task_id, rows, digest, previous, datasets=datasets, scoring=scoring)
-    ctx.cache.put(("board", task_id), (version, entries), size=sampled_size(list(entries.items())))
+        entries = cached[1]
+    else:
+        previous: dict[int, tuple[str, ModelEntry]] = cached[1] if cached is not None else {}
+        entries = _entries(ctx, task_id, rows, digest, previous, datasets=datasets, scoring=scoring)
+    ctx.cache.put(
+        ("board", task_id),
+        (version, entries, (stored, digest)),
+        size=sampled_size(list(entries.items())),
+    )
     return version, [entry for _, entry in entries.values()]
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "ApiToken",
     "Base",
     "BoardEntry",
+    "BoardVersion",
     "Dataset",
     "DriftCheck",
     "Example",
@@ -283,6 +284,20 @@ class BoardEntry(Base):
     task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
     source: Mapped[str] = mapped_column(String(64))
     entry: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class BoardVersion(Base):
+    """A task's board version: a counter that database triggers bump, in the writing
+    transaction, on every write to what the board is derived from (submissions, jobs'
+    statuses, results, datasets, the task, phases, users' names; migration
+    ``0017_board_version``). It only grows, and a task's row is never deleted, so a
+    cached board stored with one value is current exactly while the row still holds it
+    (``leaderboard.aggregates.load_board``)."""
+
+    __tablename__ = "board_versions"
+
+    task_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)
 
 
 class Round(Base):

@@ -1,0 +1,282 @@
+"""The board's stored version: every write the board reads bumps it, and a warm board
+that reads only that counter still follows every change.
+
+``board_versions`` is bumped by database triggers (migration ``0017_board_version``) in
+the writing transaction; a warm request reads that one row and, while it holds the value
+the cached board was read under, skips the query over every job and result
+(``leaderboard.aggregates.load_board``). Each test here makes one kind of write, checks
+that the counter moved, and compares the warm board with one ranked from nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, event, insert, select, text, update
+
+from datasets_registry import add_dataset, set_dataset_weight
+from evalboard.core.context import Context
+from evalboard.core.tables import BoardVersion, Job, Result, Submission, Task, User
+from leaderboard.accounts import principal_for_token
+from leaderboard.phases import create_phase, reveal_phase
+from tests.helpers.tasks import write_jsonl
+from tests.leaderboard.seeding import OTHER_TASK, TASK, Seeded
+from tests.leaderboard.test_board_cache import _board, _from_scratch
+
+
+def _counter(ctx: Context, task_id: str = TASK) -> int | None:
+    with ctx.db.session() as session:
+        return session.scalar(select(BoardVersion.version).where(BoardVersion.task_id == task_id))
+
+
+@contextmanager
+def _statements(ctx: Context) -> Iterator[list[str]]:
+    """Every SQL statement the context's engine runs inside the block."""
+    seen: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        seen.append(statement)
+
+    event.listen(ctx.db.engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(ctx.db.engine, "before_cursor_execute", record)
+
+
+def _scans(statements: list[str]) -> list[str]:
+    return [s for s in statements if "GROUP BY" in s and "jobs" in s]
+
+
+def _roberta_job(ctx: Context, seeded: Seeded) -> int:
+    with ctx.db.session() as session:
+        job_id = session.scalars(
+            select(Job.id)
+            .join(Result, Result.job_id == Job.id)
+            .where(Job.submission_id == seeded.submissions["roberta-large"])
+        ).first()
+    assert job_id is not None
+    return job_id
+
+
+def _result_stored_again(seeded: Seeded, _tmp: Path) -> None:
+    """A job's result taken away (sent back to run again), then stored as it finishes."""
+    ctx = seeded.ctx
+    job_id = _roberta_job(ctx, seeded)
+    with ctx.db.session() as session:
+        row = session.execute(select(Result.__table__).where(Result.job_id == job_id)).one()
+        session.execute(delete(Result).where(Result.job_id == job_id))
+        session.execute(update(Job).where(Job.id == job_id).values(status="running"))
+    roberta = seeded.submissions["roberta-large"]
+    board = _board(ctx)
+    assert roberta in {p["submission_id"] for p in board["pending"]}
+    assert board == _from_scratch(ctx)
+    with ctx.db.session() as session:
+        session.execute(update(Job).where(Job.id == job_id).values(status="finished"))
+        session.execute(insert(Result.__table__).values(**row._asdict()))
+
+
+def _unpublished(seeded: Seeded, _tmp: Path) -> None:
+    with seeded.ctx.db.session() as session:
+        session.execute(
+            update(Submission)
+            .where(Submission.id == seeded.submissions["roberta-large"])
+            .values(published=False)
+        )
+
+
+def _deleted(seeded: Seeded, _tmp: Path) -> None:
+    with seeded.ctx.db.session() as session:
+        session.execute(
+            delete(Submission).where(Submission.id == seeded.submissions["roberta-large"])
+        )
+
+
+def _renamed_in_raw_sql(seeded: Seeded, _tmp: Path) -> None:
+    """Past the ORM altogether: the trigger still sees it."""
+    with seeded.ctx.db.session() as session:
+        session.execute(
+            text("UPDATE submissions SET name = 'roberta-xl' WHERE id = :id"),
+            {"id": seeded.submissions["roberta-large"]},
+        )
+
+
+def _card_edited(seeded: Seeded, _tmp: Path) -> None:
+    with seeded.ctx.db.session() as session:
+        session.execute(
+            update(Submission)
+            .where(Submission.id == seeded.submissions["roberta-large"])
+            .values(card={"license": "mit", "params": 355_000_000})
+        )
+
+
+def _owner_renamed(seeded: Seeded, _tmp: Path) -> None:
+    with seeded.ctx.db.session() as session:
+        session.execute(update(User).where(User.name == "alice").values(name="alicia"))
+
+
+def _dataset_added(seeded: Seeded, tmp: Path) -> None:
+    path = write_jsonl(
+        tmp / "round-9.jsonl",
+        [{"uid": f"r9-{i}", "statement": "fine", "label": "positive"} for i in range(5)],
+    )
+    add_dataset(seeded.ctx, task_id=TASK, name="round-9", path=path, round=9)
+
+
+def _dataset_reweighted(seeded: Seeded, _tmp: Path) -> None:
+    set_dataset_weight(seeded.ctx, task_id=TASK, name="test", weight=0.1)
+
+
+def _phase_created(seeded: Seeded, _tmp: Path) -> None:
+    owner = principal_for_token(seeded.ctx, seeded.tokens["owner"])
+    assert owner is not None
+    create_phase(
+        seeded.ctx, owner, TASK, name="final", datasets=["hidden-test"], submission_limit=1
+    )
+
+
+def _phase_revealed(seeded: Seeded, tmp: Path) -> None:
+    _phase_created(seeded, tmp)
+    _board(seeded.ctx)  # warm under the open phase
+    owner = principal_for_token(seeded.ctx, seeded.tokens["owner"])
+    assert owner is not None
+    reveal_phase(seeded.ctx, owner, TASK, "final", public=True)
+
+
+def _default_weights_changed(seeded: Seeded, _tmp: Path) -> None:
+    with seeded.ctx.db.session() as session:
+        task = session.get(Task, TASK)
+        assert task is not None
+        weights = {**task.default_weights}
+        weights[next(iter(weights))] = 9.0
+        session.execute(update(Task).where(Task.id == TASK).values(default_weights=weights))
+
+
+WRITES: list[Callable[[Seeded, Path], None]] = [
+    _result_stored_again,
+    _unpublished,
+    _deleted,
+    _renamed_in_raw_sql,
+    _card_edited,
+    _owner_renamed,
+    _dataset_added,
+    _dataset_reweighted,
+    _phase_created,
+    _phase_revealed,
+    _default_weights_changed,
+]
+
+
+@pytest.mark.parametrize("write", WRITES, ids=[w.__name__.strip("_") for w in WRITES])
+def test_each_write_bumps_the_version_and_the_warm_board_follows(
+    seeded: Seeded, tmp_path: Path, write: Callable[[Seeded, Path], None]
+) -> None:
+    before = _board(seeded.ctx)
+    _board(seeded.ctx)  # warm: the version row read, nothing scanned
+    counter = _counter(seeded.ctx)
+    assert counter is not None
+    write(seeded, tmp_path)
+    assert (_counter(seeded.ctx) or 0) > counter, "the write did not bump the board's version"
+    after = _board(seeded.ctx)
+    assert after == _from_scratch(seeded.ctx)
+    if write is not _result_stored_again:  # which restores the board it started from
+        assert after != before
+    assert _board(seeded.ctx) == after  # and warm again under the new version
+
+
+def test_a_warm_board_reads_the_version_row_and_scans_nothing(seeded: Seeded) -> None:
+    with _statements(seeded.ctx) as cold:
+        _board(seeded.ctx)
+    with _statements(seeded.ctx) as warm:
+        _board(seeded.ctx)
+    assert _scans(cold), "the cold board did not run the board query"
+    assert not _scans(warm), warm
+    assert any("board_versions" in s for s in warm)
+
+
+def test_a_write_from_another_process_reaches_a_warm_board(seeded: Seeded) -> None:
+    """Another context on the same database (its own engine and cache) stands for a
+    worker or a second server process: the version is in the database, not in memory."""
+    _board(seeded.ctx)
+    other = Context.from_settings(seeded.ctx.settings)
+    try:
+        _board(other)
+        with other.db.session() as session:
+            session.execute(
+                update(Submission)
+                .where(Submission.id == seeded.submissions["roberta-large"])
+                .values(name="renamed-elsewhere")
+            )
+        names = {r["name"] for r in _board(seeded.ctx)["rows"]}
+        assert "renamed-elsewhere" in names
+        assert _board(seeded.ctx) == _board(other) == _from_scratch(seeded.ctx)
+    finally:
+        other.db.dispose()
+
+
+def test_a_workers_progress_and_lease_writes_leave_the_version(seeded: Seeded) -> None:
+    """What a worker writes while a job runs does not show on the board: no new version,
+    so a busy worker does not make every board request scan again."""
+    job_id = _roberta_job(seeded.ctx, seeded)
+    counter = _counter(seeded.ctx)
+    with seeded.ctx.db.session() as session:
+        session.execute(
+            update(Job)
+            .where(Job.id == job_id)
+            .values(progress=0.5, examples_done=3, lease_owner="worker-1", log_tail="step 3")
+        )
+    assert _counter(seeded.ctx) == counter
+
+
+def test_a_rolled_back_write_leaves_the_version(seeded: Seeded) -> None:
+    counter = _counter(seeded.ctx)
+    with pytest.raises(RuntimeError), seeded.ctx.db.session() as session:
+        session.execute(update(Submission).values(name="never"))
+        raise RuntimeError("abandoned")
+    assert _counter(seeded.ctx) == counter
+    assert "never" not in {r["name"] for r in _board(seeded.ctx)["rows"]}
+
+
+def test_a_write_to_one_task_leaves_the_other_tasks_version(seeded: Seeded) -> None:
+    other = _counter(seeded.ctx, OTHER_TASK)
+    _renamed_in_raw_sql(seeded, Path())
+    assert _counter(seeded.ctx, OTHER_TASK) == other
+
+
+def test_a_write_racing_the_board_query_is_not_lost(seeded: Seeded) -> None:
+    """Another process renames a model just after this request's board query read the
+    rows: the board this request caches is filed under the counter read before the
+    query, so the next request reads everything again and shows the rename."""
+    roberta = seeded.submissions["roberta-large"]
+    _board(seeded.ctx)
+    with seeded.ctx.db.session() as session:  # a new counter: the next request reads all
+        session.execute(
+            update(Submission)
+            .where(Submission.id == seeded.submissions["bow-logreg"])
+            .values(name="bow-2")
+        )
+    writer = Context.from_settings(seeded.ctx.settings)
+    fired: list[str] = []
+
+    def write_after_the_query(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if _scans([statement]) and not fired:
+            fired.append(statement)
+            with writer.db.session() as session:
+                session.execute(
+                    update(Submission).where(Submission.id == roberta).values(name="in-between")
+                )
+
+    event.listen(seeded.ctx.db.engine, "after_cursor_execute", write_after_the_query)
+    try:
+        _board(seeded.ctx)
+    finally:
+        event.remove(seeded.ctx.db.engine, "after_cursor_execute", write_after_the_query)
+        writer.db.dispose()
+    assert fired
+    after = _board(seeded.ctx)
+    assert "in-between" in {r["name"] for r in after["rows"]}
+    assert after == _from_scratch(seeded.ctx)
