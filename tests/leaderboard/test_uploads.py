@@ -146,6 +146,30 @@ async def test_a_bundle_for_another_task_is_refused(
     assert response.status_code == 400 and "sentiment-b" in response.json()["detail"]
 
 
+async def test_a_prompt_naming_a_field_the_task_lacks_is_refused(
+    app: FastAPI, seeded: Seeded, tmp_path: Path
+) -> None:
+    """Before, it was accepted and crashed on every example of every job."""
+    bundle = tmp_path / "prompted"
+    (bundle / "model").mkdir(parents=True)
+    (bundle / "model" / "config.json").write_text("{}")
+    (bundle / "evalboard.yaml").write_text(
+        f"name: prompted\ntask: {TASK}\nruntime: transformers\nmodel: model\n"
+        'prompt: "Review: {review}"\n'
+    )
+    archive, _ = package_bundle(bundle, tmp_path / "prompted.tar.gz")
+    async with make_client(app, seeded.tokens["bob"]) as bob:
+        upload = await _start(bob, archive)
+        await bob.patch(
+            f"/uploads/{upload['id']}", params={"offset": 0}, content=archive.read_bytes()
+        )
+        response = await bob.post(f"/uploads/{upload['id']}/complete")
+    assert response.status_code == 400, response.text
+    assert "{review}" in response.json()["detail"] and "statement" in response.json()["detail"]
+    with seeded.ctx.db.session() as session:
+        assert session.scalar(select(Submission).where(Submission.name == "prompted")) is None
+
+
 async def test_daily_quota_excludes_platform_faults(seeded: Seeded, tmp_path: Path) -> None:
     seeded.ctx.settings.daily_upload_quota = 2  # alice made 3 today; one was our fault
     with seeded.ctx.db.session() as session:
