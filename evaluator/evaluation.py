@@ -9,6 +9,7 @@ predicts the originals it needs first, outside the timed phase.
 from __future__ import annotations
 
 import logging
+import statistics
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -18,8 +19,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
-
-import numpy as np
 
 from datasets_registry import TaskSpec
 from evalboard.core.errors import InvalidBundle, UsageError
@@ -309,7 +308,7 @@ def _run_dataset(
         fairness=quality.delta if test_set.perturbation == "fairness" else None,
         robustness=quality.delta if test_set.perturbation == "robustness" else None,
         examples=len(measured.outputs),
-        throughput=float(np.median(throughputs)),
+        throughput=float(statistics.median(throughputs)),
         throughput_runs=throughputs,
         latency_p50_runs=[latency for _, latency in runs],
         load=meter.load(

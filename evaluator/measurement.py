@@ -12,14 +12,14 @@ rules as ``evalboard model test``) before anything is scored. A bad output is th
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any
-
-import numpy as np
 
 from datasets_registry import OutputProblem, TaskSpec, output_problems
 from evalboard.core.states import FailureReason
@@ -87,12 +87,18 @@ def timed_runs(measured: Measurement, runs: int = TIMED_RUNS) -> list[tuple[floa
     >>> timed_runs(m)
     [(2.0, 1.0), (4.0, 0.5), (1.3333333333333333, 1.5)]
     """
-    if len(measured.batch_ends) < runs or len(measured.batch_ends) != len(measured.batch_sizes):
+    batches = len(measured.batch_ends)
+    if batches < runs or batches != len(measured.batch_sizes):
         return None
-    indices = np.array_split(np.arange(len(measured.batch_ends)), runs)
+    # Consecutive parts as numpy's array_split cuts them: the first ones a batch longer.
+    each, longer = divmod(batches, runs)
+    bounds = [0]
+    for n in range(runs):
+        bounds.append(bounds[-1] + each + (n < longer))
     found = []
     start = 0.0
-    for part in indices:
+    for first, stop in pairwise(bounds):
+        part = range(first, stop)
         end = measured.batch_ends[part[-1]]
         examples = sum(measured.batch_sizes[i] for i in part)
         latencies = [measured.batch_latencies[i] for i in part if i < len(measured.batch_latencies)]
@@ -116,12 +122,30 @@ def in_flight_for(batch_size: int) -> int:
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The q-th percentile (linear interpolation), None for no values.
 
+    The figure of ``numpy.percentile``'s default method to the last bit (its index, and
+    its interpolation from whichever neighbour is nearer), in plain Python: for a few
+    hundred batch latencies numpy's first call alone took 8-12 ms of each evaluation.
+
     >>> percentile([1.0, 2.0, 3.0, 4.0], 50)
     2.5
+    >>> percentile([0.5, 0.1, 0.2], 95)
+    0.47
     """
     if not values:
         return None
-    return float(np.percentile(np.asarray(values, dtype=float), q))
+    ordered = sorted(float(value) for value in values)
+    if any(math.isnan(value) for value in ordered):
+        return math.nan
+    index = (len(ordered) - 1) * (q / 100)
+    if index >= len(ordered) - 1:
+        return ordered[-1]
+    if index < 0:
+        return ordered[0]
+    below = math.floor(index)
+    low, high = ordered[below], ordered[below + 1]
+    weight = index - below
+    step = high - low
+    return high - step * (1 - weight) if weight >= 0.5 else low + step * weight
 
 
 def _protocol_error(box: Sandbox, message: str) -> SandboxFailure:

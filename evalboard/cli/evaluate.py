@@ -281,9 +281,8 @@ def evaluate(
                 predictions_dir=predictions,
                 progress=_Bars(display),
             )
-    document = result.model_dump(mode="json")
     if json_out is not None and str(json_out) == "-":
-        print_json(document)
+        print_json(result.model_dump(mode="json"))
     else:
         if json_out is not None:
             json_out.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
