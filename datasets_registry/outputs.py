@@ -132,6 +132,8 @@ def _short(value: Any) -> str:
 
 
 def _is_probability(value: Any) -> bool:
+    if type(value) is float:  # what a model's JSON gives: the per-output check's hot path
+        return 0.0 <= value <= 1.0  # NaN compares false; an infinity is out of range
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -192,7 +194,8 @@ class OutputSpec(BaseModel):
     def problems(self, raw: Any, *, context: str | None = None) -> list[str]:
         """Everything wrong with ``raw`` (empty when it keeps the contract), without
         building the typed output: what a batch's check needs."""
-        if not isinstance(raw, Mapping):
+        # A dict first: an ABC's isinstance check costs more than the rest of the check.
+        if type(raw) is not dict and not isinstance(raw, Mapping):
             return [f"is {_short(raw)}, not an object"]
         if self.type == "span":
             return self._span_problems(raw, context)
@@ -214,7 +217,7 @@ class OutputSpec(BaseModel):
         probs = raw.get("probs")
         if probs is None:
             return problems
-        if not isinstance(probs, Mapping):
+        if type(probs) is not dict and not isinstance(probs, Mapping):
             problems.append(
                 f"has probs {_short(probs)}; probs must be an object mapping the task's "
                 f"labels ({self._known}) to probabilities"
