@@ -16,6 +16,9 @@ Writes ``benchmarks/results/startup.json``: every figure a median with its range
 4. One dataset's fixed costs, each timed on its own in this process (VADER, 100 examples,
    the local and the docker sandbox): the sandbox's start until the model's hello,
    scoring, the sandbox's close; beside them the timed phase for scale.
+5. What is left of evaluate's own cost on bench_evaluator.py's 10,000 VADER examples
+   (local sandbox): the dataset read, the start, the timed phase beside raw inference,
+   scoring, the close, each timed on its own.
 
 ``--tree PATH`` measures only 1 and 2, on another checkout of the project (``PYTHONPATH``
 first), e.g. the main branch for a before/after; it prints and writes nothing.
@@ -237,6 +240,73 @@ def bench_per_dataset(runs: int, kinds: list[str]) -> dict[str, Any]:
     return found
 
 
+def bench_evaluate_10k(runs: int) -> dict[str, Any]:
+    """What is left of ``evaluate``'s own cost on bench_evaluator's 10,000 VADER examples
+    (local sandbox, no energy), each step timed on its own in this process, beside the
+    model's raw inference over the same batches: the dataset file read (parsed, addressed
+    by its canonical sha256), the sandbox's start until the model's hello, the timed phase
+    (requests, the model's answers, each output checked), scoring, the sandbox's close."""
+    from benchmarks.bench_evaluator import BATCH, EXAMPLES, raw_model, sentences
+    from datasets_registry import parse_task_spec
+    from evaluator import TestSet
+    from evaluator.measurement import measure
+    from evaluator.scorecard import score
+    from submission_sandbox import load_bundle, open_sandbox
+    from tests.helpers.tasks import SENTIMENT
+
+    task = parse_task_spec(SENTIMENT)
+    examples, source = sentences(EXAMPLES)
+    inputs = [{"uid": e["uid"], "statement": e["statement"]} for e in examples]
+    model = raw_model(VADER)
+    bundle = load_bundle(VADER)
+    steps: dict[str, list[float]] = {
+        name: [] for name in ("read", "start", "timed", "raw", "score", "close")
+    }
+    with tempfile.TemporaryDirectory(prefix="evalboard-bench-") as tmp:
+        dataset = Path(tmp) / "bench-10k.jsonl"
+        dataset.write_text("".join(json.dumps(e) + "\n" for e in examples), encoding="utf-8")
+
+        def raw() -> None:
+            for offset in range(0, len(inputs), BATCH):
+                model.predict(inputs[offset : offset + BATCH])
+
+        for run in range(runs + 1):  # the first: the page cache, numpy's first calls
+            started = time.perf_counter()
+            test_set = TestSet.from_jsonl(dataset)
+            read = time.perf_counter() - started
+            box = open_sandbox(bundle, kind="local", limits=task.limits)
+            start = _timed(box.start)
+            started = time.perf_counter()
+            outputs = measure(box, test_set.examples, task, batch_size=BATCH).outputs
+            timed = time.perf_counter() - started
+            close = _timed(box.close)
+            started = time.perf_counter()
+            score(task, test_set.examples, outputs)
+            scoring = time.perf_counter() - started
+            if run:
+                for name, value in zip(
+                    steps, (read, start, timed, _timed(raw), scoring, close), strict=True
+                ):
+                    steps[name].append(value)
+    return {
+        "examples": EXAMPLES,
+        "source": source,
+        "model": "vader (vaderSentiment lexicon)",
+        "sandbox": "local",
+        "dataset_read_s": spread(steps["read"]),
+        "sandbox_start_s": spread(steps["start"]),
+        "timed_phase_s": spread(steps["timed"]),
+        "raw_inference_s": spread(steps["raw"]),
+        "timed_minus_raw_s": spread(
+            [t - r for t, r in zip(steps["timed"], steps["raw"], strict=True)]
+        ),
+        "scoring_s": spread(steps["score"]),
+        "sandbox_close_s": spread(steps["close"]),
+        "note": "the CLI runs scoring while the sandbox closes; the rest of its figure is "
+        "Python's start, the imports (evaluate_imports) and the process's exit",
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
@@ -258,12 +328,15 @@ def main() -> None:
     per_dataset = bench_per_dataset(
         max(3, args.runs // 2), ["local"] if args.no_docker else ["local", "docker"]
     )
+    evaluate_10k = bench_evaluate_10k(max(3, args.runs // 2))
+    print("evaluate's own cost, 10k examples:", json.dumps(evaluate_10k, indent=2), flush=True)
     document = {
         "benchmark": "startup",
         "cli": cli,
         "evaluate_imports": imports,
         "energy_meter": meter,
         "per_dataset": per_dataset,
+        "evaluate_10k": evaluate_10k,
         # Other work on the machine skews every figure; this says how busy it was.
         "load_average_1m": {"before": load_before, "after": load_average()},
         **machine(),
