@@ -25,7 +25,13 @@ from leaderboard.accounts import Principal
 from leaderboard.cards import may_see, shown_user
 from leaderboard.lineages import lineage_to_join
 from leaderboard.phases import enter_phases, revealed_dataset_ids
-from leaderboard.schemas import CardPublic, JobPublic, SubmissionPublic, SubmissionStatusPublic
+from leaderboard.schemas import (
+    CardPublic,
+    JobPublic,
+    SubmissionPublic,
+    SubmissionStatusPublic,
+    from_row,
+)
 from leaderboard.table import stored_card, summary_status
 
 __all__ = [
@@ -196,19 +202,14 @@ def submission_public(
     submission: Submission, user: str | None, jobs: list[Job] | None = None
 ) -> SubmissionPublic:
     statuses = [job.status for job in (jobs if jobs is not None else submission.jobs)]
-    return SubmissionPublic(
-        id=submission.id,
+    return from_row(
+        SubmissionPublic,
+        submission,
         task=submission.task_id,
-        name=submission.name,
         user=user,
         runtime=submission.manifest.get("runtime"),
-        bundle_sha256=submission.bundle_sha256,
-        is_baseline=submission.is_baseline,
-        published=submission.published,
         status=summary_status(statuses),
-        created_at=submission.created_at,
         release_of=submission.release_of_id,
-        lineage=submission.lineage,
         predictions_only=submission.kind == SubmissionKind.PREDICTIONS,
     )
 

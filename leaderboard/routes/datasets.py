@@ -36,7 +36,7 @@ from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.routes.tasks import TaskId
-from leaderboard.schemas import DatasetPublic, DatasetWeightUpdate
+from leaderboard.schemas import DatasetPublic, DatasetWeightUpdate, from_row
 
 __all__ = ["add_uploaded_dataset", "dataset_public", "router", "visible_datasets"]
 
@@ -46,16 +46,11 @@ DatasetName = Annotated[str, Path(max_length=128, description="Dataset name.")]
 
 
 def dataset_public(dataset: Dataset, names: dict[int, str]) -> DatasetPublic:
-    return DatasetPublic(
-        name=dataset.name,
-        round=dataset.round,
+    return from_row(
+        DatasetPublic,
+        dataset,
         access=Access(dataset.access),
-        weight=dataset.weight,
-        rows=dataset.rows,
-        sha256=dataset.sha256,
         derived_from=names.get(dataset.derived_from_id) if dataset.derived_from_id else None,
-        perturbation=dataset.perturbation,
-        created_at=dataset.created_at,
     )
 
 

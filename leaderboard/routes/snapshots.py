@@ -16,7 +16,7 @@ from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.routes._page import render
 from leaderboard.routes.tasks import TaskId
-from leaderboard.schemas import SnapshotCreate, SnapshotPublic
+from leaderboard.schemas import SnapshotCreate, SnapshotPublic, from_row
 from leaderboard.snapshots import (
     bibtex,
     create_snapshot,
@@ -38,14 +38,10 @@ def _public(ctx: Context, request: Request, snapshot: Snapshot) -> SnapshotPubli
     base = str(request.base_url).rstrip("/")
     path = f"/tasks/{snapshot.task_id}/snapshots/{snapshot.number}"
     url = f"{base}/ui{path}"
-    return SnapshotPublic(
+    return from_row(
+        SnapshotPublic,
+        snapshot,
         task=snapshot.task_id,
-        number=snapshot.number,
-        title=snapshot.title,
-        created_at=snapshot.created_at,
-        models=snapshot.models,
-        json_sha256=snapshot.json_sha256,
-        csv_sha256=snapshot.csv_sha256,
         url=url,
         csv_url=f"{base}{path}.csv",
         json_url=f"{base}{path}.json",

@@ -33,6 +33,7 @@ from leaderboard.schemas import (
     TokenPublic,
     UserCreate,
     UserPublic,
+    from_row,
 )
 
 __all__ = ["router", "user_public"]
@@ -45,10 +46,9 @@ UserName = Annotated[str, Path(max_length=64)]
 def user_public(ctx: Context, user: User) -> UserPublic:
     with ctx.db.session() as session:
         grants = session.scalars(select(RoleGrant).where(RoleGrant.user_id == user.id)).all()
-    return UserPublic(
-        name=user.name,
-        is_admin=user.is_admin,
-        created_at=user.created_at,
+    return from_row(
+        UserPublic,
+        user,
         roles=[{"role": g.role, "task": g.task_id} for g in grants],
     )
 
@@ -118,10 +118,7 @@ async def change_password(body: PasswordChange, ctx: CtxDep, principal: SignedIn
 @router.get("/users/me/tokens", summary="Your API tokens (never the secrets)")
 def tokens(ctx: CtxDep, principal: SignedInDep) -> list[TokenPublic]:
     principal.require_signed_in()
-    return [
-        TokenPublic(id=t.id, label=t.label, created_at=t.created_at, last_used_at=t.last_used_at)
-        for t, _ in list_tokens(ctx, principal.user_id)
-    ]
+    return [from_row(TokenPublic, t) for t, _ in list_tokens(ctx, principal.user_id)]
 
 
 @router.post(
@@ -132,13 +129,7 @@ def tokens(ctx: CtxDep, principal: SignedInDep) -> list[TokenPublic]:
 def new_token(body: TokenCreate, ctx: CtxDep, principal: SignedInDep) -> TokenCreated:
     principal.require_signed_in()
     token, row = create_token(ctx, principal.name, label=body.label)
-    return TokenCreated(
-        id=row.id,
-        label=row.label,
-        created_at=row.created_at,
-        last_used_at=row.last_used_at,
-        token=token,
-    )
+    return from_row(TokenCreated, row, token=token)
 
 
 @router.delete(
