@@ -35,6 +35,7 @@ from evaluator import queue_missing_jobs
 from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
+from leaderboard.routes._download import attachment
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import DatasetPublic, DatasetWeightUpdate, from_row
 
@@ -196,8 +197,4 @@ def examples(
     dataset = _visible(ctx, principal, task_id, name)
     rows = export_examples(ctx, dataset, labels=labels, may_see_hidden=principal.owns(task_id))
     body = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
-    return Response(
-        body,
-        media_type="application/x-ndjson",
-        headers={"Content-Disposition": f'attachment; filename="{dataset.name}.jsonl"'},
-    )
+    return attachment(body, "application/x-ndjson", f"{dataset.name}.jsonl")

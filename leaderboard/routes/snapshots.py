@@ -14,6 +14,7 @@ from evalboard.core.context import Context
 from evalboard.core.tables import Snapshot
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
+from leaderboard.routes._download import attachment
 from leaderboard.routes._page import render
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import SnapshotCreate, SnapshotPublic, from_row
@@ -65,10 +66,7 @@ def list_(task_id: TaskId, request: Request, ctx: CtxDep) -> list[SnapshotPublic
 
 def _download(ctx: Context, task_id: str, number: int, kind: str, media: str) -> Response:
     data = snapshot_bytes(ctx, get_snapshot(ctx, task_id, number), kind)
-    name = f"{task_id}-snapshot-{number}.{kind}"
-    return Response(
-        data, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'}
-    )
+    return attachment(data, media, f"{task_id}-snapshot-{number}.{kind}")
 
 
 # The downloads come before /snapshots/{number}, which would take "3.csv" as a bad number.
