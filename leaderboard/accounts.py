@@ -78,12 +78,14 @@ class Principal:
         """A submission's logs and messages: its submitter, the task's owner, an admin."""
         return self.owns(task_id) or (self.signed_in and submitter_id == self.user_id)
 
-    def require_signed_in(self) -> None:
-        if not self.signed_in:
+    def require_signed_in(self) -> int:
+        """The caller's user id; an anonymous caller is refused (401)."""
+        if self.user_id is None:
             raise _NotSignedIn(
                 "Sign in first: send `Authorization: Bearer <token>` (create one with "
                 "`evalboard token create NAME`) or log in at /ui/login"
             )
+        return self.user_id
 
     def require_owner(self, task_id: str, *, doing: str) -> None:
         self.require_signed_in()

@@ -136,7 +136,6 @@ def create_submission(
     (:func:`leaderboard.lineages.lineage_to_join`).
     """
     with ctx.db.session() as session:
-        counted = principal.user_id is not None and not principal.is_admin
         if principal.user_id is not None:
             lock_user(session, principal.user_id)
         lineage_id = (
@@ -169,9 +168,7 @@ def create_submission(
             if getattr(done, "rowcount", 0) != 1:
                 raise Conflict(f"Upload {upload_id} is not being completed; ask for its state")
         enter_phases(session, principal, task_id=task_id, submission_id=submission.id)
-        if counted:
-            assert principal.user_id is not None
-            _refuse_over_quota(ctx, principal, _used_today(session, principal.user_id))
+        refuse_over_quota(ctx, session, principal)
     enqueue_submission(ctx, submission.id)
     return submission
 
@@ -399,9 +396,7 @@ def rerun(
             update(Submission).where(Submission.id == submission_id).values(platform_fault=False)
         )
         session.flush()
-        if counted:
-            assert principal.user_id is not None
-            _refuse_over_quota(ctx, principal, _used_today(session, principal.user_id))
+        refuse_over_quota(ctx, session, principal)
         chosen = (
             (Job.submission_id == submission_id)
             & Job.status.in_(again)

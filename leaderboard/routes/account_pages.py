@@ -108,9 +108,7 @@ async def revoke(
     token_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
 ) -> RedirectResponse:
     await form_csrf(request)
-    principal.require_signed_in()
-    assert principal.user_id is not None
-    revoke_token(ctx, principal.user_id, token_id)
+    revoke_token(ctx, principal.require_signed_in(), token_id)
     # Revoking ends every session of the user (a leaked token is a warning sign); this
     # one, which proved itself with its CSRF token, signs in afresh.
     user = await run_in_threadpool(get_user, ctx, principal.name)

@@ -14,7 +14,7 @@ from leaderboard.cards import CardFilter, visible_table
 from leaderboard.errors import ERROR_RESPONSES, UNPROCESSABLE_RESPONSES
 from leaderboard.paging import DEFAULT_LIMIT, MAX_LIMIT, SORT_KEYS, BoardQuery, parse_board_query
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights, to_csv
-from leaderboard.routes._download import attachment
+from leaderboard.routes._files import attachment
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import LeaderboardPublic
 from leaderboard.table import load_table

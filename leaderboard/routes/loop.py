@@ -184,11 +184,8 @@ def vmer(task_id: TaskId, number: Number, ctx: CtxDep) -> VmerPublic:
 def explain(
     example_id: ExampleId, body: ExplanationUpdate, ctx: CtxDep, principal: SignedInDep
 ) -> ExamplePublic:
-    principal.require_signed_in()
-    assert principal.user_id is not None
-    example = explain_example(
-        ctx, example_id, author_id=principal.user_id, explanation=body.explanation
-    )
+    author_id = principal.require_signed_in()
+    example = explain_example(ctx, example_id, author_id=author_id, explanation=body.explanation)
     return _public(ctx, [example])[0]
 
 

@@ -14,7 +14,7 @@ from evalboard.core.context import Context
 from evalboard.core.tables import Snapshot
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
-from leaderboard.routes._download import attachment
+from leaderboard.routes._files import attachment
 from leaderboard.routes._page import render
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import SnapshotCreate, SnapshotPublic, from_row

@@ -12,7 +12,7 @@ from evalboard.core.tables import SuiteVersion
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.loop import cut_suite, export_suite, list_suite_versions
-from leaderboard.routes._download import attachment
+from leaderboard.routes._files import attachment
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import SuiteVersionPublic
 

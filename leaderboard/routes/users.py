@@ -140,6 +140,4 @@ def new_token(body: TokenCreate, ctx: CtxDep, principal: SignedInDep) -> TokenCr
 def delete_token(
     token_id: Annotated[int, Path(ge=1, le=2**31 - 1)], ctx: CtxDep, principal: SignedInDep
 ) -> None:
-    principal.require_signed_in()
-    assert principal.user_id is not None
-    revoke_token(ctx, principal.user_id, token_id)
+    revoke_token(ctx, principal.require_signed_in(), token_id)
