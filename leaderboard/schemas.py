@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -62,14 +63,20 @@ Timestamp = Annotated[datetime, AfterValidator(as_utc)]
 """A timezone-aware datetime (UTC when the database dropped the zone)."""
 
 
-_Out = TypeVar("_Out", bound=BaseModel)
+_Out = TypeVar("_Out")
 
 
 def from_row(model: type[_Out], row: object, **fields: Any) -> _Out:
-    """``model`` from ``row``: each field read from the attribute of the same name, but
-    those given in ``fields`` (renamed or derived ones). A field ``row`` lacks and
-    ``fields`` does not give is an ``AttributeError``, never a silent default."""
-    copied = {name: getattr(row, name) for name in model.model_fields if name not in fields}
+    """``model`` (a pydantic model or a dataclass) from ``row``: each field read from the
+    attribute of the same name, but those given in ``fields`` (renamed or derived ones). A
+    field ``row`` lacks and ``fields`` does not give is an ``AttributeError``, never a
+    silent default."""
+    if dataclasses.is_dataclass(model):
+        names = [f.name for f in dataclasses.fields(model)]
+    else:
+        assert issubclass(model, BaseModel), model
+        names = list(model.model_fields)
+    copied = {name: getattr(row, name) for name in names if name not in fields}
     return model(**copied, **fields)
 
 
