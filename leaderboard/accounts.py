@@ -95,6 +95,14 @@ class Principal:
                 f"{self.name!r} does not own it"
             )
 
+    def require_upload(self, task_id: str) -> None:
+        self.require_signed_in()
+        if not self.may_upload(task_id):
+            raise PermissionDenied(
+                f"{self.name!r} may not upload models to {task_id!r}: ask an admin for the "
+                "researcher role"
+            )
+
     def require_admin(self, *, doing: str) -> None:
         self.require_signed_in()
         if not self.is_admin:

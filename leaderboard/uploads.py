@@ -125,11 +125,7 @@ def upload_public(ctx: Context, upload: Upload) -> UploadPublic:
 def create_upload(ctx: Context, principal: Principal, body: UploadCreate) -> Upload:
     principal.require_signed_in()
     get_task(ctx, body.task)
-    if not principal.may_upload(body.task):
-        raise PermissionDenied(
-            f"{principal.name!r} may not upload models to {body.task!r}: ask an admin for the "
-            "researcher role"
-        )
+    principal.require_upload(body.task)
     _suffix(body.filename)
     limit = ctx.settings.max_upload_bytes
     if body.size > limit:
