@@ -19,6 +19,7 @@ from leaderboard.accounts import (
     get_user,
     grant_role,
     list_tokens,
+    list_users,
     revoke_role,
     revoke_token,
     set_password,
@@ -62,9 +63,7 @@ def me(ctx: CtxDep, principal: SignedInDep) -> UserPublic:
 @router.get("/users", summary="All users (admin)")
 def list_(ctx: CtxDep, principal: SignedInDep) -> list[UserPublic]:
     principal.require_admin(doing="list users")
-    with ctx.db.session() as session:
-        users = session.scalars(select(User).order_by(User.name)).all()
-    return [user_public(ctx, u) for u in users]
+    return [user_public(ctx, u) for u in list_users(ctx)]
 
 
 @router.post("/users", status_code=status.HTTP_201_CREATED, summary="Add a user (admin)")
