@@ -78,12 +78,14 @@ class Principal:
         """A submission's logs and messages: its submitter, the task's owner, an admin."""
         return self.owns(task_id) or (self.signed_in and submitter_id == self.user_id)
 
-    def require_signed_in(self) -> None:
-        if not self.signed_in:
+    def require_signed_in(self) -> int:
+        """The caller's user id; an anonymous caller is refused (401)."""
+        if self.user_id is None:
             raise _NotSignedIn(
                 "Sign in first: send `Authorization: Bearer <token>` (create one with "
                 "`evalboard token create NAME`) or log in at /ui/login"
             )
+        return self.user_id
 
     def require_owner(self, task_id: str, *, doing: str) -> None:
         self.require_signed_in()
@@ -91,6 +93,14 @@ class Principal:
             raise PermissionDenied(
                 f"Only the owner of task {task_id!r} (or an admin) may {doing}; "
                 f"{self.name!r} does not own it"
+            )
+
+    def require_upload(self, task_id: str) -> None:
+        self.require_signed_in()
+        if not self.may_upload(task_id):
+            raise PermissionDenied(
+                f"{self.name!r} may not upload models to {task_id!r}: ask an admin for the "
+                "researcher role"
             )
 
     def require_admin(self, *, doing: str) -> None:

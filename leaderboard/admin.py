@@ -18,6 +18,7 @@ from evalboard.core.context import Context
 from evalboard.core.errors import NotFound
 from evalboard.core.states import JobStatus, UploadState
 from evalboard.core.tables import Dataset, Job, RoleGrant, Submission, Upload, User
+from leaderboard.schemas import from_row
 from leaderboard.submissions import uploads_today
 
 __all__ = [
@@ -80,20 +81,8 @@ class JobRow:
 def _rows(ctx: Context, query: _JobQuery) -> list[JobRow]:
     with ctx.db.session() as session:
         return [
-            JobRow(
-                id=job.id,
-                status=job.status,
-                reason=job.reason,
-                message=job.message,
-                submission_id=job.submission_id,
-                submission=submission,
-                task_id=task_id,
-                dataset=dataset,
-                user=user,
-                attempts=job.attempts,
-                lease_owner=job.lease_owner,
-                created_at=job.created_at,
-                finished_at=job.finished_at,
+            from_row(
+                JobRow, job, submission=submission, task_id=task_id, dataset=dataset, user=user
             )
             for job, submission, task_id, dataset, user in session.execute(query)
         ]

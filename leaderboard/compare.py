@@ -36,6 +36,7 @@ from evaluator import model_inputs
 from leaderboard.accounts import Principal
 from leaderboard.cards import visible_table
 from leaderboard.intervals import load_records
+from leaderboard.schemas import from_row
 from leaderboard.table import ModelEntry, TaskTable, load_table
 from scoring import METRICS
 
@@ -198,17 +199,7 @@ class Comparison:
         return ComparePublic(
             task=task.id,
             perf_metric=task.perf_metric,
-            models=[
-                ComparedModel(
-                    submission_id=m.submission_id,
-                    name=m.name,
-                    user=m.user,
-                    runtime=m.runtime,
-                    published=m.published,
-                    ranked=m.complete,
-                )
-                for m in self.models
-            ],
+            models=[from_row(ComparedModel, m, ranked=m.complete) for m in self.models],
             metrics=[
                 {"name": n, "label": m.label, "unit": m.unit, "direction": m.direction}
                 for n, m in METRICS.items()

@@ -29,7 +29,7 @@ from evalboard.core.states import Access, JobStatus
 from evalboard.core.tables import Submission, as_utc
 from leaderboard.accounts import Principal
 from leaderboard.cards import may_see, visible_table
-from leaderboard.schemas import LineagePublic, ReleaseDatasetPublic, ReleasePublic
+from leaderboard.schemas import LineagePublic, ReleaseDatasetPublic, ReleasePublic, from_row
 from leaderboard.table import ModelEntry, TaskTable, load_table
 
 __all__ = [
@@ -251,14 +251,10 @@ def lineage_public(ctx: Context, principal: Principal, submission_id: int) -> Li
         entry = table.entry(release.submission_id)
         datasets, hidden = _scored_on(table, entry, see_hidden)
         releases.append(
-            ReleasePublic(
-                submission_id=release.submission_id,
-                number=release.number,
-                name=release.name,
-                created_at=release.created_at,
-                release_of=release.release_of,
+            from_row(
+                ReleasePublic,
+                release,
                 status=entry.status if entry is not None else JobStatus.QUEUED,
-                published=release.published,
                 metrics=dict(entry.metrics) if entry is not None and entry.complete else {},
                 datasets=datasets,
                 hidden_sets=hidden,

@@ -33,7 +33,7 @@ from evalboard.core.errors import Conflict, NotFound, QuotaExceeded, UsageError
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Phase, PhaseDataset, PhaseEntry, utcnow
 from leaderboard.accounts import Principal
-from leaderboard.schemas import PhasePublic
+from leaderboard.schemas import PhasePublic, from_row
 
 __all__ = [
     "MAX_SUBMISSION_LIMIT",
@@ -122,14 +122,10 @@ def _used(session: Session, phase_id: int, user_id: int) -> int:
 def phase_public(
     phase: Phase, datasets: list[str], *, used: int | None, owner: bool
 ) -> PhasePublic:
-    return PhasePublic(
-        name=phase.name,
+    return from_row(
+        PhasePublic,
+        phase,
         datasets=datasets,
-        submission_limit=phase.submission_limit,
-        revealed=phase.revealed,
-        public=phase.public,
-        created_at=phase.created_at,
-        revealed_at=phase.revealed_at,
         used=used,
         remaining=None if used is None or owner else max(phase.submission_limit - used, 0),
     )

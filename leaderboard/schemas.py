@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -52,6 +53,7 @@ __all__ = [
     "VerdictPublic",
     "WeightsPublic",
     "WeightsUpdate",
+    "from_row",
 ]
 
 Weight = Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)]
@@ -59,6 +61,23 @@ Weight = Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)]
 
 Timestamp = Annotated[datetime, AfterValidator(as_utc)]
 """A timezone-aware datetime (UTC when the database dropped the zone)."""
+
+
+_Out = TypeVar("_Out")
+
+
+def from_row(model: type[_Out], row: object, **fields: Any) -> _Out:
+    """``model`` (a pydantic model or a dataclass) from ``row``: each field read from the
+    attribute of the same name, but those given in ``fields`` (renamed or derived ones). A
+    field ``row`` lacks and ``fields`` does not give is an ``AttributeError``, never a
+    silent default."""
+    if dataclasses.is_dataclass(model):
+        names = [f.name for f in dataclasses.fields(model)]
+    else:
+        assert issubclass(model, BaseModel), model
+        names = list(model.model_fields)
+    copied = {name: getattr(row, name) for name in names if name not in fields}
+    return model(**copied, **fields)
 
 
 class _In(BaseModel):

@@ -25,7 +25,13 @@ from leaderboard.accounts import Principal
 from leaderboard.cards import may_see, shown_user
 from leaderboard.lineages import lineage_to_join
 from leaderboard.phases import enter_phases, revealed_dataset_ids
-from leaderboard.schemas import CardPublic, JobPublic, SubmissionPublic, SubmissionStatusPublic
+from leaderboard.schemas import (
+    CardPublic,
+    JobPublic,
+    SubmissionPublic,
+    SubmissionStatusPublic,
+    from_row,
+)
 from leaderboard.table import stored_card, summary_status
 
 __all__ = [
@@ -130,7 +136,6 @@ def create_submission(
     (:func:`leaderboard.lineages.lineage_to_join`).
     """
     with ctx.db.session() as session:
-        counted = principal.user_id is not None and not principal.is_admin
         if principal.user_id is not None:
             lock_user(session, principal.user_id)
         lineage_id = (
@@ -163,9 +168,7 @@ def create_submission(
             if getattr(done, "rowcount", 0) != 1:
                 raise Conflict(f"Upload {upload_id} is not being completed; ask for its state")
         enter_phases(session, principal, task_id=task_id, submission_id=submission.id)
-        if counted:
-            assert principal.user_id is not None
-            _refuse_over_quota(ctx, principal, _used_today(session, principal.user_id))
+        refuse_over_quota(ctx, session, principal)
     enqueue_submission(ctx, submission.id)
     return submission
 
@@ -196,19 +199,14 @@ def submission_public(
     submission: Submission, user: str | None, jobs: list[Job] | None = None
 ) -> SubmissionPublic:
     statuses = [job.status for job in (jobs if jobs is not None else submission.jobs)]
-    return SubmissionPublic(
-        id=submission.id,
+    return from_row(
+        SubmissionPublic,
+        submission,
         task=submission.task_id,
-        name=submission.name,
         user=user,
         runtime=submission.manifest.get("runtime"),
-        bundle_sha256=submission.bundle_sha256,
-        is_baseline=submission.is_baseline,
-        published=submission.published,
         status=summary_status(statuses),
-        created_at=submission.created_at,
         release_of=submission.release_of_id,
-        lineage=submission.lineage,
         predictions_only=submission.kind == SubmissionKind.PREDICTIONS,
     )
 
@@ -398,9 +396,7 @@ def rerun(
             update(Submission).where(Submission.id == submission_id).values(platform_fault=False)
         )
         session.flush()
-        if counted:
-            assert principal.user_id is not None
-            _refuse_over_quota(ctx, principal, _used_today(session, principal.user_id))
+        refuse_over_quota(ctx, session, principal)
         chosen = (
             (Job.submission_id == submission_id)
             & Job.status.in_(again)

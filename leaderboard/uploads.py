@@ -51,7 +51,7 @@ from evaluator import check_bundle_fits
 from leaderboard.accounts import Principal, principal_for
 from leaderboard.lineages import check_release_of
 from leaderboard.phases import check_phase_limits
-from leaderboard.schemas import UploadCreate, UploadPublic
+from leaderboard.schemas import UploadCreate, UploadPublic, from_row
 from leaderboard.submissions import check_quota, create_submission, lock_user
 from submission_sandbox import ARCHIVE_SUFFIXES, ArchiveCaps, load_bundle
 
@@ -110,13 +110,10 @@ def _submission_of(ctx: Context, upload: Upload) -> Submission | None:
 
 def upload_public(ctx: Context, upload: Upload) -> UploadPublic:
     submission = _submission_of(ctx, upload)
-    return UploadPublic(
-        id=upload.id,
+    return from_row(
+        UploadPublic,
+        upload,
         task=upload.task_id,
-        filename=upload.filename,
-        size=upload.size,
-        sha256=upload.sha256,
-        received=upload.received,
         completed=upload.state == UploadState.COMPLETED,
         state=UploadState(upload.state),
         chunk_size=CHUNK_SIZE,
@@ -128,11 +125,7 @@ def upload_public(ctx: Context, upload: Upload) -> UploadPublic:
 def create_upload(ctx: Context, principal: Principal, body: UploadCreate) -> Upload:
     principal.require_signed_in()
     get_task(ctx, body.task)
-    if not principal.may_upload(body.task):
-        raise PermissionDenied(
-            f"{principal.name!r} may not upload models to {body.task!r}: ask an admin for the "
-            "researcher role"
-        )
+    principal.require_upload(body.task)
     _suffix(body.filename)
     limit = ctx.settings.max_upload_bytes
     if body.size > limit:

@@ -36,6 +36,7 @@ from leaderboard.schemas import (
     LineageCasePublic,
     ReleaseRef,
     VerdictPublic,
+    from_row,
 )
 
 __all__ = [
@@ -164,12 +165,7 @@ def shown_inputs(task: TaskSpec, example: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ref(release: Release) -> ReleaseRef:
-    return ReleaseRef(
-        submission_id=release.submission_id,
-        number=release.number,
-        name=release.name,
-        created_at=release.created_at,
-    )
+    return from_row(ReleaseRef, release)
 
 
 def _lineage_case(lineage: Lineage, history: CaseHistory) -> LineageCasePublic:

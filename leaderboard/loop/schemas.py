@@ -11,7 +11,7 @@ from evalboard.core.states import ExampleStatus, Verdict
 from evalboard.core.tables import DriftCheck, Example
 from leaderboard.loop.content import content_version
 from leaderboard.loop.vmer import RoundVmer
-from leaderboard.schemas import RoundPublic
+from leaderboard.schemas import RoundPublic, from_row
 
 __all__ = [
     "ClosedRoundPublic",
@@ -118,18 +118,11 @@ class ExamplePublic(BaseModel):
 def example_public(
     example: Example, round_number: int | None, latency_s: float | None = None
 ) -> ExamplePublic:
-    return ExamplePublic(
-        id=example.id,
+    return from_row(
+        ExamplePublic,
+        example,
         task=example.task_id,
         round=round_number,
-        source=example.source,
-        author_id=example.author_id,
-        target_submission_id=example.target_submission_id,
-        inputs=example.inputs,
-        gold=example.gold,
-        model_output=example.model_output,
-        fooled=example.fooled,
-        explanation=example.explanation,
         status=ExampleStatus(example.status),
         version=content_version(example),
         latency_ms=latency_s * 1000 if latency_s is not None else None,
@@ -212,25 +205,11 @@ class VmerPublic(BaseModel):
 
 
 def vmer_public(report: RoundVmer) -> VmerPublic:
-    return VmerPublic(
+    return from_row(
+        VmerPublic,
+        report,
         task=report.task_id,
-        round=report.round,
-        collected=report.collected,
-        fooled=report.fooled,
-        verified=report.verified,
-        pending=report.pending,
-        vmer=report.vmer,
-        annotators=[
-            AnnotatorVmerPublic(
-                user_id=a.user_id,
-                name=a.name,
-                collected=a.collected,
-                fooled=a.fooled,
-                verified=a.verified,
-                vmer=a.vmer,
-            )
-            for a in report.annotators
-        ],
+        annotators=[from_row(AnnotatorVmerPublic, a) for a in report.annotators],
     )
 
 

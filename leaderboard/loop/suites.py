@@ -36,6 +36,7 @@ from leaderboard.loop.suite_file import (
     SuiteVerdict,
     suite_bytes,
 )
+from leaderboard.schemas import from_row
 
 __all__ = ["cut_suite", "export_suite", "get_suite_version", "list_suite_versions"]
 
@@ -139,11 +140,9 @@ def export_suite(ctx: Context, principal: Principal, task_id: str, number: int) 
         cases = dataset_cases(ctx, task, dataset, lineages, results=version.result_ids)
         gold_field = task.output.gold_field
         datasets.append(
-            SuiteDataset(
-                name=dataset.name,
-                round=dataset.round,
-                access=dataset.access,  # type: ignore[arg-type]
-                sha256=dataset.sha256,
+            from_row(
+                SuiteDataset,
+                dataset,
                 cases=[
                     SuiteCase(
                         uid=str(example["uid"]),

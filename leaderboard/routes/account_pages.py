@@ -16,7 +16,6 @@ from starlette.concurrency import run_in_threadpool
 
 from datasets_registry import get_task, list_tasks
 from evalboard.core.context import Context
-from evalboard.core.errors import PermissionDenied
 from evalboard.core.tables import TOKEN_LABEL_MAX
 from leaderboard.accounts import Principal, create_token, get_user, list_tokens, revoke_token
 from leaderboard.auth import CtxDep, PrincipalDep, csrf_token, sign_in
@@ -108,9 +107,7 @@ async def revoke(
     token_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
 ) -> RedirectResponse:
     await form_csrf(request)
-    principal.require_signed_in()
-    assert principal.user_id is not None
-    revoke_token(ctx, principal.user_id, token_id)
+    revoke_token(ctx, principal.require_signed_in(), token_id)
     # Revoking ends every session of the user (a leaked token is a warning sign); this
     # one, which proved itself with its CSRF token, signs in afresh.
     user = await run_in_threadpool(get_user, ctx, principal.name)
@@ -126,11 +123,7 @@ def upload_page(
     spec = get_task(ctx, task_id)
     if not principal.signed_in:
         return redirect(login_path(f"/ui/tasks/{task_id}/upload"))
-    if not principal.may_upload(task_id):
-        raise PermissionDenied(
-            f"{principal.name!r} may not upload models to {task_id!r}: ask an admin for the "
-            "researcher role"
-        )
+    principal.require_upload(task_id)
     assert principal.user_id is not None
     unfinished = open_uploads(ctx, principal.user_id, task_id=task_id)
     return render(

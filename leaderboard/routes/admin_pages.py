@@ -54,15 +54,11 @@ def _admin(principal: Principal, path: str, doing: str) -> RedirectResponse | No
 
 
 def _page(
-    request: Request,
-    principal: Principal,
-    template: str,
-    here: str,
-    status_code: int = 200,
-    **context: Any,
+    request: Request, principal: Principal, here: str, status_code: int = 200, **context: Any
 ) -> HTMLResponse:
+    """The admin page ``here`` (its template ``admin/{here}.html``; the tab shown current)."""
     return render(
-        request, f"admin/{template}", principal, status_code=status_code, here=here, **context
+        request, f"admin/{here}.html", principal, status_code=status_code, here=here, **context
     )
 
 
@@ -75,7 +71,6 @@ def overview(
     return _page(
         request,
         principal,
-        "overview.html",
         "overview",
         counts=job_counts(ctx),
         failures=recent_failures(ctx, limit=5),
@@ -88,7 +83,6 @@ def _users_page(
     return _page(
         request,
         principal,
-        "users.html",
         "users",
         status_code,
         users=user_rows(ctx),
@@ -155,7 +149,7 @@ def tokens(
 ) -> HTMLResponse | RedirectResponse:
     if (away := _admin(principal, "/ui/admin/tokens", "list API tokens")) is not None:
         return away
-    return _page(request, principal, "tokens.html", "tokens", tokens=list_tokens(ctx))
+    return _page(request, principal, "tokens", tokens=list_tokens(ctx))
 
 
 @router.post("/tokens/{token_id}/revoke")
@@ -176,14 +170,7 @@ def quotas(
 ) -> HTMLResponse | RedirectResponse:
     if (away := _admin(principal, "/ui/admin/quotas", "see the quotas")) is not None:
         return away
-    return _page(
-        request,
-        principal,
-        "quotas.html",
-        "quotas",
-        settings=ctx.settings,
-        usage=usage_today(ctx),
-    )
+    return _page(request, principal, "quotas", settings=ctx.settings, usage=usage_today(ctx))
 
 
 StatusQuery = Annotated[str | None, Query(max_length=16)]
@@ -204,7 +191,6 @@ def jobs(
     return _page(
         request,
         principal,
-        "jobs.html",
         "jobs",
         rows=queue_rows(ctx, status=chosen),
         counts=job_counts(ctx),
@@ -241,4 +227,4 @@ def failures(
 ) -> HTMLResponse | RedirectResponse:
     if (away := _admin(principal, "/ui/admin/failures", "see recent failures")) is not None:
         return away
-    return _page(request, principal, "failures.html", "failures", rows=recent_failures(ctx))
+    return _page(request, principal, "failures", rows=recent_failures(ctx))

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from pathlib import Path as FilePath
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Path, Query, UploadFile, status
@@ -28,35 +26,35 @@ from datasets_registry import (
 )
 from evalboard.core.context import Context
 from evalboard.core.errors import NotFound
-from evalboard.core.scratch import scratch_tree
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset
 from evaluator import queue_missing_jobs
 from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
+from leaderboard.routes._files import attachment, received_file
 from leaderboard.routes.tasks import TaskId
-from leaderboard.schemas import DatasetPublic, DatasetWeightUpdate
+from leaderboard.schemas import DatasetPublic, DatasetWeightUpdate, from_row
 
-__all__ = ["add_uploaded_dataset", "dataset_public", "router", "visible_datasets"]
+__all__ = ["add_uploaded_dataset", "router", "visible_datasets"]
 
 router = APIRouter(prefix="/tasks/{task_id}/datasets", tags=["datasets"], responses=ERROR_RESPONSES)
 
 DatasetName = Annotated[str, Path(max_length=128, description="Dataset name.")]
 
 
-def dataset_public(dataset: Dataset, names: dict[int, str]) -> DatasetPublic:
-    return DatasetPublic(
-        name=dataset.name,
-        round=dataset.round,
-        access=Access(dataset.access),
-        weight=dataset.weight,
-        rows=dataset.rows,
-        sha256=dataset.sha256,
-        derived_from=names.get(dataset.derived_from_id) if dataset.derived_from_id else None,
-        perturbation=dataset.perturbation,
-        created_at=dataset.created_at,
-    )
+def _public(ctx: Context, task_id: str, datasets: list[Dataset]) -> list[DatasetPublic]:
+    """The datasets as the API shows them, a perturbed copy naming the one it comes from."""
+    names = {d.id: d.name for d in list_datasets(ctx, task_id)}
+    return [
+        from_row(
+            DatasetPublic,
+            d,
+            access=Access(d.access),
+            derived_from=names.get(d.derived_from_id) if d.derived_from_id else None,
+        )
+        for d in datasets
+    ]
 
 
 def visible_datasets(ctx: Context, principal: Principal, task_id: str) -> list[Dataset]:
@@ -75,9 +73,7 @@ def _visible(ctx: Context, principal: Principal, task_id: str, name: str) -> Dat
 
 @router.get("", summary="List the datasets you may see")
 def list_(task_id: TaskId, ctx: CtxDep, principal: PrincipalDep) -> list[DatasetPublic]:
-    datasets = visible_datasets(ctx, principal, task_id)
-    names = {d.id: d.name for d in list_datasets(ctx, task_id)}
-    return [dataset_public(d, names) for d in datasets]
+    return _public(ctx, task_id, visible_datasets(ctx, principal, task_id))
 
 
 _PLAIN_SUFFIX = re.compile(r"\.[a-z0-9]{1,10}")
@@ -99,15 +95,7 @@ def add_uploaded_dataset(
     """Store an uploaded dataset file (and its perturbed copies); queue its evaluations."""
     get_task(ctx, task_id)
     principal.require_owner(task_id, doing="add datasets")
-    # Only the suffix of the sender's file name is used (it names the format), and only a
-    # plain one: the file is written under a fixed name, never under a name the caller chose.
-    suffix = FilePath(upload.filename or "").suffix.lower()
-    if not _PLAIN_SUFFIX.fullmatch(suffix):
-        suffix = ".jsonl"
-    with scratch_tree("evalboard-dataset") as tmp:
-        path = FilePath(tmp) / f"upload{suffix}"
-        with path.open("wb") as out:
-            shutil.copyfileobj(upload.file, out)
+    with received_file(upload, "upload", _PLAIN_SUFFIX) as path:
         added = add_dataset(
             ctx,
             task_id=task_id,
@@ -155,8 +143,7 @@ def add(
         mapping=mapping,
         label_map=label_map,
     )
-    names = {d.id: d.name for d in list_datasets(ctx, task_id)}
-    return [dataset_public(d, names) for d in datasets]
+    return _public(ctx, task_id, datasets)
 
 
 @router.patch("/{name}", summary="Set a dataset's weight (task owner)")
@@ -169,15 +156,12 @@ def set_weight(
 ) -> DatasetPublic:
     principal.require_owner(task_id, doing="set its dataset weights")
     dataset = set_dataset_weight(ctx, task_id=task_id, name=name, weight=body.weight)
-    names = {d.id: d.name for d in list_datasets(ctx, task_id)}
-    return dataset_public(dataset, names)
+    return _public(ctx, task_id, [dataset])[0]
 
 
 @router.get("/{name}", summary="One dataset")
 def show(task_id: TaskId, name: DatasetName, ctx: CtxDep, principal: PrincipalDep) -> DatasetPublic:
-    dataset = _visible(ctx, principal, task_id, name)
-    names = {d.id: d.name for d in list_datasets(ctx, task_id)}
-    return dataset_public(dataset, names)
+    return _public(ctx, task_id, [_visible(ctx, principal, task_id, name)])[0]
 
 
 @router.get(
@@ -201,8 +185,4 @@ def examples(
     dataset = _visible(ctx, principal, task_id, name)
     rows = export_examples(ctx, dataset, labels=labels, may_see_hidden=principal.owns(task_id))
     body = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
-    return Response(
-        body,
-        media_type="application/x-ndjson",
-        headers={"Content-Disposition": f'attachment; filename="{dataset.name}.jsonl"'},
-    )
+    return attachment(body, "application/x-ndjson", f"{dataset.name}.jsonl")

@@ -10,8 +10,6 @@ service never learns which of its inputs the task already holds (hidden sets inc
 from __future__ import annotations
 
 import re
-import shutil
-from pathlib import Path as FilePath
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Path, Query, Request, UploadFile, status
@@ -19,7 +17,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from datasets_registry import ColumnMapping, get_task, parse_mapping
-from evalboard.core.scratch import scratch_tree
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.charts import drift_figure
 from leaderboard.errors import ERROR_RESPONSES
@@ -35,6 +32,7 @@ from leaderboard.loop.drift import (
     read_traffic,
 )
 from leaderboard.loop.schemas import DriftCheckPublic, drift_check_public
+from leaderboard.routes._files import received_file
 from leaderboard.routes._page import login_path, redirect, render
 
 __all__ = ["pages_router", "router"]
@@ -72,15 +70,7 @@ def send_traffic(
     may_send_traffic(principal, task_id)
     if file.size is not None:
         check_traffic_size(file.size)
-    # Only a plain suffix of the sender's file name is used (it names the format); the file
-    # is written under a fixed name.
-    suffix = FilePath(file.filename or "").suffix.lower()
-    if not _PLAIN_SUFFIX.fullmatch(suffix):
-        suffix = ".jsonl"
-    with scratch_tree("evalboard-dataset") as tmp:  # an uploaded file of rows, as a dataset
-        path = FilePath(tmp) / f"traffic{suffix}"
-        with path.open("wb") as out:
-            shutil.copyfileobj(file.file, out)
+    with received_file(file, "traffic", _PLAIN_SUFFIX) as path:
         inputs = read_traffic(path, spec, mapping=ColumnMapping(fields=parse_mapping([mapping])))
     check = check_drift(
         ctx,

@@ -14,6 +14,7 @@ from leaderboard.cards import CardFilter, visible_table
 from leaderboard.errors import ERROR_RESPONSES, UNPROCESSABLE_RESPONSES
 from leaderboard.paging import DEFAULT_LIMIT, MAX_LIMIT, SORT_KEYS, BoardQuery, parse_board_query
 from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights, to_csv
+from leaderboard.routes._files import attachment
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import LeaderboardPublic
 from leaderboard.table import load_table
@@ -167,11 +168,7 @@ def leaderboard_csv(
     dataset_weights: DatasetWeights = None,
 ) -> Response:
     board = _board(ctx, principal, task_id, weights, dataset_weights)
-    return Response(
-        to_csv(board),
-        media_type="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="{task_id}-leaderboard.csv"'},
-    )
+    return attachment(to_csv(board), "text/csv", f"{task_id}-leaderboard.csv")
 
 
 @router.get(
@@ -187,8 +184,5 @@ def leaderboard_json(
     dataset_weights: DatasetWeights = None,
 ) -> Response:
     board = _board(ctx, principal, task_id, weights, dataset_weights)
-    return Response(
-        board.model_dump_json(indent=2),
-        media_type="application/json",
-        headers={"Content-Disposition": f'attachment; filename="{task_id}-leaderboard.json"'},
-    )
+    body = board.model_dump_json(indent=2)
+    return attachment(body, "application/json", f"{task_id}-leaderboard.json")

@@ -46,7 +46,7 @@ from leaderboard.routes import drift
 from leaderboard.routes._loop_deps import PoolDep
 from leaderboard.routes.loop_pages import router as pages_router
 from leaderboard.routes.rounds import round_public
-from leaderboard.schemas import RoundPublic
+from leaderboard.schemas import RoundPublic, from_row
 
 __all__ = ["router"]
 
@@ -184,11 +184,8 @@ def vmer(task_id: TaskId, number: Number, ctx: CtxDep) -> VmerPublic:
 def explain(
     example_id: ExampleId, body: ExplanationUpdate, ctx: CtxDep, principal: SignedInDep
 ) -> ExamplePublic:
-    principal.require_signed_in()
-    assert principal.user_id is not None
-    example = explain_example(
-        ctx, example_id, author_id=principal.user_id, explanation=body.explanation
-    )
+    author_id = principal.require_signed_in()
+    example = explain_example(ctx, example_id, author_id=author_id, explanation=body.explanation)
     return _public(ctx, [example])[0]
 
 
@@ -253,13 +250,7 @@ def _failure(item: FailureItem) -> Failure:
         if item.answer
         else {"label": item.label}
     )
-    return Failure(
-        inputs=item.inputs,
-        gold=gold,
-        prediction=item.prediction,
-        submission_id=item.submission_id,
-        explanation=item.explanation,
-    )
+    return from_row(Failure, item, gold=gold)
 
 
 @router.post(

@@ -26,6 +26,7 @@ from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep
 from leaderboard.loop.access import may_annotate
 from leaderboard.loop.collection import (
+    Collected,
     collect_example,
     edit_example,
     explain_example,
@@ -107,8 +108,12 @@ def _collect_page(
     principal: Principal,
     task_id: str,
     status_code: int = 200,
+    collected: Collected | None = None,
     **extra: Any,
 ) -> HTMLResponse:
+    """The collect page; after a write, ``collected`` shows the target's answer to it."""
+    if collected is not None:
+        extra.update(result=collected.example, latency_ms=collected.latency_s * 1000)
     spec = get_task(ctx, task_id)
     open_round_ = current_round(ctx, task_id)
     mine, judged = (
@@ -184,14 +189,7 @@ async def collect(
             error=str(error),
             kept={"inputs": inputs, **gold, "explanation": explanation},
         )
-    return _collect_page(
-        request,
-        ctx,
-        principal,
-        task_id,
-        result=collected.example,
-        latency_ms=collected.latency_s * 1000,
-    )
+    return _collect_page(request, ctx, principal, task_id, collected=collected)
 
 
 @router.post("/examples/{example_id}/explain")
@@ -199,14 +197,9 @@ async def explain(
     example_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
 ) -> RedirectResponse:
     form = await form_csrf(request)
-    principal.require_signed_in()
-    assert principal.user_id is not None
-    example = explain_example(
-        ctx,
-        example_id,
-        author_id=principal.user_id,
-        explanation=str(form.get("explanation", "")),
-    )
+    author_id = principal.require_signed_in()
+    explanation = str(form.get("explanation", ""))
+    example = explain_example(ctx, example_id, author_id=author_id, explanation=explanation)
     flash(request, f"Explanation of example {example_id} saved.")
     return redirect(f"/ui/tasks/{example.task_id}/collect")
 
@@ -216,9 +209,7 @@ async def retract(
     example_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
 ) -> RedirectResponse:
     await form_csrf(request)
-    principal.require_signed_in()
-    assert principal.user_id is not None
-    example = retract_example(ctx, example_id, author_id=principal.user_id)
+    example = retract_example(ctx, example_id, author_id=principal.require_signed_in())
     flash(
         request,
         f"Example {example_id} is retracted: it will not be validated (it still counts "
@@ -263,8 +254,7 @@ async def edit(
     example_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep, pool: PoolDep
 ) -> HTMLResponse:
     form = await form_csrf(request)
-    principal.require_signed_in()
-    assert principal.user_id is not None
+    author_id = principal.require_signed_in()
     example = get_example(ctx, example_id)
     spec = get_task(ctx, example.task_id)
     inputs, gold, explanation = _written(spec, form)
@@ -273,7 +263,7 @@ async def edit(
             edit_example,
             ctx,
             example_id,
-            author_id=principal.user_id,
+            author_id=author_id,
             inputs=inputs,
             gold=gold,
             explanation=explanation,
@@ -289,15 +279,7 @@ async def edit(
             error=str(error),
             kept={"inputs": inputs, **gold, "explanation": explanation},
         )
-    return _collect_page(
-        request,
-        ctx,
-        principal,
-        example.task_id,
-        result=edited.example,
-        latency_ms=edited.latency_s * 1000,
-        edited=True,
-    )
+    return _collect_page(request, ctx, principal, example.task_id, collected=edited, edited=True)
 
 
 @router.post("/examples/{example_id}/skip")

@@ -10,7 +10,7 @@ from leaderboard.auth import CtxDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.loop.rounds import dataset_name, list_rounds
 from leaderboard.routes.tasks import TaskId
-from leaderboard.schemas import RoundPublic
+from leaderboard.schemas import RoundPublic, from_row
 
 __all__ = ["round_public", "router"]
 
@@ -19,13 +19,12 @@ router = APIRouter(prefix="/tasks/{task_id}/rounds", tags=["rounds"], responses=
 
 def round_public(round_: Round) -> RoundPublic:
     """A round as the API shows it: its dataset by name (set once the round is closed)."""
-    return RoundPublic(
-        number=round_.number,
+    return from_row(
+        RoundPublic,
+        round_,
         status=RoundStatus(round_.status),
         target_submission_ids=[int(i) for i in round_.target_submission_ids],
         dataset=dataset_name(round_.number) if round_.dataset_id else None,
-        opened_at=round_.opened_at,
-        closed_at=round_.closed_at,
     )
 
 

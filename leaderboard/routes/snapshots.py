@@ -14,9 +14,10 @@ from evalboard.core.context import Context
 from evalboard.core.tables import Snapshot
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
+from leaderboard.routes._files import attachment
 from leaderboard.routes._page import render
 from leaderboard.routes.tasks import TaskId
-from leaderboard.schemas import SnapshotCreate, SnapshotPublic
+from leaderboard.schemas import SnapshotCreate, SnapshotPublic, from_row
 from leaderboard.snapshots import (
     bibtex,
     create_snapshot,
@@ -38,14 +39,10 @@ def _public(ctx: Context, request: Request, snapshot: Snapshot) -> SnapshotPubli
     base = str(request.base_url).rstrip("/")
     path = f"/tasks/{snapshot.task_id}/snapshots/{snapshot.number}"
     url = f"{base}/ui{path}"
-    return SnapshotPublic(
+    return from_row(
+        SnapshotPublic,
+        snapshot,
         task=snapshot.task_id,
-        number=snapshot.number,
-        title=snapshot.title,
-        created_at=snapshot.created_at,
-        models=snapshot.models,
-        json_sha256=snapshot.json_sha256,
-        csv_sha256=snapshot.csv_sha256,
         url=url,
         csv_url=f"{base}{path}.csv",
         json_url=f"{base}{path}.json",
@@ -69,10 +66,7 @@ def list_(task_id: TaskId, request: Request, ctx: CtxDep) -> list[SnapshotPublic
 
 def _download(ctx: Context, task_id: str, number: int, kind: str, media: str) -> Response:
     data = snapshot_bytes(ctx, get_snapshot(ctx, task_id, number), kind)
-    name = f"{task_id}-snapshot-{number}.{kind}"
-    return Response(
-        data, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'}
-    )
+    return attachment(data, media, f"{task_id}-snapshot-{number}.{kind}")
 
 
 # The downloads come before /snapshots/{number}, which would take "3.csv" as a bad number.

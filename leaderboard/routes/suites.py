@@ -12,6 +12,7 @@ from evalboard.core.tables import SuiteVersion
 from leaderboard.auth import CtxDep, PrincipalDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
 from leaderboard.loop import cut_suite, export_suite, list_suite_versions
+from leaderboard.routes._files import attachment
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import SuiteVersionPublic
 
@@ -56,9 +57,4 @@ def list_(task_id: TaskId, request: Request, ctx: CtxDep) -> list[SuiteVersionPu
 )
 def download(task_id: TaskId, version: Version, ctx: CtxDep, principal: PrincipalDep) -> Response:
     data = export_suite(ctx, principal, task_id, version)
-    name = f"{task_id}-suite-{version}.json"
-    return Response(
-        data,
-        media_type="application/json",
-        headers={"Content-Disposition": f'attachment; filename="{name}"'},
-    )
+    return attachment(data, "application/json", f"{task_id}-suite-{version}.json")

@@ -14,7 +14,7 @@ from evalboard.core.tables import Task, User
 from leaderboard.accounts import get_user, grant_role
 from leaderboard.auth import CtxDep, SignedInDep
 from leaderboard.errors import ERROR_RESPONSES
-from leaderboard.schemas import TaskCreate, TaskPublic, WeightsPublic, WeightsUpdate
+from leaderboard.schemas import TaskCreate, TaskPublic, WeightsPublic, WeightsUpdate, from_row
 from scoring import WEIGHABLE_METRICS, check_weights
 
 __all__ = ["TaskId", "router", "task_public"]
@@ -31,17 +31,14 @@ def task_public(ctx: Context, task_id: str) -> TaskPublic:
         assert task is not None
         owner = session.scalar(select(User.name).where(User.id == task.owner_id))
         weights = {k: float(v) for k, v in task.default_weights.items()}
-    return TaskPublic(
-        id=spec.id,
-        name=spec.name,
-        description=spec.description,
+    return from_row(
+        TaskPublic,
+        spec,
         inputs=spec.input_names,
         output_type=spec.output.type,
         labels=spec.output.labels,
-        perf_metric=spec.perf_metric,
         delta_metrics=list(spec.delta_metrics),
         default_weights=weights,
-        memory_cap_gib=spec.memory_cap_gib,
         limits=spec.limits.model_dump(mode="json"),
         owner=owner,
     )

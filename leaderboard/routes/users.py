@@ -19,6 +19,7 @@ from leaderboard.accounts import (
     get_user,
     grant_role,
     list_tokens,
+    list_users,
     revoke_role,
     revoke_token,
     set_password,
@@ -33,6 +34,7 @@ from leaderboard.schemas import (
     TokenPublic,
     UserCreate,
     UserPublic,
+    from_row,
 )
 
 __all__ = ["router", "user_public"]
@@ -45,10 +47,9 @@ UserName = Annotated[str, Path(max_length=64)]
 def user_public(ctx: Context, user: User) -> UserPublic:
     with ctx.db.session() as session:
         grants = session.scalars(select(RoleGrant).where(RoleGrant.user_id == user.id)).all()
-    return UserPublic(
-        name=user.name,
-        is_admin=user.is_admin,
-        created_at=user.created_at,
+    return from_row(
+        UserPublic,
+        user,
         roles=[{"role": g.role, "task": g.task_id} for g in grants],
     )
 
@@ -62,9 +63,7 @@ def me(ctx: CtxDep, principal: SignedInDep) -> UserPublic:
 @router.get("/users", summary="All users (admin)")
 def list_(ctx: CtxDep, principal: SignedInDep) -> list[UserPublic]:
     principal.require_admin(doing="list users")
-    with ctx.db.session() as session:
-        users = session.scalars(select(User).order_by(User.name)).all()
-    return [user_public(ctx, u) for u in users]
+    return [user_public(ctx, u) for u in list_users(ctx)]
 
 
 @router.post("/users", status_code=status.HTTP_201_CREATED, summary="Add a user (admin)")
@@ -118,10 +117,7 @@ async def change_password(body: PasswordChange, ctx: CtxDep, principal: SignedIn
 @router.get("/users/me/tokens", summary="Your API tokens (never the secrets)")
 def tokens(ctx: CtxDep, principal: SignedInDep) -> list[TokenPublic]:
     principal.require_signed_in()
-    return [
-        TokenPublic(id=t.id, label=t.label, created_at=t.created_at, last_used_at=t.last_used_at)
-        for t, _ in list_tokens(ctx, principal.user_id)
-    ]
+    return [from_row(TokenPublic, t) for t, _ in list_tokens(ctx, principal.user_id)]
 
 
 @router.post(
@@ -132,13 +128,7 @@ def tokens(ctx: CtxDep, principal: SignedInDep) -> list[TokenPublic]:
 def new_token(body: TokenCreate, ctx: CtxDep, principal: SignedInDep) -> TokenCreated:
     principal.require_signed_in()
     token, row = create_token(ctx, principal.name, label=body.label)
-    return TokenCreated(
-        id=row.id,
-        label=row.label,
-        created_at=row.created_at,
-        last_used_at=row.last_used_at,
-        token=token,
-    )
+    return from_row(TokenCreated, row, token=token)
 
 
 @router.delete(
@@ -149,6 +139,4 @@ def new_token(body: TokenCreate, ctx: CtxDep, principal: SignedInDep) -> TokenCr
 def delete_token(
     token_id: Annotated[int, Path(ge=1, le=2**31 - 1)], ctx: CtxDep, principal: SignedInDep
 ) -> None:
-    principal.require_signed_in()
-    assert principal.user_id is not None
-    revoke_token(ctx, principal.user_id, token_id)
+    revoke_token(ctx, principal.require_signed_in(), token_id)
