@@ -265,18 +265,28 @@ def _board(results: Path) -> Iterator[Row]:
                 source="ranking.json",
             )
     board = read_results(results, "leaderboard")
-    for size, found in _mapping(board.get("sizes")).items():
-        for part, what in (("api", "API"), ("page", "task page")):
-            warm = dig(found, "warm", part)
-            if isinstance(warm, Mapping) and {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(warm):
-                yield Row(
-                    f"leaderboard {what} at {int(size):,} submissions, warm, p50 / p95",
-                    f"{_number(warm['p50_ms'])} / {_number(warm['p95_ms'])} ms "
-                    f"({_number(warm['min_ms'])}-{_number(warm['max_ms'])}, {warm.get('n')} "
-                    "requests)",
-                    "p95 < 100 ms" if part == "api" else "first byte < 200 ms",
-                    "leaderboard.json",
-                )
+    parts = (
+        ("api", "API"),
+        ("page", "task page"),
+        ("api_fresh_weights", "API, dataset weights not asked for before,"),
+    )
+    for group, note in (("sizes", ""), ("with_intervals", " with intervals")):
+        for size, found in _mapping(board.get(group)).items():
+            yield from _board_rows(found, parts, f"{int(size):,} submissions{note}")
+
+
+def _board_rows(found: Any, parts: tuple[tuple[str, str], ...], where: str) -> Iterator[Row]:
+    for part, what in parts:
+        warm = dig(found, "warm", part)
+        if isinstance(warm, Mapping) and {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(warm):
+            yield Row(
+                f"leaderboard {what} at {where}, warm, p50 / p95",
+                f"{_number(warm['p50_ms'])} / {_number(warm['p95_ms'])} ms "
+                f"({_number(warm['min_ms'])}-{_number(warm['max_ms'])}, {warm.get('n')} "
+                "requests)",
+                "first byte < 200 ms" if part == "page" else "p95 < 100 ms",
+                "leaderboard.json",
+            )
 
 
 def _generation(results: Path) -> Iterator[Row]:

@@ -82,6 +82,10 @@ class ModelEntry:
     outcomes: list[DatasetOutcome] = field(default_factory=list)
     #: Predictions made elsewhere, scored as given (no throughput, memory or energy).
     predictions_only: bool = False
+    #: Each outcome's figures as its row's averages count them (NaN where one does not
+    #: count), filled on the first re-weighing (``leaderboard.table``): the next one is
+    #: arithmetic. Derived from ``outcomes``, so never compared.
+    counted: Any = field(default=None, compare=False, repr=False)
 
     def throughput_runs(self, weights: Mapping[str, float]) -> list[float]:
         """The model's throughput per timed run, each averaged over the originals with

@@ -179,7 +179,7 @@ def _rank(
     dataset_weights: Mapping[str, float] | None,
     intervals: bool,
 ) -> _Ranking:
-    table = table.reweighted(dataset_weights)
+    table = table.reweighted(dataset_weights, cache=ctx.cache if ctx is not None else None)
     metrics = weighable_metrics(table)
     requested = _usable_weights(table, weights, metrics)
     used = {k: v for k, v in requested.items() if k in metrics}

@@ -26,8 +26,10 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from datasets_registry import TaskSpec, get_task, list_datasets, read_examples, scoring_datasets
-from evalboard.core.cache import MISSING
+from evalboard.core.cache import MISSING, MemoryCache
 from evalboard.core.context import Context
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Task
@@ -35,7 +37,7 @@ from evaluator import summarize
 from leaderboard.aggregates import load_board, source_digest
 from leaderboard.entry import ModelEntry, board_metrics, stored_card, summary_status
 from leaderboard.phases import shown_phase, withheld_dataset_ids
-from scoring import InvalidWeightsError, check_weights, compute, weighted_mean
+from scoring import METRICS, InvalidWeightsError, check_weights, compute, weighted_mean
 
 __all__ = ["ModelEntry", "TaskTable", "load_table", "stored_card", "summary_status"]
 
@@ -79,9 +81,15 @@ class TaskTable:
         """The baseline's perf averaged with :attr:`dataset_weights`."""
         return _weighted_mean(self.majority_by_dataset, self.dataset_weights)
 
-    def reweighted(self, weights: Mapping[str, float] | None) -> TaskTable:
+    def reweighted(
+        self, weights: Mapping[str, float] | None, *, cache: MemoryCache | None = None
+    ) -> TaskTable:
         """This table with the original scoring datasets weighed by ``weights`` (names not
         given keep the owner's weight); None gives the table itself.
+
+        With a ``cache``, a versioned table keeps its rows' figures per outcome as arrays
+        (:class:`_Counted`), so weights no request asked for before cost arithmetic, not
+        one evaluator summary per row; the averages are the same to the last bit.
 
         Raises:
             scoring.InvalidWeightsError: an unknown dataset, a weight that is not a finite
@@ -96,7 +104,11 @@ class TaskTable:
                 f"Every scoring dataset would weigh 0 with {_text(chosen)}; give at least one "
                 "a weight above 0"
             )
-        models = [_reaveraged(m, merged) for m in self.models]
+        counted = _counted(self, cache) if cache is not None and self.version else None
+        if counted is None:
+            models = [_reaveraged(m, merged) for m in self.models]
+        else:
+            models = counted.reaveraged(self.models, merged)
         version = source_digest(self.version, sorted(merged.items())) if self.version else ""
         return replace(self, models=models, dataset_weights=merged, version=version)
 
@@ -131,6 +143,95 @@ def _reaveraged(entry: ModelEntry, weights: Mapping[str, float]) -> ModelEntry:
     # owner's weights: copying 30,000 of them cost more than the averages.
     chosen = {o.dataset: weights.get(o.derived_from or o.dataset, o.weight) for o in entry.outcomes}
     return replace(entry, metrics=board_metrics(summarize(entry.outcomes, weights=chosen)))
+
+
+def _counted_figures(entry: ModelEntry) -> tuple[list[str], np.ndarray] | None:
+    """Each outcome's weight name (its original's, as :func:`_reaveraged` weighs it) and
+    the figures its row's averages count from it, ``(outcomes, metrics)`` (NaN where one
+    does not count): :func:`evaluator.summarize` itself, with that outcome alone weighing
+    1, says which (the one rule of which dataset counts towards which figure). None when
+    an outcome's name repeats or a figure is not finite: re-averaged as before."""
+    if entry.counted is None:
+        names = [o.dataset for o in entry.outcomes]
+        figures = np.full((len(names), len(METRICS)), np.nan)
+        for j, name in enumerate(names):
+            alone = {other: 1.0 if other == name else 0.0 for other in names}
+            row = board_metrics(summarize(entry.outcomes, weights=alone)).values()
+            figures[j] = [np.nan if v is None else v for v in row]
+        usable = len(set(names)) == len(names) and not np.isinf(figures).any()
+        keys = [o.derived_from or o.dataset for o in entry.outcomes]
+        entry.counted = (keys, figures) if usable else False
+    return entry.counted or None
+
+
+@dataclass(frozen=True, eq=False)
+class _Counted:
+    """A board's complete rows as arrays: re-weighing its datasets is arithmetic.
+
+    ``figures[r, j, k]``: metric ``k`` of row ``r``'s ``j``-th outcome, NaN where it does
+    not count (or the row has fewer outcomes); ``key_of[r, j]``: which weight name it
+    looks up (``keys``), -1 for padding; ``own``: its own weight, for a name the weights
+    leave out. The sums run in outcome order, as :func:`scoring.weighted_mean` adds.
+    """
+
+    rows: list[int]
+    keys: list[str]
+    key_of: np.ndarray
+    own: np.ndarray
+    figures: np.ndarray
+
+    def reaveraged(
+        self, models: list[ModelEntry], weights: Mapping[str, float]
+    ) -> list[ModelEntry]:
+        known = np.array([k in weights for k in self.keys] + [False])
+        given = np.array([weights.get(k, 0.0) for k in self.keys] + [0.0])
+        chosen = np.where(known[self.key_of], given[self.key_of], self.own)
+        total = np.zeros((len(self.rows), len(METRICS)))
+        weight = np.zeros_like(total)
+        for j in range(self.figures.shape[1]):
+            values = self.figures[:, j, :]
+            counts = ~np.isnan(values)
+            w = chosen[:, j, None]
+            total = total + np.where(counts, w * np.where(counts, values, 0.0), 0.0)
+            weight = weight + np.where(counts, w, 0.0)
+        means = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), np.nan)
+        found = list(models)
+        names = list(METRICS)
+        for r, row in zip(self.rows, means.tolist(), strict=True):
+            # A shallow copy with new averages: what dataclasses.replace gives, without
+            # running __init__ 10,000 times.
+            entry = object.__new__(ModelEntry)
+            entry.__dict__.update(models[r].__dict__)
+            # NaN (no figure counted) is None, as the summary gives it.
+            entry.metrics = {n: v if v == v else None for n, v in zip(names, row, strict=True)}
+            found[r] = entry
+        return found
+
+
+def _counted(table: TaskTable, cache: MemoryCache) -> _Counted | None:
+    """The table's :class:`_Counted`, kept in ``cache`` under its version."""
+    cache_key = ("counted", table.version)
+    cached = cache.get(cache_key, MISSING)
+    if cached is not MISSING:
+        return cached  # type: ignore[no-any-return]
+    rows = [r for r, m in enumerate(table.models) if m.complete]
+    per_row = [_counted_figures(table.models[r]) for r in rows]
+    found: _Counted | None = None
+    if all(c is not None for c in per_row):
+        usable = [c for c in per_row if c is not None]
+        keys = sorted({k for names, _ in usable for k in names})
+        index = {k: i for i, k in enumerate(keys)}
+        width = max((len(names) for names, _ in usable), default=0)
+        key_of = np.full((len(rows), width), len(keys), dtype=np.intp)
+        own = np.zeros((len(rows), width))
+        figures = np.full((len(rows), width, len(METRICS)), np.nan)
+        for i, (r, (names, values)) in enumerate(zip(rows, usable, strict=True)):
+            key_of[i, : len(names)] = [index[k] for k in names]
+            own[i, : len(names)] = [o.weight for o in table.models[r].outcomes]
+            figures[i, : len(names)] = values
+        found = _Counted(rows, keys, key_of, own, figures)
+    cache.put(cache_key, found)
+    return found
 
 
 def _majority_by_dataset(

@@ -132,3 +132,18 @@ def test_re_weighing_without_copies_averages_as_copied_outcomes_do(seeded: Seede
     copied = [o.model_copy(update={"weight": chosen[o.dataset]}) for o in entry.outcomes]
     assert summarize(entry.outcomes, weights=chosen) == summarize(copied)
     assert summarize(entry.outcomes, weights=chosen) != summarize(entry.outcomes)
+
+
+@pytest.mark.parametrize("weights", [{"test": 0.25}, {"test": 3.0}, {"test": 0.0}])
+def test_re_weighing_from_the_kept_arrays_averages_as_the_summary_does(
+    seeded: Seeded, weights: dict[str, float]
+) -> None:
+    # The arrays kept per board version (a re-weighing is arithmetic) give the averages
+    # of evaluator.summarize to the last bit, hidden sets, copies and standard sets alike.
+    table = load_table(seeded.ctx, TASK)
+    by_summary = table.reweighted(weights).models
+    for _ in range(2):  # the arrays built, then read from the cache
+        from_arrays = table.reweighted(weights, cache=seeded.ctx.cache).models
+        assert [m.metrics for m in from_arrays] == [m.metrics for m in by_summary]
+        assert from_arrays == by_summary
+    assert any(m.metrics != o.metrics for m, o in zip(by_summary, table.models, strict=True))
