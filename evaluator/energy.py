@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from types import TracebackType
 from typing import Any, Self
 
 from evaluator._energy_probe import kept_cpu_spec, remember_probe, reuse_probe
@@ -188,12 +187,7 @@ class EnergyMeter:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

@@ -180,6 +180,13 @@ _ECHO = "return [{'label': 'yes', 'uid': x['uid'], 'text': x['text']} for x in b
 #: Six requests, two in flight; the third is where things go wrong.
 _MIDWAY: dict[str, Any] = {"requests": 6, "in_flight": 2, "init": "self.n = 0"}
 _ON_THIRD = "self.n += 1\nif self.n == 3:\n    {}\nreturn [{{'label': 'yes'}} for _ in batch]"
+#: The model writes these raw bytes on its own channel socket, past the protocol, then waits.
+_SENDS = """
+import gc
+for obj in gc.get_objects():
+    if isinstance(obj, socket.socket):
+        obj.sendall({!r})
+time.sleep(60)"""
 
 CONFORMANCE: list[Case] = [
     _case("answers", expect_label="yes", requests=3),
@@ -569,32 +576,17 @@ HOSTILE: list[Case] = [
     _case(
         "malformed_response",
         expect=FailureReason.PROTOCOL_ERROR,
-        predict="""
-        import gc
-        for obj in gc.get_objects():
-            if isinstance(obj, socket.socket):
-                obj.sendall(b'{not json\\n')
-        time.sleep(60)""",
+        predict=_SENDS.format(b"{not json\n"),
     ),
     _case(
         "response_for_another_id",
         expect=FailureReason.PROTOCOL_ERROR,
-        predict="""
-        import gc
-        for obj in gc.get_objects():
-            if isinstance(obj, socket.socket):
-                obj.sendall(b'{"id": 999, "outputs": []}\\n')
-        time.sleep(60)""",
+        predict=_SENDS.format(b'{"id": 999, "outputs": []}\n'),
     ),
     _case(
         "missing_outputs",
         expect=FailureReason.PROTOCOL_ERROR,
-        predict="""
-        import gc
-        for obj in gc.get_objects():
-            if isinstance(obj, socket.socket):
-                obj.sendall(b'{"id": 1}\\n')
-        time.sleep(60)""",
+        predict=_SENDS.format(b'{"id": 1}\n'),
     ),
     _case(
         "never_answers",

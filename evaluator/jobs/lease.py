@@ -19,7 +19,6 @@ import os
 import socket
 import threading
 import time
-from types import TracebackType
 from typing import Self
 
 from evalboard.core.context import Context
@@ -158,11 +157,6 @@ class Lease:
         self._thread.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()

@@ -18,7 +18,6 @@ import math
 import threading
 import time
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Self
 
 from sqlalchemy import func, select
@@ -212,10 +211,5 @@ class WorkerPool:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
