@@ -8,6 +8,11 @@ and bootstraps every interval again.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import gc
+import weakref
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +20,7 @@ import pytest
 from sqlalchemy import delete, update
 
 from datasets_registry import add_dataset, set_dataset_weight
+from evalboard.core.cache import MemoryCache
 from evalboard.core.context import Context
 from evalboard.core.settings import Settings
 from evalboard.core.tables import Submission
@@ -147,3 +153,37 @@ def test_re_weighing_from_the_kept_arrays_averages_as_the_summary_does(
         assert [m.metrics for m in from_arrays] == [m.metrics for m in by_summary]
         assert from_arrays == by_summary
     assert any(m.metrics != o.metrics for m, o in zip(by_summary, table.models, strict=True))
+
+
+class _WatchedCache(MemoryCache):
+    """A memory cache that keeps a weak reference to every value put in it."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        super().__init__(budget_bytes)
+        self.put_values: list[weakref.ref[Any]] = []
+
+    def put(self, key: Hashable, value: Any, *, size: int | None = None) -> None:
+        with contextlib.suppress(TypeError):  # values without weak references (tuples)
+            self.put_values.append(weakref.ref(value))
+        super().put(key, value, size=size)
+
+
+def test_rankings_the_cache_evicts_are_freed_though_frozen(seeded: Seeded) -> None:
+    """The ranking's settle freezes what the process keeps (no full pass walks it); an
+    evicted ranking must still be freed, by its reference count, with no collection."""
+    budget = 200_000
+    settings = Settings(**{**seeded.ctx.settings.model_dump(), "cache_bytes": budget})
+    cache = _WatchedCache(budget)
+    ctx = dataclasses.replace(Context.from_settings(settings), cache=cache)
+    try:
+        for weight in [0.5, 2.0, 3.0, 4.0, 5.0, 6.0]:
+            _board(ctx, {"test": weight})
+        assert gc.get_freeze_count() > 0  # the settle ran
+        # A value still referenced is one the cache holds (or this test's frames): every
+        # other one, though frozen, is gone without a collection.
+        alive = [ref() for ref in cache.put_values if ref() is not None]
+        held = {id(value) for value, _ in cache._entries.values()}
+        assert len(cache.put_values) > len(held)  # the budget evicted some
+        assert all(id(value) in held for value in alive)
+    finally:
+        ctx.db.dispose()
