@@ -192,7 +192,8 @@ class _Counted:
             values = self.figures[:, j, :]
             counts = ~np.isnan(values)
             w = chosen[:, j, None]
-            total = total + np.where(counts, w * np.where(counts, values, 0.0), 0.0)
+            # A figure that does not count adds 0.0 (the weights are finite), to both sums.
+            total = total + w * np.where(counts, values, 0.0)
             weight = weight + np.where(counts, w, 0.0)
         means = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), np.nan)
         found = list(models)
