@@ -20,6 +20,7 @@ __all__ = [
     "print_or_describe",
     "print_table",
     "progress",
+    "say",
     "warn",
 ]
 
@@ -63,6 +64,11 @@ def print_table(table: Table, *, to: Console | None = None) -> None:
     lines = ["\t".join(_plain(column.header) for column in table.columns)]
     lines += ["\t".join(_plain(cell) for cell in row) for row in zip(*columns, strict=True)]
     target.file.write("\n".join(lines) + "\n")
+
+
+def say(text: str, *, to: Console | None = None) -> None:
+    """A message as it is written: no markup read, nothing highlighted."""
+    (to or console).print(text, highlight=False, markup=False)
 
 
 def warn(message: str) -> None:

@@ -4,48 +4,15 @@ server (its submitter's token)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
 from evalboard.cli._output import console, print_json
-from evalboard.cli.upload import _check
+from evalboard.cli._server import SERVER, TOKEN, ask
 from evalboard.core.errors import UsageError
 
-if TYPE_CHECKING:
-    import httpx
-
-__all__ = ["ask", "card", "server_client"]
-
-SERVER = typer.Option(
-    ...,
-    "--server",
-    envvar="EVALBOARD_SERVER",
-    help="The Evalboard server, e.g. http://localhost:8000.",
-)
-TOKEN = typer.Option(
-    None, "--token", envvar="EVALBOARD_TOKEN", help="API token (`evalboard token create NAME`)."
-)
-
-
-def server_client(server: str, token: str | None) -> httpx.Client:
-    """A client of ``server``, signed in with ``token`` when one is given."""
-    import httpx  # here, not at the top: --help and usage errors load no HTTP client
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.Client(base_url=server.rstrip("/"), headers=headers, timeout=120)
-
-
-def ask(
-    server: str, path: str, *, token: str | None = None, method: str = "GET", body: Any = None
-) -> Any:
-    """One request to ``server``: its JSON answer, or its refusal as the error it means
-    (``evalboard.cli.upload._check``: 404 NotFound, 409 Conflict...)."""
-    with server_client(server, token) as client:
-        response = client.request(method, path, json=body)
-    if not response.is_success:
-        _check(response)  # raises
-    return response.json()
+__all__ = ["card"]
 
 
 def _read_card(path: Path) -> str:
@@ -92,11 +59,8 @@ def card(
         }.items()
         if value is not None
     }
-    with server_client(server, token) as client:
-        if change:
-            shown = _check(client.patch(f"/submissions/{submission}/card", json=change))
-        else:
-            shown = _check(client.get(f"/submissions/{submission}/card"))
+    method, body = ("PATCH", change) if change else ("GET", None)
+    shown = ask(server, f"/submissions/{submission}/card", token=token, method=method, body=body)
     if as_json:
         print_json(shown)
         return

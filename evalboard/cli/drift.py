@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from evalboard.cli._context import context
-from evalboard.cli._output import console, print_json, print_table
-from evalboard.cli.card import TOKEN
+from evalboard.cli._output import print_or_describe, print_table, say
+from evalboard.cli._server import TOKEN, checked, server_client
 from evalboard.core.errors import UsageError
 
 __all__ = ["app"]
@@ -25,72 +25,15 @@ app = typer.Typer(
 _SUFFIXES = {"jsonl": ".jsonl", "csv": ".csv", "tsv": ".tsv"}
 
 
-def _local(
-    file: Path,
-    task: str,
-    *,
-    mapping: list[str],
-    format_: str | None,
-    queue: int,
-    alpha: float,
-    reporter: str | None,
-) -> dict[str, Any]:
-    from datasets_registry import ColumnMapping, Format, get_task, parse_mapping
-    from leaderboard.loop import DriftOptions, check_drift, read_traffic
-    from leaderboard.loop.schemas import drift_check_public
-
-    ctx = context()
-    options = DriftOptions(queue=queue, alpha=alpha)  # bad values refused before reading
-    reporter_id = None
-    if reporter is not None:
-        from leaderboard.accounts import get_user
-
-        reporter_id = get_user(ctx, reporter).id
-    inputs = read_traffic(
-        file,
-        get_task(ctx, task),
-        mapping=ColumnMapping(fields=parse_mapping(mapping)),
-        format=cast("Format | None", format_),
-    )
-    check = check_drift(ctx, task, inputs, reporter_id=reporter_id, options=options)
-    return drift_check_public(check, full=True).model_dump(mode="json")
-
-
-def _remote(
-    file: Path,
-    task: str,
-    *,
-    server: str,
-    token: str | None,
-    mapping: list[str],
-    format_: str | None,
-    queue: int,
-    alpha: float,
-) -> dict[str, Any]:
-    from evalboard.cli.card import server_client
-    from evalboard.cli.upload import _check
-
-    if not file.is_file():
-        raise UsageError(f"{file} does not exist or is not a file")
-    name = file.stem + _SUFFIXES[format_] if format_ else file.name
-    form = {"map": ",".join(mapping), "queue": str(queue), "alpha": str(alpha)}
-    with server_client(server, token) as client, file.open("rb") as handle:
-        return _check(
-            client.post(f"/tasks/{task}/traffic", data=form, files={"file": (name, handle)})
-        )
-
-
 def _print(report: dict[str, Any]) -> None:
-    console.print(report["verdict"], highlight=False, markup=False)
+    say(report["verdict"])
     reference = ", ".join(f"{d['name']} ({d['inputs']})" for d in report["reference"]["datasets"])
     hidden = report["reference"]["hidden"]
     if hidden["datasets"]:
         reference += f"{', ' if reference else ''}{hidden['datasets']} hidden set(s)"
-    console.print(
+    say(
         f"Check {report['number']} of {report['task']}; reference: {reference}"
-        + (f", sampled to {report['n_reference']}" if report["reference"]["sampled"] else ""),
-        highlight=False,
-        markup=False,
+        + (f", sampled to {report['n_reference']}" if report["reference"]["sampled"] else "")
     )
     top = report.get("top")
     if top is None:  # a monitor's answer: the statistics only
@@ -114,13 +57,11 @@ def _print(report: dict[str, Any]) -> None:
     print_table(table)
     count = len(report["queued"])
     reason = report["not_queued_because"]
-    console.print(
+    say(
         f"{count} input(s) queued for labelling"
         + (f" ({report['duplicates']} already in the task)" if report["duplicates"] else "")
         + (f"; {reason}" if reason else "")
-        + (f". Validators label them at /ui/tasks/{report['task']}/validate" if count else ""),
-        highlight=False,
-        markup=False,
+        + (f". Validators label them at /ui/tasks/{report['task']}/validate" if count else "")
     )
 
 
@@ -158,28 +99,32 @@ def check(
     if alpha <= 0:
         raise typer.BadParameter(f"{alpha}; it must be above 0, e.g. 0.01", param_hint="--alpha")
     if server:
-        report = _remote(
-            file,
-            task,
-            server=server,
-            token=token,
-            mapping=mapping,
-            format_=format_,
-            queue=queue,
-            alpha=alpha,
-        )
+        if not file.is_file():
+            raise UsageError(f"{file} does not exist or is not a file")
+        name = file.stem + _SUFFIXES[format_] if format_ else file.name
+        form = {"map": ",".join(mapping), "queue": str(queue), "alpha": str(alpha)}
+        with server_client(server, token) as client, file.open("rb") as handle:
+            sent = client.post(f"/tasks/{task}/traffic", data=form, files={"file": (name, handle)})
+            report = checked(sent)
     else:
-        report = _local(
+        from datasets_registry import ColumnMapping, Format, get_task, parse_mapping
+        from leaderboard.loop import DriftOptions, check_drift, read_traffic
+        from leaderboard.loop.schemas import drift_check_public
+
+        ctx = context()
+        options = DriftOptions(queue=queue, alpha=alpha)  # bad values refused before reading
+        reporter_id = None
+        if reporter is not None:
+            from leaderboard.accounts import get_user
+
+            reporter_id = get_user(ctx, reporter).id
+        inputs = read_traffic(
             file,
-            task,
-            mapping=mapping,
-            format_=format_,
-            queue=queue,
-            alpha=alpha,
-            reporter=reporter,
+            get_task(ctx, task),
+            mapping=ColumnMapping(fields=parse_mapping(mapping)),
+            format=cast("Format | None", format_),
         )
-    if as_json:
-        print_json(report)
-    else:
-        _print(report)
+        drift = check_drift(ctx, task, inputs, reporter_id=reporter_id, options=options)
+        report = drift_check_public(drift, full=True).model_dump(mode="json")
+    print_or_describe(report, as_json=as_json, describe=_print)
     return 1 if report["shifted"] else 0

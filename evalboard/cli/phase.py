@@ -11,8 +11,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from evalboard.cli._output import console, print_json, print_or_describe, print_table
-from evalboard.cli.card import SERVER, TOKEN, ask
+from evalboard.cli._output import print_json, print_or_describe, print_table, say
+from evalboard.cli._server import SERVER, TASK, TOKEN, ask
 from evalboard.core.errors import UsageError
 
 __all__ = ["app", "predictions"]
@@ -22,19 +22,15 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-TASK = typer.Option(..., "--task", "-t", help="Task id.")
-
 
 def _describe(phase: dict[str, Any]) -> None:
     state = (
         "open" if not phase["revealed"] else "revealed" + (" (public)" if phase["public"] else "")
     )
     left = "" if phase.get("remaining") is None else f", {phase['remaining']} left for you"
-    console.print(
+    say(
         f"Phase {phase['name']}: {state}; {', '.join(phase['datasets'])}; "
-        f"{phase['submission_limit']} submission(s) per user{left}",
-        highlight=False,
-        markup=False,
+        f"{phase['submission_limit']} submission(s) per user{left}"
     )
 
 
@@ -143,8 +139,4 @@ def predictions(
     if as_json:
         print_json(made)
         return
-    console.print(
-        f"Submission {made['id']} ({made['name']}): predictions only, {made['status']}",
-        highlight=False,
-        markup=False,
-    )
+    say(f"Submission {made['id']} ({made['name']}): predictions only, {made['status']}")

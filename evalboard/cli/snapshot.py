@@ -9,9 +9,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from evalboard.cli._output import console, print_json, print_or_describe, print_table
-from evalboard.cli.card import SERVER, TOKEN, ask, server_client
-from evalboard.cli.upload import _check
+from evalboard.cli._output import print_json, print_or_describe, print_table, say
+from evalboard.cli._server import SERVER, TASK, TOKEN, ask, checked, download, server_client
 from evalboard.core.errors import UsageError
 
 __all__ = ["app"]
@@ -21,19 +20,15 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-TASK = typer.Option(..., "--task", "-t", help="Task id.")
-
 
 def _describe(snapshot: dict[str, Any]) -> None:
     title = f": {snapshot['title']}" if snapshot["title"] else ""
-    console.print(
+    say(
         f"Snapshot {snapshot['number']} of {snapshot['task']}{title}\n"
         f"  taken {snapshot['created_at']}, {snapshot['models']} ranked model(s)\n"
         f"  page  {snapshot['url']}\n"
         f"  CSV   {snapshot['csv_url']} (sha256 {snapshot['csv_sha256']})\n"
-        f"  JSON  {snapshot['json_url']}\n\n{snapshot['citation']}",
-        highlight=False,
-        markup=False,
+        f"  JSON  {snapshot['json_url']}\n\n{snapshot['citation']}"
     )
 
 
@@ -82,15 +77,12 @@ def show(
 ) -> None:
     """One snapshot: when, its hashes, its BibTeX; optionally its CSV/JSON downloaded."""
     with server_client(server, None) as client:
-        snapshot = _check(client.get(f"/tasks/{task}/snapshots/{number}"))
+        snapshot = checked(client.get(f"/tasks/{task}/snapshots/{number}"))
         for kind, target in (("csv", csv_out), ("json", json_out)):
             if target is None:
                 continue
-            response = client.get(f"/tasks/{task}/snapshots/{number}.{kind}")
-            if not response.is_success:
-                _check(response)
             try:
-                target.write_bytes(response.content)
+                target.write_bytes(download(client, f"/tasks/{task}/snapshots/{number}.{kind}"))
             except OSError as exc:
                 raise UsageError(f"Cannot write {target}: {exc}") from None
     print_or_describe(snapshot, as_json=as_json, describe=_describe)

@@ -9,9 +9,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from evalboard.cli._output import console, err_console, print_json, print_table
-from evalboard.cli.card import SERVER, TOKEN, ask, server_client
-from evalboard.cli.upload import _check
+from evalboard.cli._output import err_console, print_json, print_table, say
+from evalboard.cli._server import SERVER, TASK, TOKEN, ask, download, server_client
 from evalboard.core.errors import UsageError
 
 __all__ = ["app"]
@@ -20,8 +19,6 @@ app = typer.Typer(
     help="Versioned regression suites: create a version, list them, export one as a file.",
     no_args_is_help=True,
 )
-
-TASK = typer.Option(..., "--task", "-t", help="Task id.")
 
 
 @app.command("create")
@@ -36,12 +33,9 @@ def create(
     if as_json:
         print_json(version)
         return
-    console.print(
+    say(
         f"Suite version {version['version']} of {task} cut at {version['created_at']}; "
-        f"export it with `evalboard suite export --task {task} --version "
-        f"{version['version']}`",
-        highlight=False,
-        markup=False,
+        f"export it with `evalboard suite export --task {task} --version {version['version']}`"
     )
 
 
@@ -87,14 +81,10 @@ def export(
     content-hashed (the same version exports to the same bytes)."""
     target = out or Path(f"{task}-suite-{version}.json")
     with server_client(server, token) as client:
-        response = client.get(f"/tasks/{task}/suites/{version}")
-        if not response.is_success:
-            _check(response)
-        data = response.content
+        data = download(client, f"/tasks/{task}/suites/{version}")
     _write(target, data)
-    err_console.print(
+    say(
         f"Suite version {version} of {task} written to {target} ({len(data)} bytes); gate a "
         f"bundle with `evalboard gate BUNDLE --suite {target}`",
-        highlight=False,
-        markup=False,
+        to=err_console,
     )

@@ -25,15 +25,8 @@ from rich.progress import (
 )
 
 from evalboard.cli._output import console, err_console, print_json
-from evalboard.core.errors import (
-    Conflict,
-    EvalboardError,
-    NotFound,
-    PermissionDenied,
-    PlatformError,
-    QuotaExceeded,
-    UsageError,
-)
+from evalboard.cli._server import SERVER, checked, server_client
+from evalboard.core.errors import PlatformError, UsageError
 from evalboard.core.scratch import scratch_tree
 
 if TYPE_CHECKING:
@@ -42,28 +35,6 @@ if TYPE_CHECKING:
     from submission_sandbox import Manifest
 
 __all__ = ["upload", "upload_bundle"]
-
-_ERRORS: dict[int, type[EvalboardError]] = {
-    401: PermissionDenied,
-    403: PermissionDenied,
-    404: NotFound,
-    409: Conflict,
-    429: QuotaExceeded,
-}
-
-
-def _check(response: httpx.Response) -> dict[str, Any]:
-    if response.is_success:
-        body: dict[str, Any] = response.json()
-        return body
-    try:
-        detail = response.json().get("detail", response.text)
-    except ValueError:
-        detail = response.text
-    error = _ERRORS.get(response.status_code)
-    if error is None:
-        error = PlatformError if response.status_code >= 500 else UsageError
-    raise error(f"The server refused ({response.status_code}): {detail}")
 
 
 def _sha256(path: Path) -> str:
@@ -126,19 +97,16 @@ def upload_bundle(
     """
     import httpx  # here: the CLI's start does without it (--help, usage errors)
 
-    headers = {"Authorization": f"Bearer {token}"}
     with (
         scratch_tree("evalboard-upload") as tmp,
-        httpx.Client(
-            base_url=server.rstrip("/"), headers=headers, timeout=120, transport=transport
-        ) as client,
+        server_client(server, token, transport=transport) as client,
     ):
         archive, manifest = _archive_and_manifest(source, Path(tmp))
         size = archive.stat().st_size
         if resume:
-            state = _check(client.get(f"/uploads/{resume}"))
+            state = checked(client.get(f"/uploads/{resume}"))
         else:
-            state = _check(client.post("/uploads", json=_announced(archive, manifest, release_of)))
+            state = checked(client.post("/uploads", json=_announced(archive, manifest, release_of)))
         step = chunk_size or int(state["chunk_size"])
         failures = 0
         with archive.open("rb") as handle:
@@ -157,7 +125,7 @@ def upload_bundle(
                     )
                     if response.status_code == 409 or response.status_code >= 500:
                         raise httpx.TransportError(f"server answered {response.status_code}")
-                    state = _check(response)
+                    state = checked(response)
                     failures = 0
                 except httpx.TransportError:
                     failures += 1
@@ -167,20 +135,15 @@ def upload_bundle(
                             f"--resume {state['id']}"
                         ) from None
                     time.sleep(min(2.0**failures * 0.25, 10))
-                    state = _check(client.get(f"/uploads/{state['id']}"))
+                    state = checked(client.get(f"/uploads/{state['id']}"))
         if on_progress is not None:
             on_progress(size, size)
-        return _check(client.post(f"/uploads/{state['id']}/complete", timeout=600))
+        return checked(client.post(f"/uploads/{state['id']}/complete", timeout=600))
 
 
 def upload(
     bundle: Path = typer.Argument(..., help="Bundle directory, or a .tar.gz/.tgz/.tar/.zip."),
-    server: str = typer.Option(
-        ...,
-        "--server",
-        envvar="EVALBOARD_SERVER",
-        help="The Evalboard server, e.g. http://localhost:8000.",
-    ),
+    server: str = SERVER,
     token: str = typer.Option(
         ..., "--token", envvar="EVALBOARD_TOKEN", help="API token (`evalboard token create NAME`)."
     ),
