@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalboard.core import errors
 from evalboard.core.lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -50,23 +51,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "evalboard.core.artifacts": ("ArtifactStore",),
         "evalboard.core.context": ("Context",),
         "evalboard.core.db": ("Database", "migrate"),
-        "evalboard.core.errors": (
-            "Busy",
-            "Conflict",
-            "EvalboardError",
-            "EvaluationFailed",
-            "InvalidBundle",
-            "InvalidDataset",
-            "InvalidQuery",
-            "InvalidTaskSpec",
-            "InvalidText",
-            "InvalidWeights",
-            "NotFound",
-            "PermissionDenied",
-            "PlatformError",
-            "QuotaExceeded",
-            "UsageError",
-        ),
+        "evalboard.core.errors": tuple(errors.__all__),
         "evalboard.core.settings": ("Settings", "get_settings"),
         "evalboard.core.states": (
             "Access",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict
 from evalboard.core.states import ExampleStatus, RoundStatus, Verdict
+from evalboard.core.tables import Round
 from evalboard.demo.data import data_path, read_jsonl
 from evalboard.demo.seed import DemoAccounts
 from leaderboard.loop import (
@@ -54,22 +55,21 @@ class RoundSummary:
         return self.verified / self.collected if self.collected else None
 
 
-def _closed_summary(ctx: Context, task_id: str) -> RoundSummary | None:
-    closed = [r for r in list_rounds(ctx, task_id) if r.status == RoundStatus.CLOSED]
-    if not closed:
-        return None
-    last = closed[-1]
-    vmer = round_vmer(ctx, task_id, last.number)
+def _summary(
+    ctx: Context, task_id: str, round_: Round, dataset: str | None, *, rows: int | None, jobs: int
+) -> RoundSummary:
+    """``rows`` None: a round an earlier run closed, its dataset as big as its verified set."""
+    vmer = round_vmer(ctx, task_id, round_.number)
     return RoundSummary(
-        number=last.number,
-        target_ids=tuple(int(i) for i in last.target_submission_ids),
+        number=round_.number,
+        target_ids=tuple(int(i) for i in round_.target_submission_ids),
         collected=vmer.collected,
         fooled=vmer.fooled,
         verified=vmer.verified,
-        dataset=f"round-{last.number}" if last.dataset_id else None,
-        dataset_rows=vmer.verified,
-        jobs=0,
-        reused=True,
+        dataset=dataset,
+        dataset_rows=vmer.verified if rows is None else rows,
+        jobs=jobs,
+        reused=rows is None,
     )
 
 
@@ -77,9 +77,11 @@ def simulate_round(
     ctx: Context, task_id: str, *, accounts: DemoAccounts, sandbox: str
 ) -> RoundSummary:
     """Promote the top model, collect, validate and close one round (once per data dir)."""
-    done = _closed_summary(ctx, task_id)
-    if done is not None:
-        return done
+    closed = [r for r in list_rounds(ctx, task_id) if r.status == RoundStatus.CLOSED]
+    if closed:
+        last = closed[-1]
+        dataset = f"round-{last.number}" if last.dataset_id else None
+        return _summary(ctx, task_id, last, dataset, rows=None, jobs=0)
     round_ = current_round(ctx, task_id) or open_round(ctx, task_id, top=1)
     factory = BundleSandboxes(ctx, kind=sandbox)
     targets = TargetPool(factory)
@@ -114,16 +116,6 @@ def simulate_round(
         targets.release(round_.id)
         targets.close()
         factory.cleanup()
-    closed = close_round(ctx, task_id, round_.number)
-    vmer = round_vmer(ctx, task_id, round_.number)
-    return RoundSummary(
-        number=round_.number,
-        target_ids=tuple(int(i) for i in round_.target_submission_ids),
-        collected=vmer.collected,
-        fooled=vmer.fooled,
-        verified=vmer.verified,
-        dataset=closed.dataset.name if closed.dataset is not None else None,
-        dataset_rows=closed.examples,
-        jobs=len(closed.jobs),
-        reused=False,
-    )
+    made = close_round(ctx, task_id, round_.number)
+    dataset = made.dataset.name if made.dataset is not None else None
+    return _summary(ctx, task_id, round_, dataset, rows=made.examples, jobs=len(made.jobs))
