@@ -83,19 +83,14 @@ def leaderboard(
                 *(_fmt(row.metrics.get(m.name)) for m in board.metrics),
             )
         print_table(table_out)
-    for row in board.rows:
-        if row.reason:
-            console.print(f"{row.name}: {row.reason}", highlight=False)
-        if row.load_note:
-            console.print(f"{row.name}: {row.load_note}", highlight=False)
-    for warning in board.warnings:
-        console.print(f"warning: {warning}", highlight=False)
-    used = ", ".join(f"{k}={v:g}" for k, v in board.weights.items())
-    console.print(f"weights: {used}", highlight=False)
+    notes = [f"{r.name}: {n}" for r in board.rows for n in (r.reason, r.load_note) if n]
+    notes += [f"warning: {warning}" for warning in board.warnings]
+    notes.append("weights: " + ", ".join(f"{k}={v:g}" for k, v in board.weights.items()))
     datasets = ", ".join(f"{k}={v:g}" for k, v in board.dataset_weights.items())
-    console.print(f"dataset weights: {datasets}", highlight=False)
+    notes.append(f"dataset weights: {datasets}")
     rates = ", ".join(f"{k}={v:.3g}" for k, v in board.amrs.items() if v is not None)
     if rates:
-        console.print(f"AMRS (units per perf point): {rates}", highlight=False)
-    for pending in board.pending:
-        console.print(f"not ranked yet: {pending.name} ({pending.status})", highlight=False)
+        notes.append(f"AMRS (units per perf point): {rates}")
+    notes += [f"not ranked yet: {p.name} ({p.status})" for p in board.pending]
+    for note in notes:
+        console.print(note, highlight=False)

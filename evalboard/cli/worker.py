@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
-from typing import TYPE_CHECKING
 
 import typer
 
@@ -14,9 +13,6 @@ from evalboard.cli._output import err_console, warn
 from evalboard.cli._sandbox import SANDBOX_HELP
 from evalboard.core.errors import UsageError
 from evalboard.core.states import DEFAULT_LEASE_S
-
-if TYPE_CHECKING:
-    from evalboard.core.context import Context
 
 __all__ = ["worker"]
 
@@ -67,45 +63,34 @@ def worker(
 
     heartbeat = start_heartbeat(ctx, sandbox=sandbox)
     try:
-        _run(ctx, names, workers, lease_s, sandbox, loglevel)
+        if ctx.settings.broker_url:
+            from evaluator import run_celery_worker
+
+            run_celery_worker(
+                ctx,
+                queues=names,
+                concurrency=workers,
+                lease_s=lease_s,
+                sandbox=sandbox,
+                loglevel=loglevel,
+            )
+            return
+        stop = threading.Event()
+
+        def _stop(signum: int, frame: FrameType | None) -> None:
+            err_console.print("Stopping: letting running jobs finish...")
+            stop.set()
+
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+        err_console.print(
+            f"Worker polling {ctx.db.url.render_as_string()} for queues "
+            f"{', '.join(names)} with {workers} thread(s)",
+            highlight=False,
+        )
+        from evaluator import WorkerPool
+
+        with WorkerPool(ctx, concurrency=workers, queues=names, lease_s=lease_s, sandbox=sandbox):
+            stop.wait()
     finally:
         heartbeat.stop()
-
-
-def _run(
-    ctx: Context,
-    names: tuple[str, ...],
-    workers: int,
-    lease_s: float,
-    sandbox: str | None,
-    loglevel: str,
-) -> None:
-    if ctx.settings.broker_url:
-        from evaluator import run_celery_worker
-
-        run_celery_worker(
-            ctx,
-            queues=names,
-            concurrency=workers,
-            lease_s=lease_s,
-            sandbox=sandbox,
-            loglevel=loglevel,
-        )
-        return
-    stop = threading.Event()
-
-    def _stop(signum: int, frame: FrameType | None) -> None:
-        err_console.print("Stopping: letting running jobs finish...")
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-    err_console.print(
-        f"Worker polling {ctx.db.url.render_as_string()} for queues "
-        f"{', '.join(names)} with {workers} thread(s)",
-        highlight=False,
-    )
-    from evaluator import WorkerPool
-
-    with WorkerPool(ctx, concurrency=workers, queues=names, lease_s=lease_s, sandbox=sandbox):
-        stop.wait()
