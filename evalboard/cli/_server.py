@@ -1,5 +1,5 @@
-"""How a command talks to an Evalboard server: its options, its client, its refusals
-mapped to the errors they mean (internal)."""
+"""How a command talks to an Evalboard server: its options (and the ``--task`` option of
+every task command), its client, its refusals mapped to the errors they mean (internal)."""
 
 from __future__ import annotations
 

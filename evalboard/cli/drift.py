@@ -12,7 +12,7 @@ from rich.text import Text
 
 from evalboard.cli._context import context
 from evalboard.cli._output import print_or_describe, print_table, say
-from evalboard.cli._server import TOKEN, checked, server_client
+from evalboard.cli._server import TASK, TOKEN, checked, server_client
 from evalboard.core.errors import UsageError
 
 __all__ = ["app"]
@@ -68,7 +68,7 @@ def _print(report: dict[str, Any]) -> None:
 @app.command("check")
 def check(
     file: Path = typer.Argument(..., help="JSONL, CSV or TSV: the task's input fields."),
-    task: str = typer.Option(..., "--task", "-t", help="Task id."),
+    task: str = TASK,
     mapping: list[str] = typer.Option(  # noqa: B008 - typer's way
         [], "--map", help="FIELD=COLUMN, e.g. statement=text."
     ),

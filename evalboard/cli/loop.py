@@ -9,8 +9,9 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._context import context
-from evalboard.cli._output import console, err_console, print_json, print_table, warn
+from evalboard.cli._output import console, err_console, print_json, print_table, say, warn
 from evalboard.cli._sandbox import SANDBOX_HELP, chosen_sandbox
+from evalboard.cli._server import TASK
 
 if TYPE_CHECKING:
     from evalboard.core.tables import Round
@@ -40,7 +41,7 @@ def _describe(round_: Round) -> dict[str, object]:
 
 
 def promote(
-    task: str = typer.Option(..., "--task", "-t", help="Task id."),
+    task: str = TASK,
     top: int | None = typer.Option(
         None, "--top", min=1, help="Promote the leaderboard's best K submissions."
     ),
@@ -66,7 +67,7 @@ def promote(
 
 @round_app.command("list")
 def list_(
-    task: str = typer.Option(..., "--task", "-t", help="Task id."),
+    task: str = TASK,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Each round with its targets, its dataset and its vMER."""
@@ -111,7 +112,7 @@ def list_(
 
 @round_app.command("close")
 def close(
-    task: str = typer.Option(..., "--task", "-t", help="Task id."),
+    task: str = TASK,
     number: int | None = typer.Option(None, "--round", "-r", help="Default: the open round."),
     weight: float | None = typer.Option(
         None,
@@ -139,7 +140,7 @@ def close(
 @failures_app.command("add")
 def add_failures(
     file: Path = typer.Argument(..., help="JSONL: inputs, the correct label/answers, ..."),
-    task: str = typer.Option(..., "--task", "-t", help="Task id."),
+    task: str = TASK,
     reporter: str | None = typer.Option(None, "--reporter", help="User name to record."),
 ) -> None:
     """Queue failures of a deployed model for validation (into the open or the next round)."""
@@ -179,11 +180,7 @@ def _print_report(report: GateReport, server: str | None) -> None:
             before = f"first passed by {r.passed_by[0]}{others}"
         else:
             before = f"baseline {r.baseline!r}"
-        console.print(
-            f"REGRESSION {r.dataset} {r.uid}: gold {r.gold!r}, {before}, candidate {r.candidate!r}",
-            highlight=False,
-            markup=False,
-        )
+        say(f"REGRESSION {r.dataset} {r.uid}: gold {r.gold!r}, {before}, candidate {r.candidate!r}")
     if report.compare_url:
         err_console.print(f"Side by side: {report.compare_url}", highlight=False)
     elif server and report.candidate_submission is None:
