@@ -68,6 +68,11 @@ class Base(DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
 
 
+def _ref(column: str, ondelete: str, **options: Any) -> Mapped[Any]:
+    """A foreign key to ``column`` (``table.id``); ``ondelete`` CASCADE or SET NULL."""
+    return mapped_column(ForeignKey(column, ondelete=ondelete), **options)
+
+
 def _created() -> Mapped[datetime]:
     return mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -92,9 +97,9 @@ class RoleGrant(Base):
     __table_args__ = (UniqueConstraint("user_id", "role", "task_id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = _ref("users.id", "CASCADE")
     role: Mapped[str] = mapped_column(String(16))
-    task_id: Mapped[str | None] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    task_id: Mapped[str | None] = _ref("tasks.id", "CASCADE")
 
 
 #: The longest label an API token takes: the column's length, read by the API schema, the
@@ -108,7 +113,7 @@ class ApiToken(Base):
     __tablename__ = "api_tokens"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = _ref("users.id", "CASCADE")
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     label: Mapped[str] = mapped_column(String(TOKEN_LABEL_MAX), default="")
     created_at: Mapped[datetime] = _created()
@@ -123,7 +128,7 @@ class Task(Base):
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
     # The owner's current default weights; the spec's are the initial ones.
     default_weights: Mapped[dict[str, Any]] = mapped_column(JSON)
-    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    owner_id: Mapped[int | None] = _ref("users.id", "SET NULL")
     created_at: Mapped[datetime] = _created()
 
     datasets: Mapped[list[Dataset]] = relationship(back_populates="task")
@@ -136,7 +141,7 @@ class Dataset(Base):
     __table_args__ = (UniqueConstraint("task_id", "name"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    task_id: Mapped[str] = _ref("tasks.id", "CASCADE")
     name: Mapped[str] = mapped_column(String(128))
     round: Mapped[int] = mapped_column(Integer, default=0)
     access: Mapped[str] = mapped_column(String(16), default="scoring")
@@ -145,9 +150,7 @@ class Dataset(Base):
     rows: Mapped[int] = mapped_column(Integer)
     # Artifact-store key of the canonical JSONL (labels included; never sent to a sandbox).
     artifact_key: Mapped[str] = mapped_column(String(256))
-    derived_from_id: Mapped[int | None] = mapped_column(
-        ForeignKey("datasets.id", ondelete="CASCADE")
-    )
+    derived_from_id: Mapped[int | None] = _ref("datasets.id", "CASCADE")
     perturbation: Mapped[str | None] = mapped_column(String(32))  # robustness | fairness
     created_at: Mapped[datetime] = _created()
 
@@ -161,8 +164,8 @@ class Submission(Base):
     __tablename__ = "submissions"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
-    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    task_id: Mapped[str] = _ref("tasks.id", "CASCADE")
+    user_id: Mapped[int | None] = _ref("users.id", "SET NULL")
     name: Mapped[str] = mapped_column(String(128))
     bundle_sha256: Mapped[str] = mapped_column(String(64))
     artifact_key: Mapped[str] = mapped_column(String(256))
@@ -176,12 +179,8 @@ class Submission(Base):
     published: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     # A new release of an earlier submission (set once, at creation, so no cycle can form);
     # lineage_id is the lineage's first release (None on that first release itself).
-    release_of_id: Mapped[int | None] = mapped_column(
-        ForeignKey("submissions.id", ondelete="SET NULL")
-    )
-    lineage_id: Mapped[int | None] = mapped_column(
-        ForeignKey("submissions.id", ondelete="SET NULL"), index=True
-    )
+    release_of_id: Mapped[int | None] = _ref("submissions.id", "SET NULL")
+    lineage_id: Mapped[int | None] = _ref("submissions.id", "SET NULL", index=True)
     # bundle | predictions (``states.SubmissionKind``): a predictions-only submission has
     # no bundle (its artifact is the predictions it was given) and is never run.
     kind: Mapped[str] = mapped_column(String(16), default="bundle", server_default="bundle")
@@ -202,8 +201,8 @@ class Job(Base):
     __table_args__ = (UniqueConstraint("submission_id", "dataset_id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    submission_id: Mapped[int] = _ref("submissions.id", "CASCADE")
+    dataset_id: Mapped[int] = _ref("datasets.id", "CASCADE")
     status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     queue: Mapped[str] = mapped_column(String(16), default="cpu")
     reason: Mapped[str | None] = mapped_column(String(32))
@@ -255,9 +254,9 @@ class Result(Base):
     __tablename__ = "results"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), unique=True)
-    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    job_id: Mapped[int] = _ref("jobs.id", "CASCADE", unique=True)
+    submission_id: Mapped[int] = _ref("submissions.id", "CASCADE")
+    dataset_id: Mapped[int] = _ref("datasets.id", "CASCADE")
     metrics: Mapped[dict[str, Any]] = mapped_column(JSON)
     provenance: Mapped[dict[str, Any]] = mapped_column(JSON)
     # Artifact key of per-example predictions (JSONL), for drill-down and intervals.
@@ -278,10 +277,8 @@ class BoardEntry(Base):
 
     __tablename__ = "board_entries"
 
-    submission_id: Mapped[int] = mapped_column(
-        ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True
-    )
-    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[int] = _ref("submissions.id", "CASCADE", primary_key=True)
+    task_id: Mapped[str] = _ref("tasks.id", "CASCADE", index=True)
     source: Mapped[str] = mapped_column(String(64))
     entry: Mapped[dict[str, Any]] = mapped_column(JSON)
 
@@ -307,11 +304,11 @@ class Round(Base):
     __table_args__ = (UniqueConstraint("task_id", "number"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    task_id: Mapped[str] = _ref("tasks.id", "CASCADE")
     number: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16), default="open")
     target_submission_ids: Mapped[list[Any]] = mapped_column(JSON, default=list)
-    dataset_id: Mapped[int | None] = mapped_column(ForeignKey("datasets.id", ondelete="SET NULL"))
+    dataset_id: Mapped[int | None] = _ref("datasets.id", "SET NULL")
     opened_at: Mapped[datetime] = _created()
     closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -327,10 +324,10 @@ class Snapshot(Base):
     __table_args__ = (UniqueConstraint("task_id", "number"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    task_id: Mapped[str] = _ref("tasks.id", "CASCADE")
     number: Mapped[int] = mapped_column(Integer)
     title: Mapped[str] = mapped_column(String(200), default="")
-    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_by: Mapped[int | None] = _ref("users.id", "SET NULL")
     json_key: Mapped[str] = mapped_column(String(256))
     csv_key: Mapped[str] = mapped_column(String(256))
     json_sha256: Mapped[str] = mapped_column(String(64))
@@ -351,9 +348,9 @@ class SuiteVersion(Base):
     __table_args__ = (UniqueConstraint("task_id", "number"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    task_id: Mapped[str] = _ref("tasks.id", "CASCADE")
     number: Mapped[int] = mapped_column(Integer)
-    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_by: Mapped[int | None] = _ref("users.id", "SET NULL")
     #: The original datasets, the lineages' releases and their results at the cut (ids).
     dataset_ids: Mapped[list[Any]] = mapped_column(JSON)
     release_ids: Mapped[list[Any]] = mapped_column(JSON)
@@ -371,12 +368,10 @@ class Example(Base):
     __table_args__ = (UniqueConstraint("task_id", "input_key", name="uq_examples_input_key"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
-    round_id: Mapped[int | None] = mapped_column(ForeignKey("rounds.id", ondelete="CASCADE"))
-    author_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
-    target_submission_id: Mapped[int | None] = mapped_column(
-        ForeignKey("submissions.id", ondelete="SET NULL")
-    )
+    task_id: Mapped[str] = _ref("tasks.id", "CASCADE")
+    round_id: Mapped[int | None] = _ref("rounds.id", "CASCADE")
+    author_id: Mapped[int | None] = _ref("users.id", "SET NULL")
+    target_submission_id: Mapped[int | None] = _ref("submissions.id", "SET NULL")
     # "collection", "failure" or "traffic" (an unlabeled production input: gold is {}
     # until validators agree on a label).
     source: Mapped[str] = mapped_column(String(16), default="collection")
@@ -397,8 +392,8 @@ class Validation(Base):
     __table_args__ = (UniqueConstraint("example_id", "user_id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    example_id: Mapped[int] = mapped_column(ForeignKey("examples.id", ondelete="CASCADE"))
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    example_id: Mapped[int] = _ref("examples.id", "CASCADE")
+    user_id: Mapped[int] = _ref("users.id", "CASCADE")
     verdict: Mapped[str] = mapped_column(String(16))
     # The task owner's verdict settles the example whatever the others said: recorded as
     # such, so an override stays visible (issue 19).
@@ -415,8 +410,8 @@ class Rerun(Base):
     __tablename__ = "reruns"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[int] = _ref("submissions.id", "CASCADE")
+    user_id: Mapped[int] = _ref("users.id", "CASCADE", index=True)
     created_at: Mapped[datetime] = _created()
 
 
@@ -430,16 +425,14 @@ class Upload(Base):
     __tablename__ = "uploads"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
-    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    user_id: Mapped[int | None] = _ref("users.id", "CASCADE")
+    task_id: Mapped[str] = _ref("tasks.id", "CASCADE")
     filename: Mapped[str] = mapped_column(String(256))
     size: Mapped[int] = mapped_column(BigInteger)
     sha256: Mapped[str] = mapped_column(String(64))
     received: Mapped[int] = mapped_column(BigInteger, default=0)
     state: Mapped[str] = mapped_column(String(16), default="open", index=True)
-    submission_id: Mapped[int | None] = mapped_column(
-        ForeignKey("submissions.id", ondelete="SET NULL")
-    )
+    submission_id: Mapped[int | None] = _ref("submissions.id", "SET NULL")
     # The submission the uploaded model is a new release of, as the upload named it
     # (checked when it starts and again when it becomes a submission).
     release_of_id: Mapped[int | None] = mapped_column(Integer)
@@ -459,9 +452,9 @@ class DriftCheck(Base):
     __table_args__ = (UniqueConstraint("task_id", "number"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    task_id: Mapped[str] = _ref("tasks.id", "CASCADE")
     number: Mapped[int] = mapped_column(Integer)
-    created_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_by: Mapped[int | None] = _ref("users.id", "SET NULL")
     auc: Mapped[float] = mapped_column(Float)
     p_value: Mapped[float] = mapped_column(Float)
     shifted: Mapped[bool] = mapped_column(Boolean)
@@ -482,7 +475,7 @@ class Phase(Base):
     __table_args__ = (UniqueConstraint("task_id", "name"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    task_id: Mapped[str] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    task_id: Mapped[str] = _ref("tasks.id", "CASCADE")
     name: Mapped[str] = mapped_column(String(64))
     submission_limit: Mapped[int] = mapped_column(Integer)
     revealed: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -497,10 +490,8 @@ class PhaseDataset(Base):
 
     __tablename__ = "phase_datasets"
 
-    dataset_id: Mapped[int] = mapped_column(
-        ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True
-    )
-    phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id", ondelete="CASCADE"), index=True)
+    dataset_id: Mapped[int] = _ref("datasets.id", "CASCADE", primary_key=True)
+    phase_id: Mapped[int] = _ref("phases.id", "CASCADE", index=True)
 
 
 class PhaseEntry(Base):
@@ -511,9 +502,7 @@ class PhaseEntry(Base):
     __tablename__ = "phase_entries"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id", ondelete="CASCADE"), index=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    submission_id: Mapped[int | None] = mapped_column(
-        ForeignKey("submissions.id", ondelete="CASCADE")
-    )
+    phase_id: Mapped[int] = _ref("phases.id", "CASCADE", index=True)
+    user_id: Mapped[int] = _ref("users.id", "CASCADE", index=True)
+    submission_id: Mapped[int | None] = _ref("submissions.id", "CASCADE")
     created_at: Mapped[datetime] = _created()
