@@ -20,8 +20,6 @@ __all__ = [
     "cpu_model",
     "evaluator_version",
     "gpu_name",
-    "platform_name",
-    "python_version",
 ]
 
 
@@ -29,14 +27,6 @@ def evaluator_version() -> str:
     from evalboard import __version__
 
     return f"evalboard {__version__}"
-
-
-def python_version() -> str:
-    return platform.python_version()
-
-
-def platform_name() -> str:
-    return platform.platform()
 
 
 @lru_cache(maxsize=1)
@@ -107,8 +97,8 @@ def collect(
         gpu=gpu or gpu_name(),
         seed=seed,
         power=power,
-        python=python_version(),
-        platform=platform_name(),
+        python=platform.python_version(),
+        platform=platform.platform(),
         started_at=started_at,
         finished_at=datetime.now(UTC),
     )

@@ -20,9 +20,9 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from evalboard.core.errors import PlatformError
 from evalboard.core.limits import SandboxLimits
@@ -133,10 +133,10 @@ class DockerSandbox(ChannelSandbox):
     Args:
         bundle: the bundle (loaded), or an unpacked bundle directory read at start.
         limits: the run's limits.
-        channel: ``unix`` (default; about 3x cheaper per message) or ``stdio``.
         client: a docker client (default: the local engine).
         base_image / torch_image: runtime bases (default: from Settings).
         gpu_available: whether the engine can give a GPU (default: asks the engine).
+        channel: ``unix`` (default; about 3x cheaper per message) or ``stdio``.
         pin_cpus: run the model on cores of its own where the machine has them free
             (:mod:`submission_sandbox.cpuset`; ``cpuset_cpus`` beside the CPU quota).
         generation: a text task's generation settings, given to the model as
@@ -153,17 +153,13 @@ class DockerSandbox(ChannelSandbox):
         bundle: Bundle | Path,
         *,
         limits: SandboxLimits,
-        channel: Literal["unix", "stdio"] = "unix",
         client: Any = None,
         base_image: str | None = None,
         torch_image: str | None = None,
         gpu_available: bool | None = None,
-        pin_cpus: bool = False,
-        generation: Mapping[str, Any] | None = None,
+        **channel_options: Any,
     ) -> None:
-        super().__init__(
-            bundle, limits=limits, channel=channel, pin_cpus=pin_cpus, generation=generation
-        )
+        super().__init__(bundle, limits=limits, **channel_options)
         from evalboard.core.settings import get_settings  # not loaded for other sandboxes
 
         settings = get_settings()
@@ -360,7 +356,7 @@ class DockerSandbox(ChannelSandbox):
         return ExitInfo(int(state.get("ExitCode", -1)), bool(state.get("OOMKilled")))
 
     def _fail(self, error: ChannelError) -> SandboxFailure:
-        self._read_usage()  # before the cgroup goes with the process
+        self._usage()  # before the cgroup goes with the process
         return super()._fail(error)
 
     def _failure_log(self) -> str:
@@ -379,7 +375,7 @@ class DockerSandbox(ChannelSandbox):
 
     # Resources -------------------------------------------------------------------------------
 
-    def _read_usage(self) -> ResourceUsage:
+    def _usage(self) -> ResourceUsage:
         peak: int | None = None
         cpu: float | None = None
         if self._cgroup is not None:
@@ -402,9 +398,6 @@ class DockerSandbox(ChannelSandbox):
                 }
             )
         return self._usage_seen
-
-    def _usage(self) -> ResourceUsage:
-        return self._read_usage()
 
     # Logs ------------------------------------------------------------------------------------
 
@@ -436,7 +429,7 @@ class DockerSandbox(ChannelSandbox):
         try:
             if self.container_id is not None:
                 if self._failure is None and self._contract is not None:
-                    usage = self._read_usage()  # before the cgroup goes with the process
+                    usage = self._usage()  # before the cgroup goes with the process
                     if not self._contract.shutdown():
                         self._kill()  # it could not be asked to exit
                     elif self._conn is not None and self.channel == "stdio":

@@ -21,9 +21,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import psutil
 
@@ -66,8 +66,8 @@ class LocalSandbox(ChannelSandbox):
     Args:
         bundle: the bundle (loaded), or an unpacked bundle directory read at start.
         limits: only ``timeout_s``, ``max_output_bytes`` and ``max_log_bytes`` apply.
-        channel: ``unix`` (default) or ``stdio``.
         python: the interpreter to run the model with (default: this one).
+        channel: ``unix`` (default) or ``stdio``.
         pin_cpus: run the model on cores of its own where the machine has them free
             (:mod:`submission_sandbox.cpuset`; its CPU affinity, no quota).
         generation: a text task's generation settings, given to the model as
@@ -81,14 +81,10 @@ class LocalSandbox(ChannelSandbox):
         bundle: Bundle | Path,
         *,
         limits: SandboxLimits,
-        channel: Literal["unix", "stdio"] = "unix",
         python: str | None = None,
-        pin_cpus: bool = False,
-        generation: Mapping[str, Any] | None = None,
+        **channel_options: Any,
     ) -> None:
-        super().__init__(
-            bundle, limits=limits, channel=channel, pin_cpus=pin_cpus, generation=generation
-        )
+        super().__init__(bundle, limits=limits, **channel_options)
         self.python = python or sys.executable
         self._process: subprocess.Popen[bytes] | None = None
         self._run_dir: Path | None = None
