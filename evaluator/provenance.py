@@ -7,6 +7,7 @@ import os
 import platform
 import shutil
 import subprocess
+from contextlib import suppress
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -32,12 +33,10 @@ def evaluator_version() -> str:
 @lru_cache(maxsize=1)
 def cpu_model() -> str:
     """The CPU's marketing name (``/proc/cpuinfo``), or what platform knows."""
-    try:
+    with suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.lower().startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     return platform.processor() or platform.machine()
 
 

@@ -21,6 +21,7 @@ import shutil
 import socket
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -117,11 +118,9 @@ def reap_orphans(client: Any = None, *, grace_s: float = 60.0) -> list[str]:
             and time.time() < deadline + grace_s
         ):
             continue
-        try:
+        with suppress(docker.errors.NotFound):
             container.remove(force=True)
             removed.append(str(container.id))
-        except docker.errors.NotFound:
-            pass
         _UNREMOVED.discard(container.id)
     return removed
 
@@ -334,10 +333,8 @@ class DockerSandbox(ChannelSandbox):
     def _kill(self) -> None:
         import docker.errors
 
-        try:
+        with suppress(docker.errors.APIError):
             self._client.api.kill(self.container_id)
-        except docker.errors.APIError:
-            pass
 
     # Failures ----------------------------------------------------------------------------
 
@@ -381,14 +378,12 @@ class DockerSandbox(ChannelSandbox):
         if self._cgroup is not None:
             peak, cpu = self._cgroup.peak_memory_bytes(), self._cgroup.cpu_seconds()
         elif self.container_id is not None:
-            try:
+            with suppress(Exception):  # stats are best effort once the model is gone
                 stats = self._client.api.stats(self.container_id, stream=False, one_shot=True)
                 memory = stats.get("memory_stats") or {}
                 peak = memory.get("max_usage") or memory.get("usage")
                 cpu_ns = ((stats.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage")
                 cpu = cpu_ns / 1e9 if cpu_ns else None
-            except Exception:  # noqa: BLE001 - stats are best effort once the model is gone
-                pass
         seen = self._usage_seen
         if peak is not None or cpu is not None:
             self._usage_seen = seen.model_copy(
