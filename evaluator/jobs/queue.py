@@ -338,6 +338,7 @@ def _give_back(
     delay_s: float = 0.0,
     **values: Any,
 ) -> bool:
+    # A held job back to the queue (``values``: what else changes), and its message re-sent.
     with ctx.db.session() as session:
         done = session.execute(
             update(Job)
