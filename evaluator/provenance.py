@@ -7,6 +7,7 @@ import os
 import platform
 import shutil
 import subprocess
+from contextlib import suppress
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -20,8 +21,6 @@ __all__ = [
     "cpu_model",
     "evaluator_version",
     "gpu_name",
-    "platform_name",
-    "python_version",
 ]
 
 
@@ -31,23 +30,13 @@ def evaluator_version() -> str:
     return f"evalboard {__version__}"
 
 
-def python_version() -> str:
-    return platform.python_version()
-
-
-def platform_name() -> str:
-    return platform.platform()
-
-
 @lru_cache(maxsize=1)
 def cpu_model() -> str:
     """The CPU's marketing name (``/proc/cpuinfo``), or what platform knows."""
-    try:
+    with suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.lower().startswith("model name"):
                 return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
     return platform.processor() or platform.machine()
 
 
@@ -107,8 +96,8 @@ def collect(
         gpu=gpu or gpu_name(),
         seed=seed,
         power=power,
-        python=python_version(),
-        platform=platform_name(),
+        python=platform.python_version(),
+        platform=platform.platform(),
         started_at=started_at,
         finished_at=datetime.now(UTC),
     )

@@ -59,15 +59,13 @@ def _safe_relative(name: str, archive: Path) -> PurePosixPath:
 
 
 def _link_stays_inside(member: PurePosixPath, target: str, archive: Path) -> None:
-    if target.startswith("/"):
-        raise InvalidBundle(f"{archive.name}: link {member} -> {target} leaves the bundle; refused")
     depth = len(member.parent.parts)
     for part in PurePosixPath(target).parts:
         depth += -1 if part == ".." else (0 if part == "." else 1)
         if depth < 0:
-            raise InvalidBundle(
-                f"{archive.name}: link {member} -> {target} leaves the bundle; refused"
-            )
+            break
+    if target.startswith("/") or depth < 0:
+        raise InvalidBundle(f"{archive.name}: link {member} -> {target} leaves the bundle; refused")
 
 
 class _Budget:

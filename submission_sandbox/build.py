@@ -87,15 +87,6 @@ def runner_digest() -> str:
     return hashlib.sha256(RUNNER_PATH.read_bytes()).hexdigest()
 
 
-def _image_id(client: Any, name: str) -> str | None:
-    import docker.errors
-
-    try:
-        return str(client.images.get(name).id)
-    except docker.errors.ImageNotFound:
-        return None
-
-
 def _stage(bundle: Bundle, context: Path) -> None:
     shutil.copyfile(RUNNER_PATH, context / "runner.py")
     (context / "Dockerfile").write_text(_DOCKERFILE)
@@ -115,7 +106,7 @@ def _load_image(client: Any, bundle: Bundle, tag: str) -> BuiltImage:
     import docker.errors
 
     started = time.monotonic()
-    existing = _image_id(client, tag)
+    existing = _labelled(client, tag)
     if existing:
         return BuiltImage(tag, existing, True, 0.0, custom=True)
     assert bundle.manifest.image is not None
@@ -150,6 +141,10 @@ def _docker_build(
     import docker.errors
 
     log = io.StringIO()
+
+    def failed(why: str) -> SandboxFailure:
+        return SandboxFailure(FailureReason.BUILD_FAILED, why, log_tail=log.getvalue()[-4000:])
+
     try:
         for chunk in client.api.build(
             path=str(context),
@@ -165,34 +160,26 @@ def _docker_build(
             if "stream" in chunk:
                 log.write(str(chunk["stream"]))
             if "error" in chunk:
-                raise SandboxFailure(
-                    FailureReason.BUILD_FAILED,
-                    f"building the image failed: {chunk['error'].strip()}",
-                    log_tail=log.getvalue()[-4000:],
-                )
+                raise failed(f"building the image failed: {chunk['error'].strip()}")
     except docker.errors.APIError as exc:
-        raise SandboxFailure(
-            FailureReason.BUILD_FAILED,
-            f"building the image failed: {exc.explanation or exc}",
-            log_tail=log.getvalue()[-4000:],
-        ) from None
-    image_id = _image_id(client, tag)
+        raise failed(f"building the image failed: {exc.explanation or exc}") from None
+    image_id = _labelled(client, tag)
     if image_id is None:
-        raise SandboxFailure(
-            FailureReason.BUILD_FAILED, "the build left no image", log_tail=log.getvalue()[-4000:]
-        )
+        raise failed("the build left no image")
     return image_id
 
 
-def _labelled(client: Any, tag: str, labels: dict[str, str]) -> str | None:
-    """The id of ``tag`` when it exists with exactly these labels' values."""
+def _labelled(client: Any, tag: str, labels: dict[str, str] | None = None) -> str | None:
+    """The id of ``tag`` when it exists (with exactly these labels' values, if given)."""
     import docker.errors
 
     try:
         image = client.images.get(tag)
     except docker.errors.ImageNotFound:
         return None
-    return str(image.id) if all(image.labels.get(k) == v for k, v in labels.items()) else None
+    return (
+        str(image.id) if all(image.labels.get(k) == v for k, v in (labels or {}).items()) else None
+    )
 
 
 def _deps_image(client: Any, dependencies: Dependencies, base: str, base_id: str) -> str:
@@ -243,7 +230,7 @@ def build_image(
         if bundle.manifest.runtime is Runtime.TRANSFORMERS and torch_image
         else base_image
     )
-    base_id = _image_id(client, base)
+    base_id = _labelled(client, base)
     if base_id is None:
         raise PlatformError(
             f"the runtime image {base} is missing on this Docker engine; build it with "

@@ -62,20 +62,17 @@ def iter_bundle_files(root: Path) -> Iterator[tuple[PurePosixPath, Path]]:
                     f"{path.relative_to(root)} links to {real}, outside the bundle; copy the "
                     "file in instead"
                 )
+            relative = PurePosixPath(path.relative_to(root).as_posix())
             if real.is_dir():
-                for inner in sorted(real.rglob("*")):
-                    if inner.is_file():
-                        found.append(
-                            (
-                                PurePosixPath(path.relative_to(root).as_posix())
-                                / inner.relative_to(real).as_posix(),
-                                inner,
-                            )
-                        )
+                found.extend(
+                    (relative / inner.relative_to(real).as_posix(), inner)
+                    for inner in sorted(real.rglob("*"))
+                    if inner.is_file()
+                )
                 continue
             if not real.is_file():
                 raise InvalidBundle(f"{path.relative_to(root)} is not a regular file; remove it")
-            found.append((PurePosixPath(path.relative_to(root).as_posix()), real))
+            found.append((relative, real))
     yield from sorted(found, key=lambda item: str(item[0]))
 
 

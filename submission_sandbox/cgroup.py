@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,9 +151,7 @@ def beside(pid: int, *, root: Path = _ROOT) -> Iterator[Path | None]:
 def _leave(made: Path | None, home: Path | None) -> None:
     if made is None:
         return
-    try:
+    with suppress(OSError):
         if home is not None:
             (home / "cgroup.procs").write_text(str(os.getpid()))
         made.rmdir()
-    except OSError:
-        pass

@@ -15,6 +15,7 @@ large request cannot deadlock against a model that is writing a large answer.
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import select
@@ -305,7 +306,7 @@ class ContractClient:
         self._write_lock = threading.Lock()
         self._max = max_line_bytes
         self._buffer = bytearray()
-        self._next_id = 1
+        self._ids = itertools.count(1)
         #: Requests the model has (or is being sent) whose answers nobody read yet: those
         #: of a stream left early. They are read, and dropped, before anything else.
         self._unanswered: deque[int] = deque()
@@ -387,11 +388,6 @@ class ContractClient:
         except ValueError as exc:
             raise ProtocolViolation(f"a malformed hello: {exc}") from None
 
-    def _new_id(self) -> int:
-        request_id = self._next_id
-        self._next_id += 1
-        return request_id
-
     def _idle(self, deadline: float) -> None:
         """Refuse to interleave with an open stream; read the answers a closed one left."""
         if self._streaming:
@@ -400,7 +396,7 @@ class ContractClient:
 
     def request(self, inputs: list[dict[str, Any]], deadline: float) -> list[dict[str, Any]]:
         self._idle(deadline)
-        request_id = self._new_id()
+        request_id = next(self._ids)
         self.send({"id": request_id, "inputs": inputs})
         return self._answer(request_id, deadline)
 
@@ -449,7 +445,7 @@ class ContractClient:
                     if batch is None:
                         exhausted = True
                         break
-                    request_id = self._new_id()
+                    request_id = next(self._ids)
                     chunks.append(self._encode({"id": request_id, "inputs": batch}))
                     pending.append((request_id, clock()))
                     ids.append(request_id)

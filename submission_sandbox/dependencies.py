@@ -93,7 +93,17 @@ def _pip_error(output: str) -> str:
     return lines[-1] if lines else "pip failed with no message"
 
 
-def _run_pip(pip: Sequence[str], args: Sequence[str]) -> None:
+def _pip_install(
+    pip: Sequence[str], bundle_dir: Path, requirements: Path, target: Path, options: list[str]
+) -> None:
+    """``pip install`` of ``requirements`` into ``target`` for the images' platform, from the
+    index or the bundle's own wheels."""
+    wheels = bundle_dir / WHEELS_DIR
+    args = [
+        *("install", "--quiet", *options, "--target", str(target), *PIP_PLATFORM_FLAGS),
+        *(("--find-links", str(wheels)) if wheels.is_dir() else ()),
+        *("--requirement", str(requirements)),
+    ]
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONDONTWRITEBYTECODE": ""}
     try:
         done = subprocess.run(
@@ -152,33 +162,13 @@ def _check_lines(requirements: Path) -> None:
             )
 
 
-def _sources(bundle_dir: Path) -> list[str]:
-    wheels = bundle_dir / WHEELS_DIR
-    return ["--find-links", str(wheels)] if wheels.is_dir() else []
-
-
 def _resolve_set(
     bundle_dir: Path, work: Path, pip: Sequence[str]
 ) -> list[tuple[str, str, str, str]]:
     """(name, version, sha256, url) of every package pip would install, sorted by name."""
     report = work / "report.json"
-    _run_pip(
-        pip,
-        [
-            "install",
-            "--quiet",
-            "--dry-run",
-            "--ignore-installed",
-            "--report",
-            str(report),
-            "--target",
-            str(work / "unused"),
-            *PIP_PLATFORM_FLAGS,
-            *_sources(bundle_dir),
-            "--requirement",
-            str(bundle_dir / REQUIREMENTS_FILE),
-        ],
-    )
+    options = ["--dry-run", "--ignore-installed", "--report", str(report)]
+    _pip_install(pip, bundle_dir, bundle_dir / REQUIREMENTS_FILE, work / "unused", options)
     resolved = []
     for item in json.loads(report.read_text())["install"]:
         info = item["download_info"]
@@ -280,22 +270,8 @@ def _resolve_and_install(bundle_dir: Path, cache_dir: Path, pip: list[str]) -> D
             "".join(f"{n}=={v} --hash=sha256:{h}\n" for n, v, h, _ in resolved), encoding="utf-8"
         )
         staging = work / "site"
-        _run_pip(
-            pip,
-            [
-                "install",
-                "--quiet",
-                "--no-deps",
-                "--require-hashes",
-                "--no-warn-script-location",
-                "--target",
-                str(staging),
-                *PIP_PLATFORM_FLAGS,
-                *_sources(bundle_dir),
-                "--requirement",
-                str(pinned),
-            ],
-        )
+        options = ["--no-deps", "--require-hashes", "--no-warn-script-location"]
+        _pip_install(pip, bundle_dir, pinned, staging, options)
         # The sandbox user is not the builder: everything readable, folders enterable.
         for path in [staging, *staging.rglob("*")]:
             path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)

@@ -20,9 +20,10 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from evalboard.core.errors import PlatformError
 from evalboard.core.limits import SandboxLimits
@@ -117,11 +118,9 @@ def reap_orphans(client: Any = None, *, grace_s: float = 60.0) -> list[str]:
             and time.time() < deadline + grace_s
         ):
             continue
-        try:
+        with suppress(docker.errors.NotFound):
             container.remove(force=True)
             removed.append(str(container.id))
-        except docker.errors.NotFound:
-            pass
         _UNREMOVED.discard(container.id)
     return removed
 
@@ -133,10 +132,10 @@ class DockerSandbox(ChannelSandbox):
     Args:
         bundle: the bundle (loaded), or an unpacked bundle directory read at start.
         limits: the run's limits.
-        channel: ``unix`` (default; about 3x cheaper per message) or ``stdio``.
         client: a docker client (default: the local engine).
         base_image / torch_image: runtime bases (default: from Settings).
         gpu_available: whether the engine can give a GPU (default: asks the engine).
+        channel: ``unix`` (default; about 3x cheaper per message) or ``stdio``.
         pin_cpus: run the model on cores of its own where the machine has them free
             (:mod:`submission_sandbox.cpuset`; ``cpuset_cpus`` beside the CPU quota).
         generation: a text task's generation settings, given to the model as
@@ -153,17 +152,13 @@ class DockerSandbox(ChannelSandbox):
         bundle: Bundle | Path,
         *,
         limits: SandboxLimits,
-        channel: Literal["unix", "stdio"] = "unix",
         client: Any = None,
         base_image: str | None = None,
         torch_image: str | None = None,
         gpu_available: bool | None = None,
-        pin_cpus: bool = False,
-        generation: Mapping[str, Any] | None = None,
+        **channel_options: Any,
     ) -> None:
-        super().__init__(
-            bundle, limits=limits, channel=channel, pin_cpus=pin_cpus, generation=generation
-        )
+        super().__init__(bundle, limits=limits, **channel_options)
         from evalboard.core.settings import get_settings  # not loaded for other sandboxes
 
         settings = get_settings()
@@ -338,10 +333,8 @@ class DockerSandbox(ChannelSandbox):
     def _kill(self) -> None:
         import docker.errors
 
-        try:
+        with suppress(docker.errors.APIError):
             self._client.api.kill(self.container_id)
-        except docker.errors.APIError:
-            pass
 
     # Failures ----------------------------------------------------------------------------
 
@@ -360,7 +353,7 @@ class DockerSandbox(ChannelSandbox):
         return ExitInfo(int(state.get("ExitCode", -1)), bool(state.get("OOMKilled")))
 
     def _fail(self, error: ChannelError) -> SandboxFailure:
-        self._read_usage()  # before the cgroup goes with the process
+        self._usage()  # before the cgroup goes with the process
         return super()._fail(error)
 
     def _failure_log(self) -> str:
@@ -379,20 +372,18 @@ class DockerSandbox(ChannelSandbox):
 
     # Resources -------------------------------------------------------------------------------
 
-    def _read_usage(self) -> ResourceUsage:
+    def _usage(self) -> ResourceUsage:
         peak: int | None = None
         cpu: float | None = None
         if self._cgroup is not None:
             peak, cpu = self._cgroup.peak_memory_bytes(), self._cgroup.cpu_seconds()
         elif self.container_id is not None:
-            try:
+            with suppress(Exception):  # stats are best effort once the model is gone
                 stats = self._client.api.stats(self.container_id, stream=False, one_shot=True)
                 memory = stats.get("memory_stats") or {}
                 peak = memory.get("max_usage") or memory.get("usage")
                 cpu_ns = ((stats.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage")
                 cpu = cpu_ns / 1e9 if cpu_ns else None
-            except Exception:  # noqa: BLE001 - stats are best effort once the model is gone
-                pass
         seen = self._usage_seen
         if peak is not None or cpu is not None:
             self._usage_seen = seen.model_copy(
@@ -402,9 +393,6 @@ class DockerSandbox(ChannelSandbox):
                 }
             )
         return self._usage_seen
-
-    def _usage(self) -> ResourceUsage:
-        return self._read_usage()
 
     # Logs ------------------------------------------------------------------------------------
 
@@ -436,7 +424,7 @@ class DockerSandbox(ChannelSandbox):
         try:
             if self.container_id is not None:
                 if self._failure is None and self._contract is not None:
-                    usage = self._read_usage()  # before the cgroup goes with the process
+                    usage = self._usage()  # before the cgroup goes with the process
                     if not self._contract.shutdown():
                         self._kill()  # it could not be asked to exit
                     elif self._conn is not None and self.channel == "stdio":

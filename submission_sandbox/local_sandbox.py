@@ -21,9 +21,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 import psutil
 
@@ -49,13 +50,11 @@ _SAMPLE_S = 0.25
 
 def _high_water_mark(pid: int) -> int:
     """The process's peak resident memory (Linux's VmHWM), 0 where it cannot be read."""
-    try:
+    with suppress(OSError, ValueError, IndexError):
         with open(f"/proc/{pid}/status", "rb") as status:
             for line in status:
                 if line.startswith(b"VmHWM:"):
                     return int(line.split()[1]) * 1024  # kB
-    except (OSError, ValueError, IndexError):
-        pass
     return 0
 
 
@@ -66,8 +65,8 @@ class LocalSandbox(ChannelSandbox):
     Args:
         bundle: the bundle (loaded), or an unpacked bundle directory read at start.
         limits: only ``timeout_s``, ``max_output_bytes`` and ``max_log_bytes`` apply.
-        channel: ``unix`` (default) or ``stdio``.
         python: the interpreter to run the model with (default: this one).
+        channel: ``unix`` (default) or ``stdio``.
         pin_cpus: run the model on cores of its own where the machine has them free
             (:mod:`submission_sandbox.cpuset`; its CPU affinity, no quota).
         generation: a text task's generation settings, given to the model as
@@ -81,14 +80,10 @@ class LocalSandbox(ChannelSandbox):
         bundle: Bundle | Path,
         *,
         limits: SandboxLimits,
-        channel: Literal["unix", "stdio"] = "unix",
         python: str | None = None,
-        pin_cpus: bool = False,
-        generation: Mapping[str, Any] | None = None,
+        **channel_options: Any,
     ) -> None:
-        super().__init__(
-            bundle, limits=limits, channel=channel, pin_cpus=pin_cpus, generation=generation
-        )
+        super().__init__(bundle, limits=limits, **channel_options)
         self.python = python or sys.executable
         self._process: subprocess.Popen[bytes] | None = None
         self._run_dir: Path | None = None
@@ -181,10 +176,8 @@ class LocalSandbox(ChannelSandbox):
 
     def _kill(self) -> None:
         if self._process is not None and self._process.poll() is None:
-            try:
+            with suppress(ProcessLookupError):
                 os.killpg(self._process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
     def _sample(self) -> None:
         while not self._sampling.is_set() and self._alive():
@@ -193,20 +186,16 @@ class LocalSandbox(ChannelSandbox):
 
     def _measure(self) -> None:
         assert self._process is not None
-        try:
+        with suppress(psutil.Error):
             process = psutil.Process(self._process.pid)
             tree = [process, *process.children(recursive=True)]
             rss = 0
             for member in tree:
-                try:
+                with suppress(psutil.Error):
                     rss += member.memory_info().rss
-                except psutil.Error:
-                    pass
             self._peak = max(self._peak, rss, _high_water_mark(self._process.pid))
             times = process.cpu_times()
             self._cpu = times.user + times.system + times.children_user + times.children_system
-        except psutil.Error:
-            pass
 
     def _exit_info(self, wait_s: float) -> ExitInfo:
         assert self._process is not None
@@ -247,10 +236,8 @@ class LocalSandbox(ChannelSandbox):
                 if not self._contract.shutdown():
                     self._kill()  # before closing stdin, which a blocked write may hold
                 if self._process.stdin is not None:
-                    try:
+                    with suppress(OSError):
                         self._process.stdin.close()
-                    except OSError:
-                        pass
                 self._exit_info(wait_s=5)
         finally:
             self._kill()
@@ -259,10 +246,8 @@ class LocalSandbox(ChannelSandbox):
                 self._process.wait()
                 for stream in (self._process.stdin, self._process.stdout):
                     if stream is not None:
-                        try:
+                        with suppress(OSError):
                             stream.close()
-                        except OSError:
-                            pass
             self._close_channel()
             self._final_log = self._log_tail(200)
             if self._log is not None:

@@ -7,6 +7,7 @@ network, a read-only root with a scratch ``/tmp``, and only the folder it writes
 
 from __future__ import annotations
 
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,8 @@ def run_offline(
         status = container.wait(timeout=timeout_s)
         logs: str = container.logs().decode(errors="replace")
     finally:
-        try:
+        with suppress(docker.errors.NotFound):
             container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
     if status.get("StatusCode") != 0:
         raise PlatformError(f"{label} failed in {image}:\n{logs[-3000:]}")
     return logs

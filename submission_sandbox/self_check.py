@@ -172,14 +172,23 @@ def run_suite(kind: str, cases: list[Case], *, workdir: Path, **options: Any) ->
     return [run_case(case, kind, workdir=workdir, **options) for case in cases]
 
 
-def _case(name: str, **kwargs: Any) -> Case:
-    return Case(name=name, **kwargs)
-
-
 _ECHO = "return [{'label': 'yes', 'uid': x['uid'], 'text': x['text']} for x in batch]"
-#: Six requests, two in flight; the third is where things go wrong.
-_MIDWAY: dict[str, Any] = {"requests": 6, "in_flight": 2, "init": "self.n = 0"}
 _ON_THIRD = "self.n += 1\nif self.n == 3:\n    {}\nreturn [{{'label': 'yes'}} for _ in batch]"
+
+
+def _midway(name: str, third: str, expect: FailureReason, **kwargs: Any) -> Case:
+    """Six requests, two in flight; the third batch runs ``third`` (where things go wrong)."""
+    return Case(
+        name,
+        predict=_ON_THIRD.format(third),
+        init="self.n = 0",
+        requests=6,
+        in_flight=2,
+        expect=expect,
+        **kwargs,
+    )
+
+
 #: The model writes these raw bytes on its own channel socket, past the protocol, then waits.
 _SENDS = """
 import gc
@@ -188,36 +197,42 @@ for obj in gc.get_objects():
         obj.sendall({!r})
 time.sleep(60)"""
 
+
+def _sends(name: str, raw: bytes) -> Case:
+    """A model that writes ``raw`` past the protocol: a protocol error."""
+    return Case(name, predict=_SENDS.format(raw), expect=FailureReason.PROTOCOL_ERROR)
+
+
 CONFORMANCE: list[Case] = [
-    _case("answers", expect_label="yes", requests=3),
-    _case("echoes_unicode", predict=_ECHO, inputs=[{"uid": "é", "text": 'naïve ☃ \n "q"'}]),
-    _case("stdio_channel", options={"channel": "stdio"}, expect_label="yes", requests=2),
-    _case("empty_batch", inputs=[]),
-    _case(
+    Case("answers", expect_label="yes", requests=3),
+    Case("echoes_unicode", predict=_ECHO, inputs=[{"uid": "é", "text": 'naïve ☃ \n "q"'}]),
+    Case("stdio_channel", options={"channel": "stdio"}, expect_label="yes", requests=2),
+    Case("empty_batch", inputs=[]),
+    Case(
         "model_prints_to_stdout",
         predict="print('debug noise'); return [{'label': 'yes'} for _ in batch]",
         expect_label="yes",
         options={"channel": "stdio"},
     ),
-    _case(
+    Case(
         "raises",
         predict="raise ValueError('bad weights')",
         expect=FailureReason.CRASHED,
         expect_log="bad weights",
     ),
-    _case(
+    Case(
         "fails_to_load",
         init="import not_a_module_anywhere",
         expect=FailureReason.CRASHED,
         expect_log="not_a_module_anywhere",
     ),
-    _case(
+    Case(
         "exits_zero_midway",
         predict="sys.stderr.write('leaving\\n'); os._exit(0)",
         expect=FailureReason.PROTOCOL_ERROR,
         expect_log="leaving",
     ),
-    _case(
+    Case(
         "crashes_halfway",
         requests=3,
         init="self.n = 0",
@@ -225,97 +240,79 @@ CONFORMANCE: list[Case] = [
         "return [{'label': 'yes'} for _ in batch]",
         expect=FailureReason.CRASHED,
     ),
-    _case(
+    Case(
         "wrong_number_of_outputs",
         predict="return [{'label': 'yes'}]",
         inputs=[{"uid": "1", "text": "a"}, {"uid": "2", "text": "b"}, {"uid": "3", "text": "c"}],
         expect=FailureReason.PROTOCOL_ERROR,
     ),
-    _case(
+    Case(
         "outputs_not_objects",
         predict="return ['yes' for _ in batch]",
         expect=FailureReason.PROTOCOL_ERROR,
     ),
-    _case(
+    Case(
         "sleeps_forever",
         predict="time.sleep(3600)",
         limits={"timeout_s": 3},
         expect=FailureReason.TIMEOUT,
     ),
-    _case(
+    Case(
         "hangs_at_load",
         init="time.sleep(3600)",
         limits={"timeout_s": 3},
         expect=FailureReason.TIMEOUT,
     ),
-    _case(
+    Case(
         "huge_response",
         predict="return [{'label': 'x' * 3_000_000} for _ in batch]",
         limits={"max_output_bytes": 1_000_000},
         expect=FailureReason.OUTPUT_LIMIT,
     ),
     # Pipelined (predict_stream): order kept, and the same reasons as one at a time.
-    _case("stream_keeps_order", predict=_ECHO, requests=20, in_flight=3),
-    _case(
+    Case("stream_keeps_order", predict=_ECHO, requests=20, in_flight=3),
+    Case(
         "stream_large_both_ways",  # a 2 MB request written while a 2 MB answer comes back
         predict=_ECHO,
         inputs=[{"uid": "1", "text": "z" * 2_000_000}],
         requests=4,
         in_flight=2,
     ),
-    _case(
-        "stream_crashes_midway",
-        **_MIDWAY,
-        predict=_ON_THIRD.format("os._exit(3)"),
-        expect=FailureReason.CRASHED,
-    ),
-    _case(
+    _midway("stream_crashes_midway", "os._exit(3)", FailureReason.CRASHED),
+    _midway(
         "stream_raises_midway",
-        **_MIDWAY,
-        predict=_ON_THIRD.format("raise ValueError('bad third batch')"),
-        expect=FailureReason.CRASHED,
+        "raise ValueError('bad third batch')",
+        FailureReason.CRASHED,
         expect_log="bad third batch",
     ),
-    _case(
+    _midway(
         "stream_wrong_number_of_outputs_midway",
-        **_MIDWAY,
-        predict=_ON_THIRD.format("return [{'label': 'yes'}]"),
-        expect=FailureReason.PROTOCOL_ERROR,
+        "return [{'label': 'yes'}]",
+        FailureReason.PROTOCOL_ERROR,
     ),
-    _case(
-        "stream_exits_zero_midway",
-        **_MIDWAY,
-        predict=_ON_THIRD.format("os._exit(0)"),
-        expect=FailureReason.PROTOCOL_ERROR,
-    ),
-    _case(
+    _midway("stream_exits_zero_midway", "os._exit(0)", FailureReason.PROTOCOL_ERROR),
+    _midway(
         "stream_huge_response_midway",
-        **_MIDWAY,
-        predict=_ON_THIRD.format("return [{'label': 'x' * 3_000_000} for _ in batch]"),
+        "return [{'label': 'x' * 3_000_000} for _ in batch]",
+        FailureReason.OUTPUT_LIMIT,
         limits={"max_output_bytes": 1_000_000},
-        expect=FailureReason.OUTPUT_LIMIT,
     ),
-    _case(
-        "stream_sleeps_midway",
-        **_MIDWAY,
-        predict=_ON_THIRD.format("time.sleep(3600)"),
-        limits={"timeout_s": 3},
-        expect=FailureReason.TIMEOUT,
+    _midway(
+        "stream_sleeps_midway", "time.sleep(3600)", FailureReason.TIMEOUT, limits={"timeout_s": 3}
     ),
-    _case(
+    _midway(
         "stream_memory_is_limited",
-        **_MIDWAY,
-        predict=_ON_THIRD.format("hog = [bytearray(16 * 1024 * 1024) for _ in range(32)]"),
+        "hog = [bytearray(16 * 1024 * 1024) for _ in range(32)]",
+        FailureReason.OOM,
         limits={"memory": "128m"},
-        expect=FailureReason.OOM,
     ),
-    _case(
+    Case(
         "invalid_bundle",
         files={"evalboard.yaml": "name: x\ntask: t\nruntime: python\n"},
         expect=FailureReason.INVALID_BUNDLE,
     ),
     # Isolation: true of docker, known to be false of local (see LOCAL_KNOWN_DIFFERENCES).
-    _case(
+    Case(
         "root_is_read_only",
         expect_label="contained",
         predict="""
@@ -330,7 +327,7 @@ CONFORMANCE: list[Case] = [
             f.write('ok')
         return [{'label': 'contained'} for _ in batch]""",
     ),
-    _case(
+    Case(
         "no_network",
         expect_label="contained",
         predict="""
@@ -340,7 +337,7 @@ CONFORMANCE: list[Case] = [
         except OSError:
             return [{'label': 'contained'} for _ in batch]""",
     ),
-    _case(
+    Case(
         "memory_is_limited",
         limits={"memory": "128m"},
         expect=FailureReason.OOM,
@@ -405,7 +402,7 @@ _SCAN_FOR_GOLD = f"""
     return [{{'label': label}} for _ in batch]"""
 
 HOSTILE: list[Case] = [
-    _case(
+    Case(
         "egress_tcp",
         expect_label="contained",
         predict="""
@@ -420,7 +417,7 @@ HOSTILE: list[Case] = [
         return [{'label': 'contained' if not reached else 'reached ' + ','.join(reached)}
                 for _ in batch]""",
     ),
-    _case(
+    Case(
         "egress_dns",
         expect_label="contained",
         predict="""
@@ -439,7 +436,7 @@ HOSTILE: list[Case] = [
         except OSError:
             return [{'label': 'contained'} for _ in batch]""",
     ),
-    _case(
+    Case(
         "reads_host_files",
         expect_label="contained",
         predict="""
@@ -471,7 +468,7 @@ HOSTILE: list[Case] = [
                 leaks.append('mount ' + target)
         return [{'label': 'contained' if not leaks else ';'.join(leaks)[:300]} for _ in batch]""",
     ),
-    _case(
+    Case(
         "writes_outside_tmp",
         expect_label="contained",
         predict="""
@@ -494,7 +491,7 @@ HOSTILE: list[Case] = [
         return [{'label': 'contained' if not wrote else ','.join(wrote)} for _ in batch]""",
         limits={"tmpfs": "16m"},
     ),
-    _case(
+    Case(
         "not_root_and_no_privileges",
         expect_label="contained",
         predict="""
@@ -509,7 +506,7 @@ HOSTILE: list[Case] = [
                 problems.append(line)
         return [{'label': 'contained' if not problems else ';'.join(problems)} for _ in batch]""",
     ),
-    _case(
+    Case(
         "fork_bomb",
         limits={"timeout_s": 4, "pids": 64},
         expect=FailureReason.TIMEOUT,
@@ -520,7 +517,7 @@ HOSTILE: list[Case] = [
             except OSError:
                 time.sleep(0.01)""",
     ),
-    _case(
+    Case(
         "memory_bomb",
         limits={"memory": "128m"},
         expect=FailureReason.OOM,
@@ -529,7 +526,7 @@ HOSTILE: list[Case] = [
         while True:
             hog.append(bytearray(8 * 1024 * 1024))""",
     ),
-    _case(
+    Case(
         "memory_bomb_in_child",
         limits={"memory": "128m"},
         expect=FailureReason.OOM,
@@ -538,7 +535,7 @@ HOSTILE: list[Case] = [
             'h = []\\nwhile True: h.append(bytearray(8 * 1024 * 1024))'])
         raise RuntimeError(f'the child died with {child.returncode}')""",
     ),
-    _case(
+    Case(
         "cpu_spin_past_timeout",
         limits={"timeout_s": 3},
         expect=FailureReason.TIMEOUT,
@@ -546,13 +543,13 @@ HOSTILE: list[Case] = [
         while True:
             pass""",
     ),
-    _case(
+    Case(
         "sleeps_forever",
         limits={"timeout_s": 3},
         expect=FailureReason.TIMEOUT,
         predict="time.sleep(10**6)",
     ),
-    _case(
+    Case(
         "floods_the_channel",
         limits={"max_output_bytes": 1_000_000},
         expect=FailureReason.OUTPUT_LIMIT,
@@ -564,7 +561,7 @@ HOSTILE: list[Case] = [
                     obj.sendall(b'x' * 65536)
         time.sleep(60)""",
     ),
-    _case(
+    Case(
         "floods_the_log",
         expect_label="yes",
         predict="""
@@ -573,22 +570,10 @@ HOSTILE: list[Case] = [
             sys.stderr.write(chunk)
         return [{'label': 'yes'} for _ in batch]""",
     ),
-    _case(
-        "malformed_response",
-        expect=FailureReason.PROTOCOL_ERROR,
-        predict=_SENDS.format(b"{not json\n"),
-    ),
-    _case(
-        "response_for_another_id",
-        expect=FailureReason.PROTOCOL_ERROR,
-        predict=_SENDS.format(b'{"id": 999, "outputs": []}\n'),
-    ),
-    _case(
-        "missing_outputs",
-        expect=FailureReason.PROTOCOL_ERROR,
-        predict=_SENDS.format(b'{"id": 1}\n'),
-    ),
-    _case(
+    _sends("malformed_response", b"{not json\n"),
+    _sends("response_for_another_id", b'{"id": 999, "outputs": []}\n'),
+    _sends("missing_outputs", b'{"id": 1}\n'),
+    Case(
         "never_answers",
         limits={"timeout_s": 3},
         expect=FailureReason.TIMEOUT,
@@ -596,8 +581,8 @@ HOSTILE: list[Case] = [
         import threading
         threading.Event().wait()""",
     ),
-    _case("wrong_number_of_outputs", predict="return []", expect=FailureReason.PROTOCOL_ERROR),
-    _case(
+    Case("wrong_number_of_outputs", predict="return []", expect=FailureReason.PROTOCOL_ERROR),
+    Case(
         "crash_halfway",
         requests=4,
         init="self.n = 0",
@@ -608,5 +593,5 @@ HOSTILE: list[Case] = [
             os.kill(os.getpid(), 11)
         return [{'label': 'yes'} for _ in batch]""",
     ),
-    _case("finds_gold_labels", expect_label="contained", predict=_SCAN_FOR_GOLD),
+    Case("finds_gold_labels", expect_label="contained", predict=_SCAN_FOR_GOLD),
 ]

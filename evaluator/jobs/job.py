@@ -24,7 +24,7 @@ from evalboard.core.context import Context
 from evalboard.core.errors import InvalidBundle, PlatformError
 from evalboard.core.scratch import scratch_full, scratch_tree
 from evalboard.core.states import FailureReason, JobStatus
-from evalboard.core.tables import Dataset, Job, Result, Submission, Task
+from evalboard.core.tables import Dataset, Job, Result, Submission, Task, as_utc
 from evaluator import provenance
 from evaluator.evaluation import DatasetRun, RunOptions, evaluate_dataset
 from evaluator.jobs import faults, queue
@@ -136,13 +136,6 @@ class _JobProgress:
         pass
 
 
-def _aware(moment: datetime | None) -> datetime | None:
-    # SQLite hands back naive datetimes; everything stored is UTC.
-    if moment is not None and moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment
-
-
 def _provenance(
     run: DatasetRun, work: _Work, sandbox: str, limits: dict[str, Any]
 ) -> dict[str, Any]:
@@ -157,7 +150,7 @@ def _provenance(
         sandbox_isolating=run.isolating,
         limits=limits,
         gpu=run.gpu,
-        started_at=_aware(work.job.started_at) or datetime.now(UTC),
+        started_at=as_utc(work.job.started_at) if work.job.started_at else datetime.now(UTC),
         power=run.power,
     ).model_dump(mode="json")
     return {
@@ -246,32 +239,27 @@ def execute_claimed(
         except Aborted:
             return None
         except InvalidBundle as exc:
-            queue.fail(
-                ctx, job_id, owner=owner, reason=FailureReason.INVALID_BUNDLE, message=exc.message
-            )
-            return JobStatus.FAILED
+            return _failed(ctx, job_id, owner, FailureReason.INVALID_BUNDLE, exc.message)
         except Exception as exc:
             full = scratch_full(exc)
             if full is not None:  # retrying here would fill the same disk: fail, say where
                 logger.error("job %s: %s", job_id, full)
-                queue.fail(
-                    ctx, job_id, owner=owner, reason=FailureReason.PLATFORM_ERROR, message=full
-                )
-                return JobStatus.FAILED
+                return _failed(ctx, job_id, owner, FailureReason.PLATFORM_ERROR, full)
             part = faults.unreachable_part(ctx, kind)
             if part is not None:
                 return _wait_out(ctx, job_id, owner=owner, part=part, error=exc)
             logger.exception("job %s: platform error", job_id)
             if attempts < queue.MAX_ATTEMPTS and queue.release(ctx, job_id, owner=owner):
                 return JobStatus.QUEUED
-            queue.fail(
-                ctx,
-                job_id,
-                owner=owner,
-                reason=FailureReason.PLATFORM_ERROR,
-                message=f"{type(exc).__name__}: {exc}",
-            )
-            return JobStatus.FAILED
+            message = f"{type(exc).__name__}: {exc}"
+            return _failed(ctx, job_id, owner, FailureReason.PLATFORM_ERROR, message)
+
+
+def _failed(
+    ctx: Context, job_id: int, owner: str, reason: FailureReason, message: str
+) -> JobStatus:
+    queue.fail(ctx, job_id, owner=owner, reason=reason, message=message)
+    return JobStatus.FAILED
 
 
 def _when_the_database_answers(ctx: Context, lease: Lease, write: Callable[[], object]) -> None:
@@ -302,8 +290,8 @@ def _wait_out(
     """Defer a job whose part does not answer, or fail it once the budget is spent."""
     with ctx.db.session() as session:
         row = session.execute(select(Job.fault_since, Job.faults).where(Job.id == job_id)).one()
-    since, count = _aware(row.fault_since), int(row.faults or 0)
-    waited = (datetime.now(UTC) - since).total_seconds() if since is not None else 0.0
+    since, count = row.fault_since, int(row.faults or 0)
+    waited = (datetime.now(UTC) - as_utc(since)).total_seconds() if since is not None else 0.0
     budget = ctx.settings.platform_fault_budget_s
     if waited < budget:
         delay = faults.backoff_s(ctx.settings, count)
@@ -321,16 +309,15 @@ def _wait_out(
             if queue.defer(ctx, job_id, owner=owner, delay_s=delay, why=part)
             else None
         )
-    queue.fail(
+    return _failed(
         ctx,
         job_id,
-        owner=owner,
-        reason=FailureReason.PLATFORM_ERROR,
-        message=f"{part} did not answer for {waited:.0f} s (EVALBOARD_PLATFORM_FAULT_BUDGET_S="
+        owner,
+        FailureReason.PLATFORM_ERROR,
+        f"{part} did not answer for {waited:.0f} s (EVALBOARD_PLATFORM_FAULT_BUDGET_S="
         f"{budget:.0f}); last error: {type(error).__name__}: {error}. A platform fault: it "
         "does not count against the submitter's quota",
     )
-    return JobStatus.FAILED
 
 
 def run_job(

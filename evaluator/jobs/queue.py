@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 
 from evalboard.core.context import Context
 from evalboard.core.states import DEFAULT_LEASE_S, FailureReason, JobStatus, SubmissionKind
-from evalboard.core.tables import Dataset, Job, Result, Submission, utcnow
+from evalboard.core.tables import Dataset, Job, Result, Submission, as_utc, utcnow
 from evaluator.jobs.dispatch import Dispatcher, dispatcher_for
 
 __all__ = [
@@ -137,6 +137,10 @@ def queue_missing_jobs(
         return _create_missing(ctx, None, task_id, dispatcher)
 
 
+def _one_row(done: Any) -> bool:
+    return bool(getattr(done, "rowcount", 0) == 1)
+
+
 def _due(now: Any) -> Any:
     # A job deferred after a platform fault waits out its back-off before any claim.
     return Job.not_before.is_(None) | (Job.not_before <= now)
@@ -164,7 +168,7 @@ def claim(ctx: Context, job_id: int, *, owner: str, lease_s: float = DEFAULT_LEA
                 log_tail=None,
             )
         )
-        return bool(getattr(done, "rowcount", 0) == 1)
+        return _one_row(done)
 
 
 def claim_next(
@@ -211,8 +215,7 @@ def renew(
             examples_done=done, examples_total=total, progress=done / total if total else 0.0
         )
     with ctx.db.session() as session:
-        renewed = session.execute(update(Job).where(_owned(job_id, owner)).values(**values))
-        return bool(getattr(renewed, "rowcount", 0) == 1)
+        return _one_row(session.execute(update(Job).where(_owned(job_id, owner)).values(**values)))
 
 
 def mark_running(ctx: Context, job_id: int, *, owner: str) -> bool:
@@ -221,7 +224,7 @@ def mark_running(ctx: Context, job_id: int, *, owner: str) -> bool:
         done = session.execute(
             update(Job).where(_owned(job_id, owner)).values(status=JobStatus.RUNNING.value)
         )
-        return bool(getattr(done, "rowcount", 0) == 1)
+        return _one_row(done)
 
 
 def finish(
@@ -287,29 +290,30 @@ def finish(
 
 
 def _fail_where(
-    session: Any, where: Any, job_id: int, reason: FailureReason, message: str, log_tail: str
+    ctx: Context, where: Any, job_id: int, reason: FailureReason, message: str, log_tail: str = ""
 ) -> bool:
-    done = session.execute(
-        update(Job)
-        .where(where)
-        .values(
-            status=JobStatus.FAILED.value,
-            reason=reason.value,
-            message=message,
-            log_tail=log_tail[-64_000:],
-            finished_at=utcnow(),
-            lease_owner=None,
-            lease_expires_at=None,
+    with ctx.db.session() as session:
+        done = session.execute(
+            update(Job)
+            .where(where)
+            .values(
+                status=JobStatus.FAILED.value,
+                reason=reason.value,
+                message=message,
+                log_tail=log_tail[-64_000:],
+                finished_at=utcnow(),
+                lease_owner=None,
+                lease_expires_at=None,
+            )
         )
-    )
-    failed = bool(getattr(done, "rowcount", 0) == 1)
-    if failed and reason.is_platform_fault:
-        # Not the researcher's fault: the submission does not count against a quota.
-        submission_id = select(Job.submission_id).where(Job.id == job_id).scalar_subquery()
-        session.execute(
-            update(Submission).where(Submission.id == submission_id).values(platform_fault=True)
-        )
-    return failed
+        failed = _one_row(done)
+        if failed and reason.is_platform_fault:
+            # Not the researcher's fault: the submission does not count against a quota.
+            submission_id = select(Job.submission_id).where(Job.id == job_id).scalar_subquery()
+            session.execute(
+                update(Submission).where(Submission.id == submission_id).values(platform_fault=True)
+            )
+        return failed
 
 
 def fail(
@@ -323,23 +327,36 @@ def fail(
 ) -> bool:
     """Mark a job failed with its exact reason (only while ``owner`` holds it, if given)."""
     where = _owned(job_id, owner) if owner is not None else (Job.id == job_id)
-    with ctx.db.session() as session:
-        return _fail_where(session, where, job_id, reason, message, log_tail)
+    return _fail_where(ctx, where, job_id, reason, message, log_tail)
 
 
-def release(ctx: Context, job_id: int, *, owner: str, dispatcher: Dispatcher | None = None) -> bool:
-    """Give a held job back to the queue (a platform fault worth another try)."""
+def _give_back(
+    ctx: Context,
+    job_id: int,
+    owner: str,
+    dispatcher: Dispatcher | None,
+    delay_s: float = 0.0,
+    **values: Any,
+) -> bool:
+    # A held job back to the queue (``values``: what else changes), and its message re-sent.
     with ctx.db.session() as session:
         done = session.execute(
             update(Job)
             .where(_owned(job_id, owner))
-            .values(status=JobStatus.QUEUED.value, lease_owner=None, lease_expires_at=None)
+            .values(
+                status=JobStatus.QUEUED.value, lease_owner=None, lease_expires_at=None, **values
+            )
         )
-        released = bool(getattr(done, "rowcount", 0) == 1)
+        given = _one_row(done)
         queue = session.scalar(select(Job.queue).where(Job.id == job_id))
-    if released and queue is not None:
-        _dispatch(ctx, [(job_id, queue)], dispatcher)
-    return released
+    if given and queue is not None:
+        _dispatch(ctx, [(job_id, queue)], dispatcher, delay_s)
+    return given
+
+
+def release(ctx: Context, job_id: int, *, owner: str, dispatcher: Dispatcher | None = None) -> bool:
+    """Give a held job back to the queue (a platform fault worth another try)."""
+    return _give_back(ctx, job_id, owner, dispatcher)
 
 
 def defer(
@@ -361,26 +378,18 @@ def defer(
     the run of faults, which the caller measures against the operator's budget.
     """
     now = utcnow()
-    with ctx.db.session() as session:
-        done = session.execute(
-            update(Job)
-            .where(_owned(job_id, owner))
-            .values(
-                status=JobStatus.QUEUED.value,
-                lease_owner=None,
-                lease_expires_at=None,
-                attempts=Job.attempts - 1,
-                faults=Job.faults + 1,
-                fault_since=func.coalesce(Job.fault_since, now),
-                not_before=now + timedelta(seconds=delay_s),
-                message=f"waiting for the platform: {why} does not answer" if why else None,
-            )
-        )
-        deferred = bool(getattr(done, "rowcount", 0) == 1)
-        queue = session.scalar(select(Job.queue).where(Job.id == job_id))
-    if deferred and queue is not None:
-        _dispatch(ctx, [(job_id, queue)], dispatcher, delay_s)
-    return deferred
+    return _give_back(
+        ctx,
+        job_id,
+        owner,
+        dispatcher,
+        delay_s,
+        attempts=Job.attempts - 1,
+        faults=Job.faults + 1,
+        fault_since=func.coalesce(Job.fault_since, now),
+        not_before=now + timedelta(seconds=delay_s),
+        message=f"waiting for the platform: {why} does not answer" if why else None,
+    )
 
 
 def _fail_waited_out(ctx: Context, now: Any) -> None:
@@ -394,17 +403,15 @@ def _fail_waited_out(ctx: Context, now: Any) -> None:
         rows = session.execute(select(Job.id, Job.message).where(overdue)).all()
     for job_id, message in rows:
         waiting = (message or "").removeprefix("waiting for the platform: ")
-        with ctx.db.session() as session:
-            _fail_where(
-                session,
-                overdue & (Job.id == job_id),
-                job_id,
-                FailureReason.PLATFORM_ERROR,
-                f"{waiting or 'a part of the platform does not answer'}: waited more than "
-                f"{budget:.0f} s (EVALBOARD_PLATFORM_FAULT_BUDGET_S); a platform fault, it "
-                "does not count against the submitter's quota",
-                "",
-            )
+        _fail_where(
+            ctx,
+            overdue & (Job.id == job_id),
+            job_id,
+            FailureReason.PLATFORM_ERROR,
+            f"{waiting or 'a part of the platform does not answer'}: waited more than "
+            f"{budget:.0f} s (EVALBOARD_PLATFORM_FAULT_BUDGET_S); a platform fault, it "
+            "does not count against the submitter's quota",
+        )
         logger.warning("job %s: failed after waiting %.0f s for the platform", job_id, budget)
 
 
@@ -416,10 +423,7 @@ def due_in(ctx: Context, job_id: int) -> float | None:
         ).one_or_none()
     if row is None or row.status != JobStatus.QUEUED.value or row.not_before is None:
         return None
-    not_before: datetime = row.not_before
-    if not_before.tzinfo is None:  # SQLite hands back naive datetimes; all are UTC
-        not_before = not_before.replace(tzinfo=utcnow().tzinfo)
-    return float(max((not_before - utcnow()).total_seconds(), 0.0))
+    return float(max((as_utc(row.not_before) - utcnow()).total_seconds(), 0.0))
 
 
 def queue_of_job(ctx: Context, job_id: int) -> str | None:
@@ -446,16 +450,14 @@ def reap_expired(
         ).all()
     for job_id, attempts, queue, owner in rows:
         if attempts >= max_attempts:
-            with ctx.db.session() as session:
-                _fail_where(
-                    session,
-                    expired & (Job.id == job_id),
-                    job_id,
-                    FailureReason.PLATFORM_ERROR,
-                    f"the worker running this job was lost {attempts} times (last: "
-                    f"{owner}); an operator should check the workers",
-                    "",
-                )
+            _fail_where(
+                ctx,
+                expired & (Job.id == job_id),
+                job_id,
+                FailureReason.PLATFORM_ERROR,
+                f"the worker running this job was lost {attempts} times (last: "
+                f"{owner}); an operator should check the workers",
+            )
             continue
         with ctx.db.session() as session:
             done = session.execute(
@@ -463,7 +465,7 @@ def reap_expired(
                 .where(expired, Job.id == job_id)
                 .values(status=JobStatus.QUEUED.value, lease_owner=None, lease_expires_at=None)
             )
-            if getattr(done, "rowcount", 0) == 1:
+            if _one_row(done):
                 logger.warning("job %s: lease of %s expired; re-queued", job_id, owner)
                 requeued.append((job_id, queue))
     _dispatch(ctx, requeued, dispatcher)
