@@ -346,17 +346,13 @@ def judge(
     """Fill ``report`` dataset by dataset: a dataset the candidate failed on fails the
     gate; ``skipped`` ones are counted and not compared; the others go to ``comparer``."""
     for test_set in test_sets:
-        if test_set.name in failed:
-            report.datasets.append(
-                DatasetComparison(
-                    test_set.name, len(test_set.examples), failure=failed[test_set.name]
-                )
-            )
-            continue
-        if test_set.name in skipped:
-            report.datasets.append(DatasetComparison(test_set.name, len(test_set.examples)))
-            continue
-        summary, regressions = comparer(test_set)
-        report.datasets.append(summary)
-        report.regressions.extend(regressions)
+        name, size = test_set.name, len(test_set.examples)
+        if name in failed:
+            report.datasets.append(DatasetComparison(name, size, failure=failed[name]))
+        elif name in skipped:
+            report.datasets.append(DatasetComparison(name, size))
+        else:
+            summary, regressions = comparer(test_set)
+            report.datasets.append(summary)
+            report.regressions.extend(regressions)
     return report

@@ -117,14 +117,6 @@ def _vote(spec: TaskSpec, example: Example, verdict: Verdict | None, label: str 
     return Verdict.LABELLED, label
 
 
-def _traffic_outcome(status: ExampleStatus, label: str | None) -> dict[str, Any]:
-    """A traffic input's new status and gold: the agreed label, nothing until there is one."""
-    return {
-        "status": status.value,
-        "gold": {"label": label} if status is ExampleStatus.VERIFIED else {},
-    }
-
-
 def verdicts_of(ctx: Context, example_id: int) -> list[Validation]:
     query = select(Validation).where(Validation.example_id == example_id)
     with ctx.db.session() as session:
@@ -232,11 +224,11 @@ def validate_example(
         ]
         outcome: dict[str, Any]
         if example.source == "traffic":
-            # The owner's vote alone settles it.
+            # The owner's vote alone settles it; its gold is the agreed label, none until then.
             settled = [(vote, given)] if as_owner else votes
-            outcome = _traffic_outcome(
-                *decide_label(settled, num_matching=1 if as_owner else num_matching)
-            )
+            decided, agreed = decide_label(settled, num_matching=1 if as_owner else num_matching)
+            verified = decided is ExampleStatus.VERIFIED
+            outcome = {"status": decided.value, "gold": {"label": agreed} if verified else {}}
         elif as_owner:
             outcome = {"status": _OUTCOME[vote].value}
         else:
