@@ -109,10 +109,6 @@ def list_tasks(ctx: Context) -> list[Task]:
 # Datasets -----------------------------------------------------------------------------------
 
 
-def _artifact_key(sha256: str) -> str:
-    return f"datasets/{sha256}.jsonl"
-
-
 @contextmanager
 def _removed_on_error(ctx: Context, written: list[str]) -> Iterator[None]:
     """A full disk or a lost database half-way: no artifact of this call stays behind."""
@@ -127,7 +123,7 @@ def _removed_on_error(ctx: Context, written: list[str]) -> Iterator[None]:
 def _store(ctx: Context, data: bytes, written: list[str]) -> tuple[str, str]:
     """Store content-addressed bytes; a key stored by this call is added to ``written``."""
     sha = sha256_of(data)
-    key = _artifact_key(sha)
+    key = f"datasets/{sha}.jsonl"
     if not ctx.artifacts.exists(key):
         ctx.artifacts.put_bytes(key, data)
         written.append(key)

@@ -86,7 +86,7 @@ def get_round(ctx: Context, task_id: str, number: int) -> Round:
         return found
 
 
-def _open(task_id: str) -> Select[tuple[Round]]:
+def _open(task_id: str) -> Select[Round]:
     return select(Round).where(Round.task_id == task_id, Round.status == RoundStatus.OPEN)
 
 
