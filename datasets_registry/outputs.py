@@ -158,10 +158,8 @@ class OutputSpec(BaseModel):
             raise ValueError("a multiclass output needs at least two labels")
         if self.type == "multiclass" and len(set(self.labels)) != len(self.labels):
             raise ValueError(f"labels repeat: {self.labels}")
-        if self.type == "span" and self.labels:
-            raise ValueError("a span output has no labels; remove `labels`")
-        if self.type == "text" and self.labels:
-            raise ValueError("a text output has no labels; remove `labels`")
+        if self.type != "multiclass" and self.labels:
+            raise ValueError(f"a {self.type} output has no labels; remove `labels`")
         if self.type != "text" and self.generation is not None:
             raise ValueError("`generation` is for text outputs; remove it")
         if self.type == "text" and self.generation is None:

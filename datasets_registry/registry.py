@@ -20,7 +20,6 @@ from sqlalchemy.orm import Session
 
 from datasets_registry.examples import (
     ColumnMapping,
-    ExampleSet,
     canonical_jsonl,
     sha256_of,
     to_examples,
@@ -110,10 +109,6 @@ def list_tasks(ctx: Context) -> list[Task]:
 # Datasets -----------------------------------------------------------------------------------
 
 
-def _artifact_key(sha256: str) -> str:
-    return f"datasets/{sha256}.jsonl"
-
-
 @contextmanager
 def _removed_on_error(ctx: Context, written: list[str]) -> Iterator[None]:
     """A full disk or a lost database half-way: no artifact of this call stays behind."""
@@ -128,7 +123,7 @@ def _removed_on_error(ctx: Context, written: list[str]) -> Iterator[None]:
 def _store(ctx: Context, data: bytes, written: list[str]) -> tuple[str, str]:
     """Store content-addressed bytes; a key stored by this call is added to ``written``."""
     sha = sha256_of(data)
-    key = _artifact_key(sha)
+    key = f"datasets/{sha}.jsonl"
     if not ctx.artifacts.exists(key):
         ctx.artifacts.put_bytes(key, data)
         written.append(key)
@@ -202,10 +197,7 @@ def add_dataset(
     _check_name(name)
     if round < 0:
         raise InvalidDataset(f"round {round} must be >= 0 (0: not tied to a round)")
-    try:
-        check_dataset_weight(weight, name=name)
-    except InvalidWeightsError as exc:
-        raise InvalidDataset(str(exc)) from None
+    _check_weight(weight, name)
     spec = get_task(ctx, task_id)
     with _naming(path):
         checked = to_examples(read_rows(path, format), spec, mapping or ColumnMapping())
@@ -214,10 +206,7 @@ def add_dataset(
 
     # Decide first, in a short read: the same content is a no-op, other content a Conflict.
     with ctx.db.session() as session:
-        existing = session.scalar(
-            select(Dataset).where(Dataset.task_id == task_id, Dataset.name == name)
-        )
-        if existing is not None:
+        if (existing := _named(session, task_id, name)) is not None:
             return _existing(session, existing, sha, excluded=checked.excluded)
     # The slow part (perturbing every example, writing the artifacts) runs with no
     # transaction open, so a SQLite database is not locked against the workers meanwhile.
@@ -225,41 +214,38 @@ def add_dataset(
     with _removed_on_error(ctx, written):
         _, key = _store(ctx, data, written)
         copies = _perturbed_copies(ctx, spec, checked.examples, written) if perturb else []
-        return _record(ctx, task_id, name, sha, key, copies, checked, round, access, weight)
-
-
-def _record(
-    ctx: Context,
-    task_id: str,
-    name: str,
-    sha: str,
-    key: str,
-    copies: list[_Copy],
-    checked: ExampleSet,
-    round: int,
-    access: Access,
-    weight: float,
-) -> AddedDataset:
-    with ctx.db.session() as session:
-        existing = session.scalar(
-            select(Dataset).where(Dataset.task_id == task_id, Dataset.name == name)
-        )
-        if existing is not None:  # added by someone else meanwhile
-            return _existing(session, existing, sha, excluded=checked.excluded)
-        dataset = Dataset(
-            task_id=task_id,
-            name=name,
-            round=round,
-            access=access.value,
-            weight=weight,
-            sha256=sha,
-            rows=len(checked.examples),
-            artifact_key=key,
-        )
-        session.add(dataset)
-        session.flush()
-        derived = _record_copies(session, dataset, copies)
+        with ctx.db.session() as session:
+            if (existing := _named(session, task_id, name)) is not None:  # added meanwhile
+                return _existing(session, existing, sha, excluded=checked.excluded)
+            dataset = Dataset(
+                task_id=task_id,
+                name=name,
+                round=round,
+                access=access.value,
+                weight=weight,
+                sha256=sha,
+                rows=len(checked.examples),
+                artifact_key=key,
+            )
+            session.add(dataset)
+            session.flush()
+            derived = _record_copies(session, dataset, copies)
     return AddedDataset(dataset, created=True, derived=derived, excluded=checked.excluded)
+
+
+def _check_weight(weight: float, name: str) -> float:
+    try:
+        return check_dataset_weight(weight, name=name)
+    except InvalidWeightsError as exc:
+        raise InvalidDataset(str(exc)) from None
+
+
+def _named(session: Session, task_id: str, name: str) -> Dataset | None:
+    return session.scalar(select(Dataset).where(Dataset.task_id == task_id, Dataset.name == name))
+
+
+def _copies_of(session: Session, parent_id: int) -> list[Dataset]:
+    return list(session.scalars(select(Dataset).where(Dataset.derived_from_id == parent_id)))
 
 
 def _existing(session: Session, existing: Dataset, sha: str, *, excluded: int) -> AddedDataset:
@@ -269,8 +255,9 @@ def _existing(session: Session, existing: Dataset, sha: str, *, excluded: int) -
             f"(sha256 {existing.sha256[:12]}, this file {sha[:12]}); datasets are immutable. "
             "Add the new content under a new name"
         )
-    derived = list(session.scalars(select(Dataset).where(Dataset.derived_from_id == existing.id)))
-    return AddedDataset(existing, created=False, derived=derived, excluded=excluded)
+    return AddedDataset(
+        existing, created=False, derived=_copies_of(session, existing.id), excluded=excluded
+    )
 
 
 @dataclass(frozen=True)
@@ -325,7 +312,7 @@ def derive_perturbed(ctx: Context, *, task_id: str, name: str) -> list[Dataset]:
     if parent.derived_from_id is not None:
         raise InvalidDataset(f"{name!r} is itself a perturbed copy; perturb its original")
     with ctx.db.session() as session:
-        have = list(session.scalars(select(Dataset).where(Dataset.derived_from_id == parent.id)))
+        have = _copies_of(session, parent.id)
     if have:
         return have
     written: list[str] = []
@@ -361,10 +348,7 @@ def set_dataset_weight(ctx: Context, *, task_id: str, name: str, weight: float) 
             perturbed copy (set its original's weight instead).
         NotFound: the task has no dataset ``name``.
     """
-    try:
-        value = check_dataset_weight(weight, name=name)
-    except InvalidWeightsError as exc:
-        raise InvalidDataset(str(exc)) from None
+    value = _check_weight(weight, name)
     found = get_dataset(ctx, task_id=task_id, name=name)
     if found.derived_from_id is not None:
         raise InvalidDataset(
@@ -373,18 +357,15 @@ def set_dataset_weight(ctx: Context, *, task_id: str, name: str, weight: float) 
     with ctx.db.session() as session:
         dataset = session.get(Dataset, found.id)
         assert dataset is not None
-        dataset.weight = value
-        for copy in session.scalars(select(Dataset).where(Dataset.derived_from_id == found.id)):
-            copy.weight = value
+        for changed in [dataset, *_copies_of(session, found.id)]:
+            changed.weight = value
         session.flush()
         return dataset
 
 
 def get_dataset(ctx: Context, *, task_id: str, name: str) -> Dataset:
     with ctx.db.session() as session:
-        dataset = session.scalar(
-            select(Dataset).where(Dataset.task_id == task_id, Dataset.name == name)
-        )
+        dataset = _named(session, task_id, name)
         if dataset is None:
             known = session.scalars(
                 select(Dataset.name).where(Dataset.task_id == task_id).order_by(Dataset.name)

@@ -15,7 +15,7 @@ import functools
 import random
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from datasets_registry.perturbations.names import FirstName, Gender, name_book
 from datasets_registry.perturbations.transform import WORD, ExampleScope, match_case, perturbation
@@ -83,8 +83,7 @@ def swap_gendered_words(text: str, rng: random.Random, scope: ExampleScope) -> s
     "I told him that Mr. Lee's daughter is hers."
     """
     words = list(WORD.finditer(text))
-    out: list[str] = []
-    last = 0
+    edits: list[tuple[re.Match[str], str]] = []
     for i, m in enumerate(words):
         base, clitic = _split_clitic(m.group(0))
         low = base.lower()
@@ -108,13 +107,18 @@ def swap_gendered_words(text: str, rng: random.Random, scope: ExampleScope) -> s
         else:
             new = GENDER_SWAPS.get(low, low)
         if new != low:
-            out.append(text[last : m.start()])
-            out.append(match_case(base, new) + clitic)
-            last = m.end()
-    if not out:
-        return text
-    out.append(text[last:])
-    return "".join(out)
+            edits.append((m, match_case(base, new) + clitic))
+    return _replaced(text, edits)
+
+
+def _replaced(text: str, edits: Iterable[tuple[re.Match[str], str]]) -> str:
+    """``text`` with each matched word (in order) replaced; itself when there is none."""
+    out: list[str] = []
+    last = 0
+    for m, new in edits:
+        out += [text[last : m.start()], new]
+        last = m.end()
+    return "".join(out) + text[last:] if out else text
 
 
 def _is_title(word: str) -> bool:
@@ -219,15 +223,9 @@ def swap_first_names(text: str, rng: random.Random, scope: ExampleScope) -> str:
     "Vasana met Jeet in Chicago at Wendy's on Madison Avenue."
     """
     keep = scope.keep | _left_alone(scope.texts or (text,))
-    out: list[str] = []
-    last = 0
-    for m, base, clitic, known, elsewise in _name_candidates(text):
-        if elsewise or base in keep:
-            continue
-        out.append(text[last : m.start()])
-        out.append(_pick(known, base, scope) + clitic)
-        last = m.end()
-    if not out:
-        return text
-    out.append(text[last:])
-    return "".join(out)
+    edits = [
+        (m, _pick(known, base, scope) + clitic)
+        for m, base, clitic, known, elsewise in _name_candidates(text)
+        if not elsewise and base not in keep
+    ]
+    return _replaced(text, edits)

@@ -58,12 +58,8 @@ def dataset_input_keys(ctx: Context, task_id: str, input_names: Sequence[str]) -
 
 
 def _example_keys(session: Session, task_id: str) -> set[str]:
-    keys = set()
-    for stored_key, inputs in session.execute(
-        select(Example.input_key, Example.inputs).where(Example.task_id == task_id)
-    ):
-        keys.add(stored_key or input_key(inputs))
-    return keys
+    query = select(Example.input_key, Example.inputs).where(Example.task_id == task_id)
+    return {stored_key or input_key(inputs) for stored_key, inputs in session.execute(query)}
 
 
 @dataclass(frozen=True)

@@ -132,32 +132,6 @@ def dataset_cases(
     return DatasetCases(dataset, examples, histories)
 
 
-def _case_datasets(
-    ctx: Context, principal: Principal, task_id: str, uid: str, *, dataset: str | None = None
-) -> tuple[TaskSpec, list[Lineage], list[tuple[DatasetCases, dict[str, Any]]]]:
-    """The case ``uid`` of each original dataset ``principal`` may see that holds it (or of
-    ``dataset`` only), with the lineages the principal may see and the example itself.
-
-    Raises:
-        NotFound: no dataset the principal may see holds the uid.
-    """
-    task = get_task(ctx, task_id)
-    lineages = task_lineages(ctx, principal, task_id)
-    found = []
-    for candidate in gate_datasets(ctx, task_id):
-        if candidate.access == Access.HIDDEN and not principal.owns(task_id):
-            continue
-        if dataset is not None and candidate.name != dataset:
-            continue
-        example = next((e for e in read_examples(ctx, candidate) if str(e["uid"]) == uid), None)
-        if example is not None:
-            found.append((dataset_cases(ctx, task, candidate, lineages), example))
-    if not found:
-        where = f"dataset {dataset!r}" if dataset is not None else "any dataset you may see"
-        raise NotFound(f"Task {task_id!r} has no case {uid!r} in {where}")
-    return task, lineages, found
-
-
 def shown_inputs(task: TaskSpec, example: dict[str, Any]) -> dict[str, Any]:
     """The example's inputs as a viewer reads them (no uid, no gold)."""
     (inputs,) = model_inputs([example], task.input_names)
@@ -192,14 +166,23 @@ def case_history(
     Raises:
         NotFound: no dataset the principal may see holds the uid.
     """
-    task, lineages, found = _case_datasets(ctx, principal, task_id, uid, dataset=dataset)
+    task = get_task(ctx, task_id)
+    lineages = task_lineages(ctx, principal, task_id)
     datasets = []
-    for cases, example in found:
+    for candidate in gate_datasets(ctx, task_id):
+        if (candidate.access == Access.HIDDEN and not principal.owns(task_id)) or (
+            dataset is not None and candidate.name != dataset
+        ):
+            continue
+        example = next((e for e in read_examples(ctx, candidate) if str(e["uid"]) == uid), None)
+        if example is None:
+            continue
+        cases = dataset_cases(ctx, task, candidate, lineages)
         histories = {h.lineage: h for h in cases.histories[uid]}
         datasets.append(
             CaseDatasetPublic(
-                dataset=cases.dataset.name,
-                round=cases.dataset.round,
+                dataset=candidate.name,
+                round=candidate.round,
                 inputs=shown_inputs(task, example),
                 gold=gold_value(task, example),
                 lineages=[
@@ -209,4 +192,7 @@ def case_history(
                 ],
             )
         )
+    if not datasets:
+        where = f"dataset {dataset!r}" if dataset is not None else "any dataset you may see"
+        raise NotFound(f"Task {task_id!r} has no case {uid!r} in {where}")
     return CaseHistoryPublic(task=task_id, uid=uid, rule=describe_rule(task), datasets=datasets)

@@ -116,7 +116,7 @@ def collect_example(
     if not targets:
         raise Conflict(f"Round {number} of task {task_id!r} has no target model")
     target = (rng or random).choice(targets)
-    output, latency, fooled = _answer(predictor, round_.id, target, spec, checked, intended)
+    fields, latency = _answer(predictor, round_.id, target, spec, checked, intended, note)
     with ctx.db.session() as session:
         example = Example(
             task_id=task_id,
@@ -124,7 +124,7 @@ def collect_example(
             author_id=author_id,
             target_submission_id=target,
             source="collection",
-            **_answered(checked, intended, output, fooled, note),
+            **fields,
         )
         session.add(example)
         session.flush()
@@ -138,13 +138,25 @@ def _answer(
     spec: TaskSpec,
     inputs: dict[str, str],
     intended: dict[str, Any],
-) -> tuple[dict[str, Any], float, bool]:
-    """The target's output for the inputs, how long it took, and whether it was fooled."""
+    explanation: str,
+) -> tuple[dict[str, Any], float]:
+    """The example's written fields with its target's answer, as collecting or editing it
+    stores them (pending validation when it fooled the target), and how long it took."""
     uid = f"collect-{uuid.uuid4().hex[:12]}"
     started = time.perf_counter()
     (output,) = predictor.predict(round_id, target, [{"uid": uid, **inputs}], spec)
     latency = time.perf_counter() - started
-    return output, latency, is_model_wrong(spec, output, gold_value(spec, intended))
+    fooled = is_model_wrong(spec, output, gold_value(spec, intended))
+    status = ExampleStatus.PENDING if fooled else ExampleStatus.NOT_FOOLING
+    fields = {
+        "inputs": inputs,
+        "gold": intended,
+        "model_output": dict(output),
+        "fooled": fooled,
+        "explanation": explanation,
+        "status": status.value,
+    }
+    return fields, latency
 
 
 def _check_open(round_: Round) -> None:
@@ -163,39 +175,13 @@ def explain_example(ctx: Context, example_id: int, *, author_id: int, explanatio
         Conflict: its round is closed.
     """
     note = _explanation(explanation)
+    _editable(ctx, example_id, author_id, "explain", pending=False)
     with ctx.db.session() as session:
         example = session.get(Example, example_id)
-        if example is None:
-            raise NotFound(f"Example {example_id} does not exist")
-        if example.author_id != author_id:
-            raise PermissionDenied(f"Only the author of example {example_id} may explain it")
-        if example.round_id is not None:
-            round_ = session.get(Round, example.round_id)
-            if round_ is not None:
-                _check_open(round_)
+        assert example is not None  # examples are never deleted
         example.explanation = note
         session.flush()
         return example
-
-
-def _answered(
-    inputs: dict[str, Any],
-    gold: dict[str, Any],
-    output: Mapping[str, Any],
-    fooled: bool,
-    explanation: str,
-) -> dict[str, Any]:
-    """An example's written fields and its target's answer, as collecting or editing it
-    stores them (pending validation when it fooled the target)."""
-    status = ExampleStatus.PENDING if fooled else ExampleStatus.NOT_FOOLING
-    return {
-        "inputs": inputs,
-        "gold": gold,
-        "model_output": dict(output),
-        "fooled": fooled,
-        "explanation": explanation,
-        "status": status.value,
-    }
 
 
 def _change_unjudged(session: Session, example_id: int, author_id: int, **values: Any) -> bool:
@@ -218,27 +204,24 @@ def _change_unjudged(session: Session, example_id: int, author_id: int, **values
     return getattr(done, "rowcount", 0) == 1
 
 
-def _editable(ctx: Context, example_id: int, author_id: int, doing: str) -> Example:
-    """The author's own pending example with no verdict, in an open round; else why not."""
+def _editable(
+    ctx: Context, example_id: int, author_id: int, doing: str, *, pending: bool = True
+) -> Example:
+    """The author's own example (``pending``: a pending one), in an open round; else why not."""
     example = get_example(ctx, example_id)
     if example.author_id != author_id:
         raise PermissionDenied(f"Only the author of example {example_id} may {doing} it")
-    if example.status != ExampleStatus.PENDING:
+    if pending and example.status != ExampleStatus.PENDING:
         raise Conflict(
             f"Example {example_id} is {example.status}; only a pending example (one that "
             f"fooled the target and awaits validation) can be {doing}ed"
         )
     if example.round_id is not None:
-        _check_open(_round_of(ctx, example.round_id))
+        with ctx.db.session() as session:
+            round_ = session.get(Round, example.round_id)
+        if round_ is not None:  # rounds are never deleted
+            _check_open(round_)
     return example
-
-
-def _round_of(ctx: Context, round_id: int) -> Round:
-    with ctx.db.session() as session:
-        round_ = session.get(Round, round_id)
-        if round_ is None:
-            raise NotFound(f"Round {round_id} does not exist")
-        return round_
 
 
 def _judged_meanwhile(example_id: int) -> Conflict:
@@ -294,12 +277,10 @@ def edit_example(
     note = _explanation(explanation)
     if example.round_id is None or example.target_submission_id is None:
         raise Conflict(f"Example {example_id} has no target to answer it again")
-    output, latency, fooled = _answer(
-        predictor, example.round_id, example.target_submission_id, spec, checked, intended
+    fields, latency = _answer(
+        predictor, example.round_id, example.target_submission_id, spec, checked, intended, note
     )
     with ctx.db.session() as session:
-        if not _change_unjudged(
-            session, example_id, author_id, **_answered(checked, intended, output, fooled, note)
-        ):
+        if not _change_unjudged(session, example_id, author_id, **fields):
             raise _judged_meanwhile(example_id)
     return Collected(example=get_example(ctx, example_id), latency_s=latency)

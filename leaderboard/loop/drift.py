@@ -340,14 +340,9 @@ def check_drift(
 def list_drift_checks(ctx: Context, task_id: str) -> list[DriftCheck]:
     """The task's drift checks, newest first."""
     get_task(ctx, task_id)
+    query = select(DriftCheck).where(DriftCheck.task_id == task_id)
     with ctx.db.session() as session:
-        return list(
-            session.scalars(
-                select(DriftCheck)
-                .where(DriftCheck.task_id == task_id)
-                .order_by(DriftCheck.number.desc())
-            )
-        )
+        return list(session.scalars(query.order_by(DriftCheck.number.desc())))
 
 
 def get_drift_check(ctx: Context, task_id: str, number: int) -> DriftCheck:

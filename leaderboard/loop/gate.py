@@ -302,14 +302,13 @@ def run_gate(
         unpacked = load_bundle(candidate, unpack_to=work / "candidate")
         new, failed = evaluate_candidate(unpacked, task, test_sets, kind, work / "candidate")
         report.candidate_submission = _uploaded(ctx, task_id, unpacked.sha256)
-        if baseline_path.exists():
+        if key is None:  # a bundle
             old_bundle = load_bundle(baseline_path, unpack_to=work / "baseline")
             old, old_failed = evaluate_candidate(
                 old_bundle, task, test_sets, kind, work / "baseline"
             )
             report.baseline_submission = _uploaded(ctx, task_id, old_bundle.sha256)
         else:
-            assert key is not None
             report.baseline_submission = int(baseline)
             old = _stored(ctx, int(baseline), test_sets)
             missing = [t for t in test_sets if t.name not in old]
@@ -346,17 +345,13 @@ def judge(
     """Fill ``report`` dataset by dataset: a dataset the candidate failed on fails the
     gate; ``skipped`` ones are counted and not compared; the others go to ``comparer``."""
     for test_set in test_sets:
-        if test_set.name in failed:
-            report.datasets.append(
-                DatasetComparison(
-                    test_set.name, len(test_set.examples), failure=failed[test_set.name]
-                )
-            )
-            continue
-        if test_set.name in skipped:
-            report.datasets.append(DatasetComparison(test_set.name, len(test_set.examples)))
-            continue
-        summary, regressions = comparer(test_set)
-        report.datasets.append(summary)
-        report.regressions.extend(regressions)
+        name, size = test_set.name, len(test_set.examples)
+        if name in failed:
+            report.datasets.append(DatasetComparison(name, size, failure=failed[name]))
+        elif name in skipped:
+            report.datasets.append(DatasetComparison(name, size))
+        else:
+            summary, regressions = comparer(test_set)
+            report.datasets.append(summary)
+            report.regressions.extend(regressions)
     return report

@@ -10,11 +10,12 @@ evaluation of every submission on the new datasets.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Select, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from datasets_registry import add_dataset, canonical_jsonl, get_task
@@ -85,12 +86,14 @@ def get_round(ctx: Context, task_id: str, number: int) -> Round:
         return found
 
 
+def _open(task_id: str) -> Select[Round]:
+    return select(Round).where(Round.task_id == task_id, Round.status == RoundStatus.OPEN)
+
+
 def current_round(ctx: Context, task_id: str) -> Round | None:
     """The task's open round, if any."""
     with ctx.db.session() as session:
-        return session.scalar(
-            select(Round).where(Round.task_id == task_id, Round.status == RoundStatus.OPEN)
-        )
+        return session.scalar(_open(task_id))
 
 
 def _targets(
@@ -121,25 +124,20 @@ def _targets(
     if not chosen:
         raise UsageError("Name at least one target submission")
     with ctx.db.session() as session:
-        found = set(
-            session.scalars(
-                select(Submission.id).where(
+        kinds = dict(
+            session.execute(
+                select(Submission.id, Submission.kind).where(
                     Submission.id.in_(chosen), Submission.task_id == task_id
                 )
-            )
+            ).all()
         )
-    missing = [i for i in chosen if i not in found]
+    missing = [i for i in chosen if i not in kinds]
     if missing:
         raise NotFound(
             f"Task {task_id!r} has no submission {', '.join(map(str, missing))}; "
             "see `evalboard leaderboard --task " + task_id + "`"
         )
-    with ctx.db.session() as session:
-        given = session.scalars(
-            select(Submission.id).where(
-                Submission.id.in_(chosen), Submission.kind == SubmissionKind.PREDICTIONS.value
-            )
-        ).all()
+    given = [i for i, kind in kinds.items() if kind == SubmissionKind.PREDICTIONS.value]
     if given:
         raise UsageError(
             f"Submission {', '.join(map(str, sorted(given)))} is predictions only: it has no "
@@ -178,11 +176,7 @@ def open_round(
     _refuse_if_open(current_round(ctx, task_id))
     targets = _targets(ctx, task_id, submission_ids, top, ranking)
     with ctx.db.session() as session:
-        _refuse_if_open(
-            session.scalar(
-                select(Round).where(Round.task_id == task_id, Round.status == RoundStatus.OPEN)
-            )
-        )
+        _refuse_if_open(session.scalar(_open(task_id)))
         last_round = session.scalar(select(func.max(Round.number)).where(Round.task_id == task_id))
         last_dataset = session.scalar(
             select(func.max(Dataset.round)).where(Dataset.task_id == task_id)
@@ -233,13 +227,10 @@ def closing_preview(
     """The rows :func:`close_round` would write now (the same :func:`_rows`), counted."""
     rows = _rows(ctx, task_id, round_)
     labels = sorted(str(row["label"]) for row in rows if isinstance(row.get("label"), str))
-    balance: dict[str, int] = {}
-    for label in labels:
-        balance[label] = balance.get(label, 0) + 1
     return ClosingPreview(
         examples=len(rows),
         weight=default_dataset_weight(len(rows)) if rows else 0.0,
-        balance=balance,
+        balance=dict(Counter(labels)),
         sample=rows[:sample],
     )
 
@@ -311,11 +302,10 @@ def close_round(
             )
         raise
     with ctx.db.session() as session:
-        stored = session.get(Round, closing.id)
-        assert stored is not None
-        stored.dataset_id = added.dataset.id if added is not None else None
+        closed = session.get(Round, closing.id)
+        assert closed is not None
+        closed.dataset_id = added.dataset.id if added is not None else None
         session.flush()
-        closed = stored
     jobs = queue_missing_jobs(ctx, task_id, dispatcher=dispatcher) if added is not None else []
     return ClosedRound(
         round=closed,

@@ -281,6 +281,10 @@ class DriftCheckPublic(BaseModel):
     )
 
 
+#: What only the task owner sees of a check: what it queued, and the inputs themselves.
+_OWNER_ONLY = ("queued", "duplicates", "not_queued_because", "top")
+
+
 def _verdict(report: dict[str, Any]) -> str:
     figures = (
         f"AUC {report['auc']:.3f} [{report['auc_low']:.3f}, {report['auc_high']:.3f}], "
@@ -295,34 +299,15 @@ def _verdict(report: dict[str, Any]) -> str:
 def drift_check_public(check: DriftCheck, *, full: bool) -> DriftCheckPublic:
     """The check as the API shows it; ``full`` (the task owner) adds what was queued."""
     report = check.report
-    return DriftCheckPublic(
-        task=check.task_id,
-        number=check.number,
-        created_at=check.created_at,
-        verdict=_verdict(report),
-        auc_interval=(report["auc_low"], report["auc_high"]),
-        **{
-            key: report[key]
-            for key in (
-                "method",
-                "statistic",
-                "auc",
-                "p_value",
-                "alpha",
-                "shifted",
-                "n_traffic",
-                "n_reference",
-                "n_permutations",
-                "folds",
-                "features",
-                "seed",
-                "reference",
-                "histogram",
-            )
-        },
-        **(
-            {key: report[key] for key in ("queued", "duplicates", "not_queued_because", "top")}
-            if full
-            else {}
-        ),
+    # The stored report's keys that are no field here (auc_low, auc_high) are ignored.
+    shown = {key: value for key, value in report.items() if full or key not in _OWNER_ONLY}
+    return DriftCheckPublic.model_validate(
+        shown
+        | {
+            "task": check.task_id,
+            "number": check.number,
+            "created_at": check.created_at,
+            "verdict": _verdict(report),
+            "auc_interval": (report["auc_low"], report["auc_high"]),
+        }
     )

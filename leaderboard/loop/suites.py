@@ -87,14 +87,9 @@ def cut_suite(ctx: Context, principal: Principal, task_id: str) -> SuiteVersion:
 
 def list_suite_versions(ctx: Context, task_id: str) -> list[SuiteVersion]:
     get_task(ctx, task_id)
+    query = select(SuiteVersion).where(SuiteVersion.task_id == task_id)
     with ctx.db.session() as session:
-        return list(
-            session.scalars(
-                select(SuiteVersion)
-                .where(SuiteVersion.task_id == task_id)
-                .order_by(SuiteVersion.number)
-            )
-        )
+        return list(session.scalars(query.order_by(SuiteVersion.number)))
 
 
 def get_suite_version(ctx: Context, task_id: str, number: int) -> SuiteVersion:

@@ -131,19 +131,12 @@ class TargetPool:
             with target.lock:
                 if target.box is not None:  # running (checked with its lock held)
                     return self._answer(target, submission_id, inputs, task)
-        return self._once(submission_id, inputs, task)
-
-    def _once(
-        self, submission_id: int, inputs: list[dict[str, Any]], task: TaskSpec
-    ) -> list[dict[str, Any]]:
-        box = self._factory(submission_id)
+        once = _Target()  # started for these inputs only, and closed after them
         try:
-            box.start()
-            outputs = box.predict(inputs)
-            check_outputs(box, inputs, outputs, task)
-            return outputs
+            with once.lock:
+                return self._answer(once, submission_id, inputs, task)
         finally:
-            _close_quietly(box)
+            _stop(once)
 
     def is_warm(self, round_id: int, submission_id: int) -> bool:
         with self._lock:

@@ -22,7 +22,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, func, select, update
+from sqlalchemy import ColumnElement, and_, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -117,23 +117,10 @@ def _vote(spec: TaskSpec, example: Example, verdict: Verdict | None, label: str 
     return Verdict.LABELLED, label
 
 
-def _traffic_outcome(status: ExampleStatus, label: str | None) -> dict[str, Any]:
-    """A traffic input's new status and gold: the agreed label, nothing until there is one."""
-    return {
-        "status": status.value,
-        "gold": {"label": label} if status is ExampleStatus.VERIFIED else {},
-    }
-
-
 def verdicts_of(ctx: Context, example_id: int) -> list[Validation]:
+    query = select(Validation).where(Validation.example_id == example_id)
     with ctx.db.session() as session:
-        return list(
-            session.scalars(
-                select(Validation)
-                .where(Validation.example_id == example_id)
-                .order_by(Validation.id)
-            )
-        )
+        return list(session.scalars(query.order_by(Validation.id)))
 
 
 def _check_open(session: Session, example: Example) -> None:
@@ -207,33 +194,17 @@ def validate_example(
                 f"Example {example_id} is {status.value} already; the task owner may still "
                 "change that"
             )
-        already = session.scalar(
-            select(
-                exists().where(Validation.example_id == example_id, Validation.user_id == user_id)
+        mine = session.scalar(
+            select(Validation).where(
+                Validation.example_id == example_id, Validation.user_id == user_id
             )
         )
-        if already and not as_owner:
+        if mine is not None and not as_owner:
             raise Conflict(f"You judged example {example_id} already")
-        if already:
-            mine = session.scalar(
-                select(Validation).where(
-                    Validation.example_id == example_id, Validation.user_id == user_id
-                )
-            )
-            assert mine is not None
-            mine.verdict = vote.value
-            mine.label = given
-            mine.by_owner = as_owner
-        else:
-            session.add(
-                Validation(
-                    example_id=example_id,
-                    user_id=user_id,
-                    verdict=vote.value,
-                    label=given,
-                    by_owner=as_owner,
-                )
-            )
+        if mine is None:
+            mine = Validation(example_id=example_id, user_id=user_id)
+            session.add(mine)
+        mine.verdict, mine.label, mine.by_owner = vote.value, given, as_owner
         try:
             session.flush()
         except IntegrityError:  # the same user's verdict in a concurrent request
@@ -253,11 +224,11 @@ def validate_example(
         ]
         outcome: dict[str, Any]
         if example.source == "traffic":
-            # The owner's vote alone settles it.
+            # The owner's vote alone settles it; its gold is the agreed label, none until then.
             settled = [(vote, given)] if as_owner else votes
-            outcome = _traffic_outcome(
-                *decide_label(settled, num_matching=1 if as_owner else num_matching)
-            )
+            decided, agreed = decide_label(settled, num_matching=1 if as_owner else num_matching)
+            verified = decided is ExampleStatus.VERIFIED
+            outcome = {"status": decided.value, "gold": {"label": agreed} if verified else {}}
         elif as_owner:
             outcome = {"status": _OUTCOME[vote].value}
         else:
@@ -329,26 +300,18 @@ def queue_counts(
     ctx: Context, task_id: str, *, user_id: int, skipped: Collection[int] = ()
 ) -> QueueCounts:
     """The validation page's counts for one user (one query each)."""
-    with ctx.db.session() as session:
-        everything = session.scalar(
-            select(func.count(Example.id)).where(
-                _waiting(task_id, user_id=user_id, flagged=False, skipped=())
-            )
-        )
-        waiting = session.scalar(
-            select(func.count(Example.id)).where(
-                _waiting(task_id, user_id=user_id, flagged=False, skipped=skipped)
-            )
-        )
-        mine = session.scalar(
-            select(func.count(Example.id)).where(
-                Example.task_id == task_id,
-                Example.author_id == user_id,
-                Example.status == ExampleStatus.PENDING.value,
-            )
-        )
-    return QueueCounts(
-        waiting=int(waiting or 0),
-        skipped=int(everything or 0) - int(waiting or 0),
-        mine_pending=int(mine or 0),
+    wheres = (
+        _waiting(task_id, user_id=user_id, flagged=False, skipped=()),
+        _waiting(task_id, user_id=user_id, flagged=False, skipped=skipped),
+        and_(
+            Example.task_id == task_id,
+            Example.author_id == user_id,
+            Example.status == ExampleStatus.PENDING.value,
+        ),
     )
+    with ctx.db.session() as session:
+        everything, waiting, mine_pending = [
+            int(session.scalar(select(func.count(Example.id)).where(where)) or 0)
+            for where in wheres
+        ]
+    return QueueCounts(waiting=waiting, skipped=everything - waiting, mine_pending=mine_pending)

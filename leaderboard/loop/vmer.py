@@ -65,12 +65,8 @@ def round_vmer(ctx: Context, task_id: str, number: int) -> RoundVmer:
             )
         ).all()
         authors = {a for a, _, _ in rows if a is not None}
-        names: dict[int, str] = {
-            user_id: name
-            for user_id, name in session.execute(
-                select(User.id, User.name).where(User.id.in_(authors))
-            )
-        }
+        found = session.execute(select(User.id, User.name).where(User.id.in_(authors)))
+        names: dict[int, str] = {user_id: name for user_id, name in found}
     tally: dict[int | None, list[int]] = defaultdict(lambda: [0, 0, 0])
     pending = 0
     for author_id, fooled, status in rows:
