@@ -19,7 +19,7 @@ from evalboard.core.context import Context
 from evalboard.core.tables import TOKEN_LABEL_MAX
 from leaderboard.accounts import Principal, create_token, get_user, list_tokens, revoke_token
 from leaderboard.auth import CtxDep, PrincipalDep, csrf_token, sign_in
-from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
+from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, redirect, render, signed_in
 from leaderboard.submissions import submissions_of, uploads_today
 from leaderboard.uploads import CHUNK_SIZE, open_uploads
 
@@ -37,19 +37,15 @@ def _quota(ctx: Context, principal: Principal) -> dict[str, Any]:
     }
 
 
-@router.get("/me", response_class=HTMLResponse, response_model=None)
-def my_page(
-    request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
-    if not principal.signed_in:
-        return redirect(login_path("/ui/me"))
-    assert principal.user_id is not None
+@router.get("/me", response_class=HTMLResponse)
+def my_page(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:
+    user_id = signed_in(principal)
     return render(
         request,
         "account/me.html",
         principal,
-        submissions=submissions_of(ctx, principal.user_id),
-        uploads=open_uploads(ctx, principal.user_id),
+        submissions=submissions_of(ctx, user_id),
+        uploads=open_uploads(ctx, user_id),
         tasks=[t for t in list_tasks(ctx) if principal.may_upload(t.id)],
         quota=_quota(ctx, principal),
     )
@@ -75,12 +71,9 @@ def _tokens_page(
     return response
 
 
-@router.get("/me/tokens", response_class=HTMLResponse, response_model=None)
-def tokens_page(
-    request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
-    if not principal.signed_in:
-        return redirect(login_path("/ui/me/tokens"))
+@router.get("/me/tokens", response_class=HTMLResponse)
+def tokens_page(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:
+    signed_in(principal)
     return _tokens_page(request, ctx, principal)
 
 
@@ -116,16 +109,14 @@ async def revoke(
     return redirect("/ui/me/tokens")
 
 
-@router.get("/tasks/{task_id}/upload", response_class=HTMLResponse, response_model=None)
+@router.get("/tasks/{task_id}/upload", response_class=HTMLResponse)
 def upload_page(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
+) -> HTMLResponse:
     spec = get_task(ctx, task_id)
-    if not principal.signed_in:
-        return redirect(login_path(f"/ui/tasks/{task_id}/upload"))
+    user_id = signed_in(principal)
     principal.require_upload(task_id)
-    assert principal.user_id is not None
-    unfinished = open_uploads(ctx, principal.user_id, task_id=task_id)
+    unfinished = open_uploads(ctx, user_id, task_id=task_id)
     return render(
         request,
         "account/upload.html",

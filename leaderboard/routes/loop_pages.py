@@ -50,15 +50,11 @@ from leaderboard.loop.validation import (
 )
 from leaderboard.loop.vmer import round_vmer
 from leaderboard.routes._loop_deps import PoolDep
-from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
+from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, redirect, render, signed_in
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
-
-
-def _signed_in(principal: Principal, path: str) -> RedirectResponse | None:
-    return None if principal.signed_in else redirect(login_path(path))
 
 
 #: The most skipped examples a session remembers per task (the cookie stays small).
@@ -143,13 +139,12 @@ def _written(spec: TaskSpec, form: dict[str, Any]) -> tuple[dict[str, str], dict
     return inputs, gold, str(form.get("explanation", ""))
 
 
-@router.get("/tasks/{task_id}/collect", response_class=HTMLResponse, response_model=None)
+@router.get("/tasks/{task_id}/collect", response_class=HTMLResponse)
 def collect_page(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
+) -> HTMLResponse:
     get_task(ctx, task_id)
-    if (away := _signed_in(principal, request.url.path)) is not None:
-        return away
+    signed_in(principal)
     may_annotate(principal, task_id)
     return _collect_page(request, ctx, principal, task_id)
 
@@ -237,12 +232,11 @@ def _edit_page(
     )
 
 
-@router.get("/examples/{example_id}/edit", response_class=HTMLResponse, response_model=None)
+@router.get("/examples/{example_id}/edit", response_class=HTMLResponse)
 def edit_page(
     example_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
-    if (away := _signed_in(principal, request.url.path)) is not None:
-        return away
+) -> HTMLResponse:
+    signed_in(principal)
     example = get_example(ctx, example_id)
     if example.author_id != principal.user_id:
         raise PermissionDenied(f"Only the author of example {example_id} may edit it")
@@ -308,20 +302,18 @@ async def unskip(
     return redirect(f"/ui/tasks/{task_id}/validate")
 
 
-@router.get("/tasks/{task_id}/validate", response_class=HTMLResponse, response_model=None)
+@router.get("/tasks/{task_id}/validate", response_class=HTMLResponse)
 def validate_page(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep, flagged: bool = False
-) -> HTMLResponse | RedirectResponse:
+) -> HTMLResponse:
     spec = get_task(ctx, task_id)
-    if (away := _signed_in(principal, request.url.path)) is not None:
-        return away
+    user_id = signed_in(principal)
     may_annotate(principal, task_id)
     if flagged:
         principal.require_owner(task_id, doing="review flagged examples")
-    assert principal.user_id is not None
     skipped = _skipped(request, task_id)
     waiting = validation_queue(
-        ctx, task_id, user_id=principal.user_id, limit=1, flagged=flagged, skipped=skipped
+        ctx, task_id, user_id=user_id, limit=1, flagged=flagged, skipped=skipped
     )
     is_owner = principal.owns(task_id)
     return render(
@@ -335,7 +327,7 @@ def validate_page(
         votes=_votes(ctx, waiting[0].id) if waiting and is_owner else [],
         flagged=flagged,
         is_owner=is_owner,
-        counts=queue_counts(ctx, task_id, user_id=principal.user_id, skipped=skipped),
+        counts=queue_counts(ctx, task_id, user_id=user_id, skipped=skipped),
     )
 
 
@@ -386,13 +378,12 @@ async def validate(
     return redirect(f"/ui/tasks/{task_id}/validate{suffix}")
 
 
-@router.get("/tasks/{task_id}/rounds", response_class=HTMLResponse, response_model=None)
+@router.get("/tasks/{task_id}/rounds", response_class=HTMLResponse)
 def rounds_page(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
+) -> HTMLResponse:
     spec = get_task(ctx, task_id)
-    if (away := _signed_in(principal, request.url.path)) is not None:
-        return away
+    signed_in(principal)
     principal.require_owner(task_id, doing="manage its rounds")
     rounds = list_rounds(ctx, task_id)
     with ctx.db.session() as session:

@@ -13,7 +13,7 @@ from evalboard.core.errors import Conflict, InvalidDataset, InvalidWeights, Usag
 from evalboard.core.states import Access
 from leaderboard.auth import CtxDep, PrincipalDep
 from leaderboard.phases import list_phases
-from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
+from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, redirect, render, signed_in
 from leaderboard.routes.datasets import add_uploaded_dataset, visible_datasets
 from leaderboard.routes.tasks import set_default_weights, task_public
 from leaderboard.submissions import list_submissions, set_baseline
@@ -24,13 +24,12 @@ __all__ = ["router"]
 router = APIRouter(prefix="/ui/tasks/{task_id}/manage", include_in_schema=False)
 
 
-@router.get("", response_class=HTMLResponse, response_model=None)
+@router.get("", response_class=HTMLResponse)
 def manage_page(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
+) -> HTMLResponse:
     get_task(ctx, task_id)
-    if not principal.signed_in:
-        return redirect(login_path(f"/ui/tasks/{task_id}/manage"))
+    signed_in(principal)
     principal.require_owner(task_id, doing="manage it")
     return _manage_page(request, ctx, principal, task_id)
 
