@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 from evalboard.core.context import Context
@@ -149,6 +149,20 @@ def leaderboard(
     return _board(ctx, principal, task_id, weights, dataset_weights, query, cards)
 
 
+def _whole_board(
+    task_id: TaskId,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    weights: Weights = None,
+    dataset_weights: DatasetWeights = None,
+) -> LeaderboardPublic:
+    """The whole board, unpaged and unfiltered: what the downloads hold."""
+    return _board(ctx, principal, task_id, weights, dataset_weights)
+
+
+WholeBoard = Annotated[LeaderboardPublic, Depends(_whole_board)]
+
+
 @router.get(
     "/leaderboard.csv",
     summary="Download the whole table as CSV",
@@ -160,14 +174,7 @@ def leaderboard(
         }
     },
 )
-def leaderboard_csv(
-    task_id: TaskId,
-    ctx: CtxDep,
-    principal: PrincipalDep,
-    weights: Weights = None,
-    dataset_weights: DatasetWeights = None,
-) -> Response:
-    board = _board(ctx, principal, task_id, weights, dataset_weights)
+def leaderboard_csv(task_id: TaskId, board: WholeBoard) -> Response:
     return attachment(to_csv(board), "text/csv", f"{task_id}-leaderboard.csv")
 
 
@@ -176,13 +183,6 @@ def leaderboard_csv(
     summary="Download the whole table as JSON",
     response_model=LeaderboardPublic,
 )
-def leaderboard_json(
-    task_id: TaskId,
-    ctx: CtxDep,
-    principal: PrincipalDep,
-    weights: Weights = None,
-    dataset_weights: DatasetWeights = None,
-) -> Response:
-    board = _board(ctx, principal, task_id, weights, dataset_weights)
+def leaderboard_json(task_id: TaskId, board: WholeBoard) -> Response:
     body = board.model_dump_json(indent=2)
     return attachment(body, "application/json", f"{task_id}-leaderboard.json")
