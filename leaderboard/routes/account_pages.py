@@ -55,14 +55,12 @@ def _tokens_page(
     request: Request,
     ctx: Context,
     principal: Principal,
-    status_code: int = 200,
     **extra: Any,
 ) -> HTMLResponse:
     response = render(
         request,
         "account/tokens.html",
         principal,
-        status_code=status_code,
         tokens=[token for token, _ in list_tokens(ctx, principal.user_id)],
         label_max=TOKEN_LABEL_MAX,
         **extra,
@@ -87,7 +85,7 @@ async def new_token(request: Request, ctx: CtxDep, principal: PrincipalDep) -> H
             request,
             ctx,
             principal,
-            FORM_AGAIN,
+            status_code=FORM_AGAIN,
             error=f"A label has at most {TOKEN_LABEL_MAX} characters; this one has {len(label)}",
             kept_label=label,
         )

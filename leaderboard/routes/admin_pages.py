@@ -51,13 +51,9 @@ def _admin(principal: Principal, doing: str) -> None:
     principal.require_admin(doing=doing)
 
 
-def _page(
-    request: Request, principal: Principal, here: str, status_code: int = 200, **context: Any
-) -> HTMLResponse:
+def _page(request: Request, principal: Principal, here: str, **context: Any) -> HTMLResponse:
     """The admin page ``here`` (its template ``admin/{here}.html``; the tab shown current)."""
-    return render(
-        request, f"admin/{here}.html", principal, status_code=status_code, here=here, **context
-    )
+    return render(request, f"admin/{here}.html", principal, here=here, **context)
 
 
 @router.get("", response_class=HTMLResponse)
@@ -72,14 +68,11 @@ def overview(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResp
     )
 
 
-def _users_page(
-    request: Request, ctx: Context, principal: Principal, status_code: int = 200, **extra: Any
-) -> HTMLResponse:
+def _users_page(request: Request, ctx: Context, principal: Principal, **extra: Any) -> HTMLResponse:
     return _page(
         request,
         principal,
         "users",
-        status_code,
         users=user_rows(ctx),
         tasks=[t.id for t in list_tasks(ctx)],
         roles=[r.value for r in _GRANTABLE],
@@ -127,7 +120,7 @@ async def change_role(
             request,
             ctx,
             principal,
-            FORM_AGAIN,
+            status_code=FORM_AGAIN,
             error={"user": name, "text": str(error)},
             kept={"role": str(form.get("role", "")), "task": str(form.get("task", ""))},
         )

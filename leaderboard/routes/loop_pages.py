@@ -103,7 +103,6 @@ def _collect_page(
     ctx: CtxDep,
     principal: Principal,
     task_id: str,
-    status_code: int = 200,
     collected: Collected | None = None,
     **extra: Any,
 ) -> HTMLResponse:
@@ -124,7 +123,6 @@ def _collect_page(
         mine=mine,
         judged=judged,
         pending_status=ExampleStatus.PENDING.value,
-        status_code=status_code,
         **extra,
     )
 
@@ -218,7 +216,6 @@ def _edit_page(
     ctx: Context,
     principal: Principal,
     example: Example,
-    status_code: int = 200,
     **extra: Any,
 ) -> HTMLResponse:
     return render(
@@ -227,7 +224,6 @@ def _edit_page(
         principal,
         task=get_task(ctx, example.task_id),
         example=example,
-        status_code=status_code,
         **extra,
     )
 
@@ -269,7 +265,7 @@ async def edit(
             ctx,
             principal,
             example,
-            FORM_AGAIN,
+            status_code=FORM_AGAIN,
             error=str(error),
             kept={"inputs": inputs, **gold, "explanation": explanation},
         )

@@ -39,14 +39,12 @@ def _manage_page(
     ctx: CtxDep,
     principal: PrincipalDep,
     task_id: str,
-    status_code: int = 200,
     **extra: Any,
 ) -> HTMLResponse:
     return render(
         request,
         "manage.html",
         principal,
-        status_code=status_code,
         task=task_public(ctx, task_id),
         datasets=visible_datasets(ctx, principal, task_id),
         submissions=list_submissions(ctx, principal, task_id),
@@ -84,7 +82,7 @@ async def weights(
             ctx,
             principal,
             task_id,
-            FORM_AGAIN,
+            status_code=FORM_AGAIN,
             weights_error=str(error),
             kept_weights=typed,
         )
@@ -134,7 +132,7 @@ async def datasets(
             ctx,
             principal,
             task_id,
-            FORM_AGAIN,
+            status_code=FORM_AGAIN,
             dataset_error=str(error),
             kept_dataset=typed,
         )

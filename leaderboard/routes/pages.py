@@ -24,6 +24,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
+
 @router.get("", response_class=HTMLResponse)
 def index(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:
     tasks = [task_public(ctx, t.id) for t in list_tasks(ctx)]
