@@ -17,9 +17,9 @@ from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_
 from leaderboard.routes._files import attachment
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import LeaderboardPublic
-from leaderboard.table import load_table
+from leaderboard.table import TaskTable, load_table
 
-__all__ = ["router"]
+__all__ = ["router", "visible_board"]
 
 router = APIRouter(prefix="/tasks/{task_id}", tags=["leaderboards"], responses=ERROR_RESPONSES)
 
@@ -91,7 +91,7 @@ Busy = Annotated[
 ]
 
 
-def _board(
+def visible_board(
     ctx: Context,
     principal: Principal,
     task_id: str,
@@ -99,11 +99,13 @@ def _board(
     dataset_weights: str | None,
     query: BoardQuery | None = None,
     cards: CardFilter | None = None,
-) -> LeaderboardPublic:
+) -> tuple[TaskTable, LeaderboardPublic]:
+    """The board for the weights (``METRIC:W,...`` and ``DATASET:W,...`` texts), with the
+    table it ranks: what ``principal`` may see."""
     # What the principal may see is ranked; the card filter then picks among those ranked
     # rows (before paging and ``total``), so a row keeps its rank on the whole visible board.
     table = visible_table(load_table(ctx, task_id), principal)
-    return build_leaderboard(
+    return table, build_leaderboard(
         ctx,
         table,
         parse_weights(weights),
@@ -146,7 +148,7 @@ def leaderboard(
         baselines=baselines,
         busy=busy,
     )
-    return _board(ctx, principal, task_id, weights, dataset_weights, query, cards)
+    return visible_board(ctx, principal, task_id, weights, dataset_weights, query, cards)[1]
 
 
 def _whole_board(
@@ -157,7 +159,7 @@ def _whole_board(
     dataset_weights: DatasetWeights = None,
 ) -> LeaderboardPublic:
     """The whole board, unpaged and unfiltered: what the downloads hold."""
-    return _board(ctx, principal, task_id, weights, dataset_weights)
+    return visible_board(ctx, principal, task_id, weights, dataset_weights)[1]
 
 
 WholeBoard = Annotated[LeaderboardPublic, Depends(_whole_board)]
