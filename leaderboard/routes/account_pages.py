@@ -30,9 +30,8 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 
 def _quota(ctx: Context, principal: Principal) -> dict[str, Any]:
     """Today's use of the daily quota (admins have none)."""
-    assert principal.user_id is not None
     return {
-        "used": uploads_today(ctx, principal.user_id),
+        "used": uploads_today(ctx, principal.require_signed_in()),
         "limit": None if principal.is_admin else ctx.settings.daily_upload_quota,
     }
 

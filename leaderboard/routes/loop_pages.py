@@ -127,14 +127,20 @@ def _collect_page(
     )
 
 
-def _written(spec: TaskSpec, form: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any], str]:
-    """What the example form holds: the inputs, the intended answer, the explanation."""
+def _written(spec: TaskSpec, form: dict[str, Any]) -> dict[str, Any]:
+    """What the example form holds: the ``inputs``, the intended answer (``gold``), the
+    ``explanation``."""
     inputs = {name: str(form.get(f"in_{name}", "")) for name in spec.input_names}
     if spec.output.type == "span":
         gold: dict[str, Any] = {"answer": str(form.get("answer", "")).strip()}
     else:
         gold = {"label": str(form.get("label", ""))}
-    return inputs, gold, str(form.get("explanation", ""))
+    return {"inputs": inputs, "gold": gold, "explanation": str(form.get("explanation", ""))}
+
+
+def _kept(written: dict[str, Any]) -> dict[str, Any]:
+    """The form's fields again as written (the template's ``kept``), after an error."""
+    return {"inputs": written["inputs"], **written["gold"], "explanation": written["explanation"]}
 
 
 @router.get("/tasks/{task_id}/collect", response_class=HTMLResponse)
@@ -158,7 +164,7 @@ async def collect(
     open_round_ = current_round(ctx, task_id)
     if open_round_ is None:
         raise UsageError(f"Task {task_id!r} has no open round; the owner opens one")
-    inputs, gold, explanation = _written(spec, form)
+    written = _written(spec, form)
     try:
         collected = await run_in_threadpool(
             collect_example,
@@ -166,10 +172,8 @@ async def collect(
             task_id,
             open_round_.number,
             author_id=principal.user_id,
-            inputs=inputs,
-            gold=gold,
-            explanation=explanation,
             predictor=pool,
+            **written,
         )
     except UsageError as error:
         # The form again, with what was written and the error beside it: nothing is lost.
@@ -180,7 +184,7 @@ async def collect(
             task_id,
             status_code=FORM_AGAIN,
             error=str(error),
-            kept={"inputs": inputs, **gold, "explanation": explanation},
+            kept=_kept(written),
         )
     return _collect_page(request, ctx, principal, task_id, collected=collected)
 
@@ -247,17 +251,10 @@ async def edit(
     author_id = principal.require_signed_in()
     example = get_example(ctx, example_id)
     spec = get_task(ctx, example.task_id)
-    inputs, gold, explanation = _written(spec, form)
+    written = _written(spec, form)
     try:
         edited = await run_in_threadpool(
-            edit_example,
-            ctx,
-            example_id,
-            author_id=author_id,
-            inputs=inputs,
-            gold=gold,
-            explanation=explanation,
-            predictor=pool,
+            edit_example, ctx, example_id, author_id=author_id, predictor=pool, **written
         )
     except UsageError as error:
         return _edit_page(
@@ -267,7 +264,7 @@ async def edit(
             example,
             status_code=FORM_AGAIN,
             error=str(error),
-            kept={"inputs": inputs, **gold, "explanation": explanation},
+            kept=_kept(written),
         )
     return _collect_page(request, ctx, principal, example.task_id, collected=edited, edited=True)
 
