@@ -123,13 +123,9 @@ async def drift_page(
     signed_in(principal)
     principal.require_owner(task_id, doing="see its drift checks")
     checks = await run_in_threadpool(list_drift_checks, ctx, task_id)
-    shown = (
-        next((c for c in checks if c.number == check), None)
-        if check is not None
-        else (checks[0] if checks else None)
-    )
-    if check is not None and shown is None:
-        get_drift_check(ctx, task_id, check)  # raises the NotFound with its hint
+    shown = checks[0] if checks else None
+    if check is not None:  # the one asked for, or the NotFound with its hint
+        shown = await run_in_threadpool(get_drift_check, ctx, task_id, check)
     public = drift_check_public(shown, full=True) if shown is not None else None
     return render(
         request,
