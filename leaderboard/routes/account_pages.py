@@ -51,10 +51,7 @@ def my_page(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLRespo
 
 
 def _tokens_page(
-    request: Request,
-    ctx: Context,
-    principal: Principal,
-    **extra: Any,
+    request: Request, ctx: Context, principal: Principal, **extra: Any
 ) -> HTMLResponse:
     response = render(
         request,

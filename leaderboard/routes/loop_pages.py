@@ -216,11 +216,7 @@ async def retract(
 
 
 def _edit_page(
-    request: Request,
-    ctx: Context,
-    principal: Principal,
-    example: Example,
-    **extra: Any,
+    request: Request, ctx: Context, principal: Principal, example: Example, **extra: Any
 ) -> HTMLResponse:
     return render(
         request,

@@ -35,11 +35,7 @@ def manage_page(
 
 
 def _manage_page(
-    request: Request,
-    ctx: CtxDep,
-    principal: PrincipalDep,
-    task_id: str,
-    **extra: Any,
+    request: Request, ctx: CtxDep, principal: PrincipalDep, task_id: str, **extra: Any
 ) -> HTMLResponse:
     return render(
         request,
