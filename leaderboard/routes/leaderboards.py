@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from evalboard.core.context import Context
@@ -100,8 +100,7 @@ def visible_board(
     query: BoardQuery | None = None,
     cards: CardFilter | None = None,
 ) -> tuple[TaskTable, LeaderboardPublic]:
-    """The board for the weights (``METRIC:W,...`` and ``DATASET:W,...`` texts), with the
-    table it ranks: what ``principal`` may see."""
+    """The board ``principal`` may see, ranked for the weights' texts, and the table it ranks."""
     # What the principal may see is ranked; the card filter then picks among those ranked
     # rows (before paging and ``total``), so a row keeps its rank on the whole visible board.
     table = visible_table(load_table(ctx, task_id), principal)
@@ -151,20 +150,6 @@ def leaderboard(
     return visible_board(ctx, principal, task_id, weights, dataset_weights, query, cards)[1]
 
 
-def _whole_board(
-    task_id: TaskId,
-    ctx: CtxDep,
-    principal: PrincipalDep,
-    weights: Weights = None,
-    dataset_weights: DatasetWeights = None,
-) -> LeaderboardPublic:
-    """The whole board, unpaged and unfiltered: what the downloads hold."""
-    return visible_board(ctx, principal, task_id, weights, dataset_weights)[1]
-
-
-WholeBoard = Annotated[LeaderboardPublic, Depends(_whole_board)]
-
-
 @router.get(
     "/leaderboard.csv",
     summary="Download the whole table as CSV",
@@ -176,7 +161,14 @@ WholeBoard = Annotated[LeaderboardPublic, Depends(_whole_board)]
         }
     },
 )
-def leaderboard_csv(task_id: TaskId, board: WholeBoard) -> Response:
+def leaderboard_csv(
+    task_id: TaskId,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    weights: Weights = None,
+    dataset_weights: DatasetWeights = None,
+) -> Response:
+    board = visible_board(ctx, principal, task_id, weights, dataset_weights)[1]
     return attachment(to_csv(board), "text/csv", f"{task_id}-leaderboard.csv")
 
 
@@ -185,6 +177,13 @@ def leaderboard_csv(task_id: TaskId, board: WholeBoard) -> Response:
     summary="Download the whole table as JSON",
     response_model=LeaderboardPublic,
 )
-def leaderboard_json(task_id: TaskId, board: WholeBoard) -> Response:
+def leaderboard_json(
+    task_id: TaskId,
+    ctx: CtxDep,
+    principal: PrincipalDep,
+    weights: Weights = None,
+    dataset_weights: DatasetWeights = None,
+) -> Response:
+    board = visible_board(ctx, principal, task_id, weights, dataset_weights)[1]
     body = board.model_dump_json(indent=2)
     return attachment(body, "application/json", f"{task_id}-leaderboard.json")
