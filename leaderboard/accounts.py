@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, UsageError
@@ -164,6 +165,17 @@ def list_users(ctx: Context) -> list[User]:
         return list(session.scalars(select(User).order_by(User.name)))
 
 
+def _grant(session: Session, user_id: int, role: Role, task_id: str | None) -> RoleGrant | None:
+    """The user's grant of ``role`` on the task (None: platform-wide), if they hold one."""
+    return session.scalar(
+        select(RoleGrant).where(
+            RoleGrant.user_id == user_id,
+            RoleGrant.role == role.value,
+            RoleGrant.task_id.is_(None) if task_id is None else RoleGrant.task_id == task_id,
+        )
+    )
+
+
 def grant_role(ctx: Context, name: str, role: Role, *, task_id: str | None = None) -> None:
     """Give ``role`` to a user (per task or platform-wide); granting twice is a no-op."""
     if role is Role.ADMIN:
@@ -174,14 +186,7 @@ def grant_role(ctx: Context, name: str, role: Role, *, task_id: str | None = Non
     with ctx.db.session() as session:
         if task_id is not None and session.get(Task, task_id) is None:
             raise NotFound(f"Unknown task {task_id!r}")
-        exists = session.scalar(
-            select(RoleGrant).where(
-                RoleGrant.user_id == user.id,
-                RoleGrant.role == role.value,
-                RoleGrant.task_id.is_(None) if task_id is None else RoleGrant.task_id == task_id,
-            )
-        )
-        if exists is None:
+        if _grant(session, user.id, role, task_id) is None:
             session.add(RoleGrant(user_id=user.id, role=role.value, task_id=task_id))
     end_sessions(ctx, user.id)  # a changed role signs in afresh
 
@@ -192,13 +197,7 @@ def revoke_role(ctx: Context, name: str, role: Role, *, task_id: str | None = No
     (``Task.owner_id``) stays its owner: that is not a grant."""
     user = get_user(ctx, name)
     with ctx.db.session() as session:
-        grant = session.scalar(
-            select(RoleGrant).where(
-                RoleGrant.user_id == user.id,
-                RoleGrant.role == role.value,
-                RoleGrant.task_id.is_(None) if task_id is None else RoleGrant.task_id == task_id,
-            )
-        )
+        grant = _grant(session, user.id, role, task_id)
         if grant is None:
             return False
         session.delete(grant)

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from evalboard.core.errors import EvalboardError
 from leaderboard.auth import session_principal
-from leaderboard.routes._page import local_path
+from leaderboard.routes._page import SignInFirst, local_path, login_path, redirect
 from scoring import InvalidWeightsError, ScoringError
 
 __all__ = [
@@ -144,7 +144,8 @@ def _method_not_allowed(request: Request) -> Response:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Map domain errors, scoring errors and HTTP errors to responses."""
+    """Map domain errors, scoring errors and HTTP errors to responses; send a visitor
+    signed out of a page for the signed-in to sign in."""
 
     async def domain(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, EvalboardError)
@@ -167,6 +168,9 @@ def install_error_handlers(app: FastAPI) -> None:
             )
         return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code)
 
+    async def sign_in_first(request: Request, exc: Exception) -> Response:
+        return redirect(login_path(request.url.path))
+
     async def invalid(request: Request, exc: Exception) -> Response:
         # FastAPI's own handler repeats each bad value: a 60 MB body would come back whole.
         assert isinstance(exc, RequestValidationError)
@@ -177,3 +181,4 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(ScoringError, scoring)
     app.add_exception_handler(StarletteHTTPException, http)
+    app.add_exception_handler(SignInFirst, sign_in_first)

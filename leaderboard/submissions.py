@@ -9,12 +9,13 @@ the queue, keeping those that finished.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, time
 from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.sql import ColumnElement
 
 from evalboard.core.context import Context
 from evalboard.core.errors import Conflict, NotFound, PermissionDenied, QuotaExceeded
@@ -309,15 +310,18 @@ def submission_status(
     return SubmissionStatusPublic(**public.model_dump(), jobs=views, may_manage=manage)
 
 
+def _newest_first(
+    session: Session, where: ColumnElement[bool], *, limit: int | None = None
+) -> Sequence[Submission]:
+    """The submissions ``where`` picks, newest first, their jobs loaded."""
+    query = select(Submission).where(where).options(selectinload(Submission.jobs))
+    return session.scalars(query.order_by(Submission.id.desc()).limit(limit)).all()
+
+
 def list_submissions(ctx: Context, principal: Principal, task_id: str) -> list[SubmissionPublic]:
     """The task's submissions ``principal`` may see, anonymous submitters unnamed."""
     with ctx.db.session() as session:
-        rows = session.scalars(
-            select(Submission)
-            .where(Submission.task_id == task_id)
-            .options(selectinload(Submission.jobs))
-            .order_by(Submission.id.desc())
-        ).all()
+        rows = _newest_first(session, Submission.task_id == task_id)
         users = dict(session.execute(select(User.id, User.name)).all())
     return [
         submission_public(
@@ -338,13 +342,7 @@ def list_submissions(ctx: Context, principal: Principal, task_id: str) -> list[S
 def submissions_of(ctx: Context, user_id: int, *, limit: int = 200) -> list[SubmissionPublic]:
     """A user's own submissions on every task, newest first (their "my submissions")."""
     with ctx.db.session() as session:
-        rows = session.scalars(
-            select(Submission)
-            .where(Submission.user_id == user_id)
-            .options(selectinload(Submission.jobs))
-            .order_by(Submission.id.desc())
-            .limit(limit)
-        ).all()
+        rows = _newest_first(session, Submission.user_id == user_id, limit=limit)
         name = session.scalar(select(User.name).where(User.id == user_id))
     return [submission_public(s, name) for s in rows]
 

@@ -28,11 +28,12 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ColumnElement
 
 from datasets_registry import get_task
 from evalboard.core.context import Context
@@ -182,16 +183,23 @@ def _check_in_flight(ctx: Context, session: Session, user_id: int) -> None:
         )
 
 
+_OPEN = Upload.state == UploadState.OPEN.value
+
+
+def _moved(session: Session, upload_id: str, *where: ColumnElement[bool], **values: Any) -> bool:
+    """Set ``values`` (and ``updated_at``) on the upload if ``where`` holds; False if not
+    (another request changed it first)."""
+    done = session.execute(
+        update(Upload).where(Upload.id == upload_id, *where).values(**values, updated_at=utcnow())
+    )
+    return getattr(done, "rowcount", 0) == 1
+
+
 def cancel_upload(ctx: Context, principal: Principal, upload_id: str) -> None:
     """Give up an open upload: its chunks are deleted and it no longer counts as open."""
     get_upload(ctx, principal, upload_id)
     with ctx.db.session() as session:
-        done = session.execute(
-            update(Upload)
-            .where(Upload.id == upload_id, Upload.state == UploadState.OPEN.value)
-            .values(state=UploadState.CANCELLED.value, updated_at=utcnow())
-        )
-        if getattr(done, "rowcount", 0) != 1:
+        if not _moved(session, upload_id, _OPEN, state=UploadState.CANCELLED.value):
             raise Conflict(f"Upload {upload_id} is not open; only an open upload can be cancelled")
     _drop_parts(ctx, upload_id)
 
@@ -243,16 +251,9 @@ async def write_chunk(
         if written == 0:
             raise UsageError("Empty chunk: send the file's bytes as the request body")
     with ctx.db.session() as session:
-        done = session.execute(
-            update(Upload)
-            .where(
-                Upload.id == upload_id,
-                Upload.received == offset,
-                Upload.state == UploadState.OPEN.value,
-            )
-            .values(received=offset + written, updated_at=utcnow())
-        )
-        if getattr(done, "rowcount", 0) != 1:
+        if not _moved(
+            session, upload_id, Upload.received == offset, _OPEN, received=offset + written
+        ):
             now = session.get(Upload, upload_id)
             if now is None or now.state != UploadState.OPEN:
                 # Cancelled, expired or completing meanwhile: keep none of its bytes.
@@ -312,28 +313,15 @@ def _claim(ctx: Context, upload_id: str) -> bool:
     """Move a fully received upload from open to checking; False when another request
     did first (or it is not open)."""
     with ctx.db.session() as session:
-        done = session.execute(
-            update(Upload)
-            .where(
-                Upload.id == upload_id,
-                Upload.state == UploadState.OPEN.value,
-                Upload.received == Upload.size,
-            )
-            .values(state=UploadState.CHECKING.value, updated_at=utcnow())
-        )
-        return getattr(done, "rowcount", 0) == 1
+        full = Upload.received == Upload.size
+        return _moved(session, upload_id, _OPEN, full, state=UploadState.CHECKING.value)
 
 
 def _release(ctx: Context, upload_id: str, state: UploadState) -> bool:
     """End this request's claim (checking -> ``state``); a no-op (False) when the upload
     became a submission already, even if something after that failed (queueing its jobs)."""
     with ctx.db.session() as session:
-        done = session.execute(
-            update(Upload)
-            .where(Upload.id == upload_id, Upload.state == UploadState.CHECKING.value)
-            .values(state=state, updated_at=utcnow())
-        )
-        return getattr(done, "rowcount", 0) == 1
+        return _moved(session, upload_id, Upload.state == UploadState.CHECKING.value, state=state)
 
 
 def _not_completable(ctx: Context, upload_id: str) -> Submission:

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from leaderboard.accounts import Principal
 from leaderboard.auth import check_csrf, csrf_token
 
-__all__ = ["FORM_AGAIN", "flash", "form_csrf", "local_path", "redirect", "render"]
+__all__ = ["FORM_AGAIN", "flash", "form_csrf", "local_path", "redirect", "render", "signed_in"]
 
 
 #: The status of a form shown again with its error beside it (issue 19). It is a page the
@@ -56,6 +56,18 @@ async def form_csrf(request: Request) -> dict[str, Any]:
 
 def login_path(next_path: str) -> str:
     return f"/ui/login?next={quote(next_path)}"
+
+
+class SignInFirst(Exception):
+    """A page for the signed-in, opened signed out: the error handlers send the visitor
+    to sign in, and back to the page after."""
+
+
+def signed_in(principal: Principal) -> int:
+    """The visitor's user id; a visitor signed out goes to sign in first (:class:`SignInFirst`)."""
+    if principal.user_id is None:
+        raise SignInFirst
+    return principal.user_id
 
 
 def local_path(path: str) -> str:

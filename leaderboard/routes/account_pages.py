@@ -19,7 +19,7 @@ from evalboard.core.context import Context
 from evalboard.core.tables import TOKEN_LABEL_MAX
 from leaderboard.accounts import Principal, create_token, get_user, list_tokens, revoke_token
 from leaderboard.auth import CtxDep, PrincipalDep, csrf_token, sign_in
-from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
+from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, redirect, render, signed_in
 from leaderboard.submissions import submissions_of, uploads_today
 from leaderboard.uploads import CHUNK_SIZE, open_uploads
 
@@ -30,43 +30,33 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 
 def _quota(ctx: Context, principal: Principal) -> dict[str, Any]:
     """Today's use of the daily quota (admins have none)."""
-    assert principal.user_id is not None
     return {
-        "used": uploads_today(ctx, principal.user_id),
+        "used": uploads_today(ctx, principal.require_signed_in()),
         "limit": None if principal.is_admin else ctx.settings.daily_upload_quota,
     }
 
 
-@router.get("/me", response_class=HTMLResponse, response_model=None)
-def my_page(
-    request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
-    if not principal.signed_in:
-        return redirect(login_path("/ui/me"))
-    assert principal.user_id is not None
+@router.get("/me", response_class=HTMLResponse)
+def my_page(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:
+    user_id = signed_in(principal)
     return render(
         request,
         "account/me.html",
         principal,
-        submissions=submissions_of(ctx, principal.user_id),
-        uploads=open_uploads(ctx, principal.user_id),
+        submissions=submissions_of(ctx, user_id),
+        uploads=open_uploads(ctx, user_id),
         tasks=[t for t in list_tasks(ctx) if principal.may_upload(t.id)],
         quota=_quota(ctx, principal),
     )
 
 
 def _tokens_page(
-    request: Request,
-    ctx: Context,
-    principal: Principal,
-    status_code: int = 200,
-    **extra: Any,
+    request: Request, ctx: Context, principal: Principal, **extra: Any
 ) -> HTMLResponse:
     response = render(
         request,
         "account/tokens.html",
         principal,
-        status_code=status_code,
         tokens=[token for token, _ in list_tokens(ctx, principal.user_id)],
         label_max=TOKEN_LABEL_MAX,
         **extra,
@@ -75,12 +65,9 @@ def _tokens_page(
     return response
 
 
-@router.get("/me/tokens", response_class=HTMLResponse, response_model=None)
-def tokens_page(
-    request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
-    if not principal.signed_in:
-        return redirect(login_path("/ui/me/tokens"))
+@router.get("/me/tokens", response_class=HTMLResponse)
+def tokens_page(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:
+    signed_in(principal)
     return _tokens_page(request, ctx, principal)
 
 
@@ -94,7 +81,7 @@ async def new_token(request: Request, ctx: CtxDep, principal: PrincipalDep) -> H
             request,
             ctx,
             principal,
-            FORM_AGAIN,
+            status_code=FORM_AGAIN,
             error=f"A label has at most {TOKEN_LABEL_MAX} characters; this one has {len(label)}",
             kept_label=label,
         )
@@ -116,16 +103,14 @@ async def revoke(
     return redirect("/ui/me/tokens")
 
 
-@router.get("/tasks/{task_id}/upload", response_class=HTMLResponse, response_model=None)
+@router.get("/tasks/{task_id}/upload", response_class=HTMLResponse)
 def upload_page(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
+) -> HTMLResponse:
     spec = get_task(ctx, task_id)
-    if not principal.signed_in:
-        return redirect(login_path(f"/ui/tasks/{task_id}/upload"))
+    user_id = signed_in(principal)
     principal.require_upload(task_id)
-    assert principal.user_id is not None
-    unfinished = open_uploads(ctx, principal.user_id, task_id=task_id)
+    unfinished = open_uploads(ctx, user_id, task_id=task_id)
     return render(
         request,
         "account/upload.html",

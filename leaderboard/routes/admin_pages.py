@@ -34,7 +34,7 @@ from leaderboard.admin import (
     user_rows,
 )
 from leaderboard.auth import CtxDep, PrincipalDep
-from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
+from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, redirect, render, signed_in
 from leaderboard.submissions import cancel, rerun
 
 __all__ = ["router"]
@@ -45,29 +45,20 @@ router = APIRouter(prefix="/ui/admin", include_in_schema=False)
 _GRANTABLE = (Role.OWNER, Role.RESEARCHER, Role.ANNOTATOR)
 
 
-def _admin(principal: Principal, path: str, doing: str) -> RedirectResponse | None:
+def _admin(principal: Principal, doing: str) -> None:
     """Send a signed-out visitor to sign in; refuse anyone but an admin (403)."""
-    if not principal.signed_in:
-        return redirect(login_path(path))
+    signed_in(principal)
     principal.require_admin(doing=doing)
-    return None
 
 
-def _page(
-    request: Request, principal: Principal, here: str, status_code: int = 200, **context: Any
-) -> HTMLResponse:
+def _page(request: Request, principal: Principal, here: str, **context: Any) -> HTMLResponse:
     """The admin page ``here`` (its template ``admin/{here}.html``; the tab shown current)."""
-    return render(
-        request, f"admin/{here}.html", principal, status_code=status_code, here=here, **context
-    )
+    return render(request, f"admin/{here}.html", principal, here=here, **context)
 
 
-@router.get("", response_class=HTMLResponse, response_model=None)
-def overview(
-    request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
-    if (away := _admin(principal, "/ui/admin", "open the admin pages")) is not None:
-        return away
+@router.get("", response_class=HTMLResponse)
+def overview(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:
+    _admin(principal, "open the admin pages")
     return _page(
         request,
         principal,
@@ -77,14 +68,11 @@ def overview(
     )
 
 
-def _users_page(
-    request: Request, ctx: Context, principal: Principal, status_code: int = 200, **extra: Any
-) -> HTMLResponse:
+def _users_page(request: Request, ctx: Context, principal: Principal, **extra: Any) -> HTMLResponse:
     return _page(
         request,
         principal,
         "users",
-        status_code,
         users=user_rows(ctx),
         tasks=[t.id for t in list_tasks(ctx)],
         roles=[r.value for r in _GRANTABLE],
@@ -92,12 +80,9 @@ def _users_page(
     )
 
 
-@router.get("/users", response_class=HTMLResponse, response_model=None)
-def users(
-    request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
-    if (away := _admin(principal, "/ui/admin/users", "manage users")) is not None:
-        return away
+@router.get("/users", response_class=HTMLResponse)
+def users(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:
+    _admin(principal, "manage users")
     return _users_page(request, ctx, principal)
 
 
@@ -135,7 +120,7 @@ async def change_role(
             request,
             ctx,
             principal,
-            FORM_AGAIN,
+            status_code=FORM_AGAIN,
             error={"user": name, "text": str(error)},
             kept={"role": str(form.get("role", "")), "task": str(form.get("task", ""))},
         )
@@ -143,12 +128,9 @@ async def change_role(
     return redirect("/ui/admin/users")
 
 
-@router.get("/tokens", response_class=HTMLResponse, response_model=None)
-def tokens(
-    request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
-    if (away := _admin(principal, "/ui/admin/tokens", "list API tokens")) is not None:
-        return away
+@router.get("/tokens", response_class=HTMLResponse)
+def tokens(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:
+    _admin(principal, "list API tokens")
     return _page(request, principal, "tokens", tokens=list_tokens(ctx))
 
 
@@ -164,24 +146,20 @@ async def revoke(
     return redirect("/ui/admin/tokens")
 
 
-@router.get("/quotas", response_class=HTMLResponse, response_model=None)
-def quotas(
-    request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
-    if (away := _admin(principal, "/ui/admin/quotas", "see the quotas")) is not None:
-        return away
+@router.get("/quotas", response_class=HTMLResponse)
+def quotas(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:
+    _admin(principal, "see the quotas")
     return _page(request, principal, "quotas", settings=ctx.settings, usage=usage_today(ctx))
 
 
 StatusQuery = Annotated[str | None, Query(max_length=16)]
 
 
-@router.get("/jobs", response_class=HTMLResponse, response_model=None)
+@router.get("/jobs", response_class=HTMLResponse)
 def jobs(
     request: Request, ctx: CtxDep, principal: PrincipalDep, status: StatusQuery = None
-) -> HTMLResponse | RedirectResponse:
-    if (away := _admin(principal, "/ui/admin/jobs", "see the job queue")) is not None:
-        return away
+) -> HTMLResponse:
+    _admin(principal, "see the job queue")
     try:
         chosen = JobStatus(status) if status else None
     except ValueError:
@@ -221,10 +199,7 @@ async def job_action(
     return redirect(f"/ui/admin/jobs?status={back}" if back in set(JobStatus) else "/ui/admin/jobs")
 
 
-@router.get("/failures", response_class=HTMLResponse, response_model=None)
-def failures(
-    request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
-    if (away := _admin(principal, "/ui/admin/failures", "see recent failures")) is not None:
-        return away
+@router.get("/failures", response_class=HTMLResponse)
+def failures(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:
+    _admin(principal, "see recent failures")
     return _page(request, principal, "failures", rows=recent_failures(ctx))

@@ -19,19 +19,15 @@ from evalboard.core.errors import InvalidQuery
 from evalboard.core.states import Access
 from leaderboard.accounts import Principal
 from leaderboard.auth import CtxDep, PrincipalDep
-from leaderboard.cards import CardFilter, visible_table
+from leaderboard.cards import CardFilter
 from leaderboard.loop import list_rounds, round_vmer
 from leaderboard.paging import BoardQuery, parse_board_query
-from leaderboard.ranking import (
-    build_leaderboard,
-    parse_dataset_weights,
-    parse_weights,
-)
 from leaderboard.routes._page import render
+from leaderboard.routes.leaderboards import visible_board
 from leaderboard.routes.tasks import task_public
-from leaderboard.schemas import LeaderboardPublic, MetricPublic
+from leaderboard.schemas import MetricPublic
 from leaderboard.snapshots import list_snapshots
-from leaderboard.table import TaskTable, load_table
+from leaderboard.table import TaskTable
 from scoring import METRICS, WEIGHABLE_METRICS, fill_missing, goods_transform
 
 __all__ = ["router"]
@@ -177,15 +173,8 @@ def _ranking(
         limit=params.limit, offset=params.offset, sort=params.sort, q=params.q
     )
     cards = params.cards()
-    table = visible_table(load_table(ctx, task_id), principal)
-    board: LeaderboardPublic = build_leaderboard(
-        ctx,
-        table,
-        parse_weights(params.weights),
-        dataset_weights=parse_dataset_weights(table, params.dataset_weights),
-        query=query,
-        # Ranked on the whole visible board; the card filter picks rows before paging.
-        keep=cards.keep,
+    table, board = visible_board(
+        ctx, principal, task_id, params.weights, params.dataset_weights, query, cards
     )
     path = f"/ui/tasks/{task_id}"
     pager = _pager(request, path, query, board.total)

@@ -13,7 +13,7 @@ import re
 from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Path, Query, Request, UploadFile, status
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from datasets_registry import ColumnMapping, get_task, parse_mapping
@@ -33,7 +33,7 @@ from leaderboard.loop.drift import (
 )
 from leaderboard.loop.schemas import DriftCheckPublic, drift_check_public
 from leaderboard.routes._files import received_file
-from leaderboard.routes._page import login_path, redirect, render
+from leaderboard.routes._page import render, signed_in
 
 __all__ = ["pages_router", "router"]
 
@@ -111,26 +111,21 @@ def _figure(check: DriftCheckPublic) -> dict[str, object]:
     )
 
 
-@pages_router.get("/tasks/{task_id}/drift", response_class=HTMLResponse, response_model=None)
+@pages_router.get("/tasks/{task_id}/drift", response_class=HTMLResponse)
 async def drift_page(
     task_id: str,
     request: Request,
     ctx: CtxDep,
     principal: PrincipalDep,
     check: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
-) -> HTMLResponse | RedirectResponse:
+) -> HTMLResponse:
     spec = get_task(ctx, task_id)
-    if not principal.signed_in:
-        return redirect(login_path(request.url.path))
+    signed_in(principal)
     principal.require_owner(task_id, doing="see its drift checks")
     checks = await run_in_threadpool(list_drift_checks, ctx, task_id)
-    shown = (
-        next((c for c in checks if c.number == check), None)
-        if check is not None
-        else (checks[0] if checks else None)
-    )
-    if check is not None and shown is None:
-        get_drift_check(ctx, task_id, check)  # raises the NotFound with its hint
+    shown = checks[0] if checks else None
+    if check is not None:  # the one asked for, or the NotFound with its hint
+        shown = await run_in_threadpool(get_drift_check, ctx, task_id, check)
     public = drift_check_public(shown, full=True) if shown is not None else None
     return render(
         request,

@@ -17,9 +17,9 @@ from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_
 from leaderboard.routes._files import attachment
 from leaderboard.routes.tasks import TaskId
 from leaderboard.schemas import LeaderboardPublic
-from leaderboard.table import load_table
+from leaderboard.table import TaskTable, load_table
 
-__all__ = ["router"]
+__all__ = ["router", "visible_board"]
 
 router = APIRouter(prefix="/tasks/{task_id}", tags=["leaderboards"], responses=ERROR_RESPONSES)
 
@@ -91,7 +91,7 @@ Busy = Annotated[
 ]
 
 
-def _board(
+def visible_board(
     ctx: Context,
     principal: Principal,
     task_id: str,
@@ -99,11 +99,12 @@ def _board(
     dataset_weights: str | None,
     query: BoardQuery | None = None,
     cards: CardFilter | None = None,
-) -> LeaderboardPublic:
+) -> tuple[TaskTable, LeaderboardPublic]:
+    """The board ``principal`` may see, ranked for the weights' texts, and the table it ranks."""
     # What the principal may see is ranked; the card filter then picks among those ranked
     # rows (before paging and ``total``), so a row keeps its rank on the whole visible board.
     table = visible_table(load_table(ctx, task_id), principal)
-    return build_leaderboard(
+    return table, build_leaderboard(
         ctx,
         table,
         parse_weights(weights),
@@ -146,7 +147,7 @@ def leaderboard(
         baselines=baselines,
         busy=busy,
     )
-    return _board(ctx, principal, task_id, weights, dataset_weights, query, cards)
+    return visible_board(ctx, principal, task_id, weights, dataset_weights, query, cards)[1]
 
 
 @router.get(
@@ -167,7 +168,7 @@ def leaderboard_csv(
     weights: Weights = None,
     dataset_weights: DatasetWeights = None,
 ) -> Response:
-    board = _board(ctx, principal, task_id, weights, dataset_weights)
+    board = visible_board(ctx, principal, task_id, weights, dataset_weights)[1]
     return attachment(to_csv(board), "text/csv", f"{task_id}-leaderboard.csv")
 
 
@@ -183,6 +184,6 @@ def leaderboard_json(
     weights: Weights = None,
     dataset_weights: DatasetWeights = None,
 ) -> Response:
-    board = _board(ctx, principal, task_id, weights, dataset_weights)
+    board = visible_board(ctx, principal, task_id, weights, dataset_weights)[1]
     body = board.model_dump_json(indent=2)
     return attachment(body, "application/json", f"{task_id}-leaderboard.json")

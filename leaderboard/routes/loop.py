@@ -68,15 +68,12 @@ ExampleId = Annotated[int, Path(ge=1, le=2**31 - 1, description="Example id.")]
 router = APIRouter(tags=["rounds"], responses=ERROR_RESPONSES, lifespan=_lifespan)
 
 
-def _numbers(ctx: Context, examples: list[Example]) -> dict[int, int]:
+def _public(ctx: Context, examples: list[Example]) -> list[ExamplePublic]:
+    """The examples as the API shows them, each with its round's number."""
     ids = {e.round_id for e in examples if e.round_id is not None}
     with ctx.db.session() as session:
         rows = session.execute(select(Round.id, Round.number).where(Round.id.in_(ids))).all()
-    return {round_id: number for round_id, number in rows}
-
-
-def _public(ctx: Context, examples: list[Example]) -> list[ExamplePublic]:
-    numbers = _numbers(ctx, examples)
+    numbers = {round_id: number for round_id, number in rows}
     return [example_public(e, numbers.get(e.round_id or 0)) for e in examples]
 
 

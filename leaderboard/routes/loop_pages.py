@@ -50,15 +50,11 @@ from leaderboard.loop.validation import (
 )
 from leaderboard.loop.vmer import round_vmer
 from leaderboard.routes._loop_deps import PoolDep
-from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
+from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, redirect, render, signed_in
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
-
-
-def _signed_in(principal: Principal, path: str) -> RedirectResponse | None:
-    return None if principal.signed_in else redirect(login_path(path))
 
 
 #: The most skipped examples a session remembers per task (the cookie stays small).
@@ -107,7 +103,6 @@ def _collect_page(
     ctx: CtxDep,
     principal: Principal,
     task_id: str,
-    status_code: int = 200,
     collected: Collected | None = None,
     **extra: Any,
 ) -> HTMLResponse:
@@ -128,28 +123,32 @@ def _collect_page(
         mine=mine,
         judged=judged,
         pending_status=ExampleStatus.PENDING.value,
-        status_code=status_code,
         **extra,
     )
 
 
-def _written(spec: TaskSpec, form: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any], str]:
-    """What the example form holds: the inputs, the intended answer, the explanation."""
+def _written(spec: TaskSpec, form: dict[str, Any]) -> dict[str, Any]:
+    """What the example form holds: the ``inputs``, the intended answer (``gold``), the
+    ``explanation``."""
     inputs = {name: str(form.get(f"in_{name}", "")) for name in spec.input_names}
     if spec.output.type == "span":
         gold: dict[str, Any] = {"answer": str(form.get("answer", "")).strip()}
     else:
         gold = {"label": str(form.get("label", ""))}
-    return inputs, gold, str(form.get("explanation", ""))
+    return {"inputs": inputs, "gold": gold, "explanation": str(form.get("explanation", ""))}
 
 
-@router.get("/tasks/{task_id}/collect", response_class=HTMLResponse, response_model=None)
+def _kept(written: dict[str, Any]) -> dict[str, Any]:
+    """The form's fields again as written (the template's ``kept``), after an error."""
+    return {"inputs": written["inputs"], **written["gold"], "explanation": written["explanation"]}
+
+
+@router.get("/tasks/{task_id}/collect", response_class=HTMLResponse)
 def collect_page(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
+) -> HTMLResponse:
     get_task(ctx, task_id)
-    if (away := _signed_in(principal, request.url.path)) is not None:
-        return away
+    signed_in(principal)
     may_annotate(principal, task_id)
     return _collect_page(request, ctx, principal, task_id)
 
@@ -165,7 +164,7 @@ async def collect(
     open_round_ = current_round(ctx, task_id)
     if open_round_ is None:
         raise UsageError(f"Task {task_id!r} has no open round; the owner opens one")
-    inputs, gold, explanation = _written(spec, form)
+    written = _written(spec, form)
     try:
         collected = await run_in_threadpool(
             collect_example,
@@ -173,10 +172,8 @@ async def collect(
             task_id,
             open_round_.number,
             author_id=principal.user_id,
-            inputs=inputs,
-            gold=gold,
-            explanation=explanation,
             predictor=pool,
+            **written,
         )
     except UsageError as error:
         # The form again, with what was written and the error beside it: nothing is lost.
@@ -187,7 +184,7 @@ async def collect(
             task_id,
             status_code=FORM_AGAIN,
             error=str(error),
-            kept={"inputs": inputs, **gold, "explanation": explanation},
+            kept=_kept(written),
         )
     return _collect_page(request, ctx, principal, task_id, collected=collected)
 
@@ -219,12 +216,7 @@ async def retract(
 
 
 def _edit_page(
-    request: Request,
-    ctx: Context,
-    principal: Principal,
-    example: Example,
-    status_code: int = 200,
-    **extra: Any,
+    request: Request, ctx: Context, principal: Principal, example: Example, **extra: Any
 ) -> HTMLResponse:
     return render(
         request,
@@ -232,17 +224,15 @@ def _edit_page(
         principal,
         task=get_task(ctx, example.task_id),
         example=example,
-        status_code=status_code,
         **extra,
     )
 
 
-@router.get("/examples/{example_id}/edit", response_class=HTMLResponse, response_model=None)
+@router.get("/examples/{example_id}/edit", response_class=HTMLResponse)
 def edit_page(
     example_id: int, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
-    if (away := _signed_in(principal, request.url.path)) is not None:
-        return away
+) -> HTMLResponse:
+    signed_in(principal)
     example = get_example(ctx, example_id)
     if example.author_id != principal.user_id:
         raise PermissionDenied(f"Only the author of example {example_id} may edit it")
@@ -257,17 +247,10 @@ async def edit(
     author_id = principal.require_signed_in()
     example = get_example(ctx, example_id)
     spec = get_task(ctx, example.task_id)
-    inputs, gold, explanation = _written(spec, form)
+    written = _written(spec, form)
     try:
         edited = await run_in_threadpool(
-            edit_example,
-            ctx,
-            example_id,
-            author_id=author_id,
-            inputs=inputs,
-            gold=gold,
-            explanation=explanation,
-            predictor=pool,
+            edit_example, ctx, example_id, author_id=author_id, predictor=pool, **written
         )
     except UsageError as error:
         return _edit_page(
@@ -275,9 +258,9 @@ async def edit(
             ctx,
             principal,
             example,
-            FORM_AGAIN,
+            status_code=FORM_AGAIN,
             error=str(error),
-            kept={"inputs": inputs, **gold, "explanation": explanation},
+            kept=_kept(written),
         )
     return _collect_page(request, ctx, principal, example.task_id, collected=edited, edited=True)
 
@@ -308,20 +291,18 @@ async def unskip(
     return redirect(f"/ui/tasks/{task_id}/validate")
 
 
-@router.get("/tasks/{task_id}/validate", response_class=HTMLResponse, response_model=None)
+@router.get("/tasks/{task_id}/validate", response_class=HTMLResponse)
 def validate_page(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep, flagged: bool = False
-) -> HTMLResponse | RedirectResponse:
+) -> HTMLResponse:
     spec = get_task(ctx, task_id)
-    if (away := _signed_in(principal, request.url.path)) is not None:
-        return away
+    user_id = signed_in(principal)
     may_annotate(principal, task_id)
     if flagged:
         principal.require_owner(task_id, doing="review flagged examples")
-    assert principal.user_id is not None
     skipped = _skipped(request, task_id)
     waiting = validation_queue(
-        ctx, task_id, user_id=principal.user_id, limit=1, flagged=flagged, skipped=skipped
+        ctx, task_id, user_id=user_id, limit=1, flagged=flagged, skipped=skipped
     )
     is_owner = principal.owns(task_id)
     return render(
@@ -335,7 +316,7 @@ def validate_page(
         votes=_votes(ctx, waiting[0].id) if waiting and is_owner else [],
         flagged=flagged,
         is_owner=is_owner,
-        counts=queue_counts(ctx, task_id, user_id=principal.user_id, skipped=skipped),
+        counts=queue_counts(ctx, task_id, user_id=user_id, skipped=skipped),
     )
 
 
@@ -386,13 +367,12 @@ async def validate(
     return redirect(f"/ui/tasks/{task_id}/validate{suffix}")
 
 
-@router.get("/tasks/{task_id}/rounds", response_class=HTMLResponse, response_model=None)
+@router.get("/tasks/{task_id}/rounds", response_class=HTMLResponse)
 def rounds_page(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
+) -> HTMLResponse:
     spec = get_task(ctx, task_id)
-    if (away := _signed_in(principal, request.url.path)) is not None:
-        return away
+    signed_in(principal)
     principal.require_owner(task_id, doing="manage its rounds")
     rounds = list_rounds(ctx, task_id)
     with ctx.db.session() as session:

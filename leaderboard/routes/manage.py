@@ -13,7 +13,7 @@ from evalboard.core.errors import Conflict, InvalidDataset, InvalidWeights, Usag
 from evalboard.core.states import Access
 from leaderboard.auth import CtxDep, PrincipalDep
 from leaderboard.phases import list_phases
-from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, login_path, redirect, render
+from leaderboard.routes._page import FORM_AGAIN, flash, form_csrf, redirect, render, signed_in
 from leaderboard.routes.datasets import add_uploaded_dataset, visible_datasets
 from leaderboard.routes.tasks import set_default_weights, task_public
 from leaderboard.submissions import list_submissions, set_baseline
@@ -24,30 +24,23 @@ __all__ = ["router"]
 router = APIRouter(prefix="/ui/tasks/{task_id}/manage", include_in_schema=False)
 
 
-@router.get("", response_class=HTMLResponse, response_model=None)
+@router.get("", response_class=HTMLResponse)
 def manage_page(
     task_id: str, request: Request, ctx: CtxDep, principal: PrincipalDep
-) -> HTMLResponse | RedirectResponse:
+) -> HTMLResponse:
     get_task(ctx, task_id)
-    if not principal.signed_in:
-        return redirect(login_path(f"/ui/tasks/{task_id}/manage"))
+    signed_in(principal)
     principal.require_owner(task_id, doing="manage it")
     return _manage_page(request, ctx, principal, task_id)
 
 
 def _manage_page(
-    request: Request,
-    ctx: CtxDep,
-    principal: PrincipalDep,
-    task_id: str,
-    status_code: int = 200,
-    **extra: Any,
+    request: Request, ctx: CtxDep, principal: PrincipalDep, task_id: str, **extra: Any
 ) -> HTMLResponse:
     return render(
         request,
         "manage.html",
         principal,
-        status_code=status_code,
         task=task_public(ctx, task_id),
         datasets=visible_datasets(ctx, principal, task_id),
         submissions=list_submissions(ctx, principal, task_id),
@@ -85,7 +78,7 @@ async def weights(
             ctx,
             principal,
             task_id,
-            FORM_AGAIN,
+            status_code=FORM_AGAIN,
             weights_error=str(error),
             kept_weights=typed,
         )
@@ -135,7 +128,7 @@ async def datasets(
             ctx,
             principal,
             task_id,
-            FORM_AGAIN,
+            status_code=FORM_AGAIN,
             dataset_error=str(error),
             kept_dataset=typed,
         )

@@ -24,11 +24,6 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
-WeightsQuery = Annotated[str | None, Query(max_length=500)]
-DatasetWeightsQuery = Annotated[str | None, Query(max_length=2000)]
-PagingQuery = Annotated[str | None, Query(max_length=50)]
-SearchQuery = Annotated[str | None, Query(max_length=200)]
-
 
 @router.get("", response_class=HTMLResponse)
 def index(request: Request, ctx: CtxDep, principal: PrincipalDep) -> HTMLResponse:

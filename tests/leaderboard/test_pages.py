@@ -232,3 +232,38 @@ async def test_errors_are_pages_for_browsers_and_json_for_the_api(
     assert 'id="back"' not in foreign.text
     api = await client.get("/tasks/nope", headers={"Accept": "text/html"})
     assert api.status_code == 404
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/ui/me",
+        "/ui/me/tokens",
+        f"/ui/tasks/{TASK}/upload",
+        f"/ui/tasks/{TASK}/manage",
+        f"/ui/tasks/{TASK}/drift?check=1",
+        f"/ui/tasks/{TASK}/collect",
+        f"/ui/tasks/{TASK}/validate?flagged=true",
+        f"/ui/tasks/{TASK}/rounds",
+        "/ui/examples/1/edit",
+        "/ui/admin",
+        "/ui/admin/users",
+        "/ui/admin/tokens",
+        "/ui/admin/quotas",
+        "/ui/admin/jobs?status=failed",
+        "/ui/admin/failures",
+    ],
+)
+async def test_a_page_for_the_signed_in_sends_a_visitor_to_sign_in_and_back(
+    client: httpx.AsyncClient, path: str
+) -> None:
+    away = await client.get(path)
+    assert away.status_code == 303
+    assert away.headers["location"] == "/ui/login?next=" + path.split("?")[0]
+
+
+@pytest.mark.parametrize("page", ["manage", "drift", "collect", "validate", "rounds", "upload"])
+async def test_a_page_of_an_unknown_task_is_a_404_even_signed_out(
+    client: httpx.AsyncClient, page: str
+) -> None:
+    assert (await client.get(f"/ui/tasks/no-such-task/{page}")).status_code == 404
