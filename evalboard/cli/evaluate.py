@@ -233,25 +233,24 @@ def evaluate(
         raise UsageError("Give --task or --task-file, not both")
     if datasets and task_file is None:
         raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
-    if energy:
-        from evaluator import warm_up
-
-        # codecarbon's import and one-off hardware probe (about 2 s, mostly waiting on
-        # subprocesses) run while the evaluator loads and the bundle is unpacked.
-        warm_up(country)
-    # Imported here, not at the top: the evaluator, the sandboxes and their dependencies
-    # load only when a bundle is evaluated, not for --help or a usage error.
-    from datasets_registry import load_task_spec
-    from evaluator import RunOptions, TestSet
-    from evaluator import evaluate as run_evaluation
-    from submission_sandbox import load_bundle
-
     requested = chosen_sandbox(sandbox, choose=False)  # chosen once the bundle is read
     if pin_cpus is None:
         from evalboard.core.settings import get_settings  # only when not given (see _sandbox)
 
         pin_cpus = get_settings().cpu_pinning == "auto"
-    with scratch_tree("evalboard-evaluate") as tmp:
+    # Imported here, not at the top: the evaluator, the sandboxes and their dependencies
+    # load only when a bundle is evaluated, not for --help or a usage error.
+    from evaluator import EnergyMeter
+
+    # The evaluation's one energy meter starts first: codecarbon's import and first start
+    # (a hardware probe of about 1.5 s where none is kept) run in its thread while the
+    # evaluator loads and the bundle is unpacked.
+    with EnergyMeter(country, enabled=energy) as meter, scratch_tree("evalboard-evaluate") as tmp:
+        from datasets_registry import load_task_spec
+        from evaluator import RunOptions, TestSet
+        from evaluator import evaluate as run_evaluation
+        from submission_sandbox import load_bundle
+
         loaded = load_bundle(bundle, unpack_to=Path(tmp) / "bundle")
         if task_file is not None:
             spec = load_task_spec(task_file)
@@ -280,6 +279,7 @@ def evaluate(
                 ),
                 predictions_dir=predictions,
                 progress=_Bars(display),
+                energy_meter=meter,
             )
     if json_out is not None and str(json_out) == "-":
         print_json(result.model_dump(mode="json"))
