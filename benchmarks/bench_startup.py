@@ -11,7 +11,8 @@ Writes ``benchmarks/results/startup.json``: every figure a median with its range
    of ``evaluate``; no database layer (sqlalchemy) for a task file.
 3. The energy meter, each in a fresh process: importing codecarbon; the first start on a
    machine (codecarbon's hardware probe) and a first start that reuses the probe kept in
-   the data directory (``evaluator/_energy_probe.py``); one dataset's part of a running
+   the data directory (``evaluator/_energy_probe.py``); the first figure (the end of the
+   first part: codecarbon's reference tables read); one dataset's part of a running
    meter (begin + end).
 4. One dataset's fixed costs, each timed on its own in this process (VADER, 100 examples,
    the local and the docker sandbox): the sandbox's start until the model's hello,
@@ -154,7 +155,9 @@ started = time.perf_counter()
 meter.start()
 meter.begin_part("first")
 first = time.perf_counter() - started
+started = time.perf_counter()
 meter.end_part()
+first_figure = time.perf_counter() - started
 parts = []
 for n in range(int(sys.argv[1])):
     started = time.perf_counter()
@@ -162,13 +165,19 @@ for n in range(int(sys.argv[1])):
     meter.end_part()
     parts.append(time.perf_counter() - started)
 meter.stop()
-print(json.dumps({"import": imported, "first": first, "parts": parts}))
+print(json.dumps({
+    "import": imported, "first": first, "first_figure": first_figure, "parts": parts,
+    "pandas": "pandas" in sys.modules,
+}))
 """
 
 
 def bench_energy_meter(runs: int) -> dict[str, Any]:
     """Each figure in a fresh process: a first start is once per process."""
-    found: dict[str, list[float]] = {"import": [], "probe": [], "kept": [], "part": []}
+    found: dict[str, list[float]] = {
+        name: [] for name in ("import", "probe", "kept", "figure", "part")
+    }
+    pandas = False
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="evalboard-bench-") as tmp:
             env = user_env(EVALBOARD_DATA_DIR=tmp, PYTHONPATH=str(ROOT))
@@ -182,15 +191,21 @@ def bench_energy_meter(runs: int) -> dict[str, Any]:
         found["import"].append(kept["import"])
         found["probe"].append(probing["first"])
         found["kept"].append(kept["first"])
+        found["figure"].append(kept["first_figure"])
         found["part"].extend(kept["parts"])
+        pandas = pandas or kept["pandas"]
     return {
         "import_codecarbon_s": spread(found["import"]),
         "first_start_probing_s": spread(found["probe"]),
         "first_start_probe_kept_s": spread(found["kept"]),
+        "first_figure_probe_kept_s": spread(found["figure"]),
         "part_of_running_meter_s": spread(found["part"]),
+        "pandas_loaded_probe_kept": pandas,
         "codecarbon": version("codecarbon"),
         "note": "a first start waits for codecarbon's set-up (the hardware probe where none "
-        "is kept, and its data tables, which import pandas); later parts are milliseconds",
+        "is kept); the first figure (end of the first part) reads the reference tables it "
+        "needs (evaluator/energy.py: no pandas with a kept probe); later parts are "
+        "milliseconds",
     }
 
 

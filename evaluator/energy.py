@@ -17,6 +17,7 @@ a later start or stop costs milliseconds, not a tracker's set-up per dataset
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from typing import Any, Self
@@ -32,9 +33,59 @@ _warm_lock = threading.Lock()
 _warm_started = False
 
 
+#: codecarbon's JSON reference tables (``codecarbon.input``), each read when first asked for.
+_JSON_TABLES = {
+    "global_energy_mix": "data/private_infra/global_energy_mix.json",
+    "carbon_intensity_per_source": "data/private_infra/carbon_intensity_per_source.json",
+    "nordic_country_energy_mix": "data/private_infra/nordic_emissions.json",
+    "china_provincial_emissions": "data/private_infra/2023/china_provincial_emissions.json",
+}
+_tables_lock = threading.Lock()
+
+
+class _Tables(dict[str, Any]):
+    """codecarbon's table cache, each table read on first use (see :func:`_read_tables_on_use`)."""
+
+    def __missing__(self, key: str) -> Any:
+        from codecarbon import input as tables
+
+        path = _JSON_TABLES.get(key)
+        if path is None:  # a pandas table, or one of another codecarbon: codecarbon's way
+            tables._load_static_data()  # every table, into this cache
+            if key not in self:
+                raise KeyError(key)
+            return dict.get(self, key)
+        with open(tables._get_resource_path(path), encoding="utf-8") as file:
+            self[key] = value = json.load(file)
+        return value
+
+
+def _read_tables_on_use() -> None:
+    """Have codecarbon read each reference table when it first asks for it.
+
+    Its first emissions figure in a process loads every table at once, the two CSV ones
+    (cloud regions, CPU powers) with pandas: 0.3 s of import, most of what energy adds to
+    an evaluation, for tables an offline tracker outside a cloud reads only in its hardware
+    probe (and not when the probe is kept, :mod:`evaluator._energy_probe`). A JSON table is
+    read as codecarbon reads it; asking for any other table loads them all its own way.
+    Anything unexpected (another codecarbon's internals) leaves codecarbon as it is.
+    """
+    try:
+        from codecarbon import input as tables
+
+        with _tables_lock:
+            if tables._STATIC_DATA_LOADED or type(tables._CACHE) is not dict:
+                return  # already loaded, or already on use
+            tables._CACHE = _Tables(tables._CACHE)
+            tables._STATIC_DATA_LOADED = True
+    except Exception:  # noqa: BLE001 - an optimisation: codecarbon loads its tables itself
+        logging.getLogger(__name__).debug("codecarbon's tables load as usual", exc_info=True)
+
+
 def _tracker(country_iso_code: str) -> Any:
     from codecarbon import OfflineEmissionsTracker
 
+    _read_tables_on_use()
     # codecarbon logs at INFO before it applies log_level (its import sets INFO).
     logging.getLogger("codecarbon").setLevel(logging.ERROR)
 

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -166,12 +166,7 @@ def evaluate_dataset(
             f"{test_set.derived_from!r}; evaluate it together with that dataset"
         )
     # Its own meter for a dataset run alone (a job, the gate), stopped when it ends.
-    scope = (
-        nullcontext(energy_meter)
-        if energy_meter is not None
-        else EnergyMeter(options.country_iso_code, enabled=options.measure_energy)
-    )
-    with scope as meter:
+    with _meter_scope(energy_meter, options) as meter:
         return _run_dataset(
             bundle,
             test_set,
@@ -355,6 +350,16 @@ def _run_dataset(
     )
 
 
+def _meter_scope(
+    energy_meter: EnergyMeter | None, options: RunOptions
+) -> AbstractContextManager[EnergyMeter]:
+    """The caller's started meter (the caller stops it), else a meter of this run's own,
+    started and stopped with it."""
+    if energy_meter is not None:
+        return nullcontext(energy_meter)
+    return EnergyMeter(options.country_iso_code, enabled=options.measure_energy)
+
+
 def _pinning(options: RunOptions) -> dict[str, Any]:
     # Asked only when pinning: a sandbox that cannot pin (a test double) needs no option.
     return {"pin_cpus": True} if options.pin_cpus else {}
@@ -453,6 +458,7 @@ def evaluate(
     options: RunOptions = RunOptions(),
     predictions_dir: Path | None = None,
     progress: ProgressSink | None = None,
+    energy_meter: EnergyMeter | None = None,
 ) -> EvaluationResult:
     """Evaluate a bundle on every dataset given (originals and their copies).
 
@@ -463,6 +469,9 @@ def evaluate(
         datasets: the task's datasets, perturbed copies included; gold stays on the host.
         predictions_dir: where to write ``<dataset>.jsonl`` per-example predictions.
         progress: told about each dataset as it runs.
+        energy_meter: a meter the caller started early (its codecarbon set-up then runs
+            while the caller loads the rest) and stops; the options' energy settings are
+            then the meter's. Without one the evaluation runs its own.
     """
     started_at = datetime.now(UTC)
     limits = _within(task, options.limits)
@@ -484,7 +493,7 @@ def evaluate(
     prepared = prepare_sandbox(loaded, kind=options.sandbox, limits=limits, **_pinning(options))
     # One meter for the whole evaluation, each dataset a part of it: codecarbon is set up
     # once, not once per dataset.
-    with EnergyMeter(options.country_iso_code, enabled=options.measure_energy) as meter:
+    with _meter_scope(energy_meter, options) as meter:
         for test_set in in_evaluation_order(datasets):
             if fatal is not None:
                 runs.append(

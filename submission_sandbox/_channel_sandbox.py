@@ -74,10 +74,15 @@ class ChannelSandbox(Sandbox):
 
     def _task_environment(self) -> dict[str, str]:
         """What the model is told of its task: a text task's generation settings as JSON in
-        ``EVALBOARD_GENERATION`` (docs/contract.md), which the transformers runtime follows."""
-        if self.generation is None:
-            return {}
-        return {"EVALBOARD_GENERATION": json.dumps(self.generation, sort_keys=True)}
+        ``EVALBOARD_GENERATION`` (docs/contract.md), which the transformers runtime follows;
+        and, for the runner, the manifest as validated here (``EVALBOARD_MANIFEST``, JSON:
+        the runner then needs no YAML parser)."""
+        environment = {
+            "EVALBOARD_MANIFEST": self._bundle().manifest.model_dump_json(exclude_unset=True)
+        }
+        if self.generation is not None:
+            environment["EVALBOARD_GENERATION"] = json.dumps(self.generation, sort_keys=True)
+        return environment
 
     # Hooks -------------------------------------------------------------------------------
 

@@ -143,6 +143,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     """The console script: run the command, then end the process."""
+    # What the CLI has imported (typer, rich, pydantic, the commands) lives as long as the
+    # process: frozen, the collector's passes no longer walk it. Without this, the full
+    # pass that the next imports (the evaluator's, numpy) set off walked all of it, 20-40
+    # ms of an `evaluate` (benchmarks/bench_startup.py); objects are still freed by their
+    # reference counts.
+    gc.freeze()
     code = main()
     # The process ends here, and its memory with it: the interpreter's final collections
     # would walk every object left (an evaluation's examples and outputs, every imported

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,18 @@ def _registered(task_id: str) -> tuple[TaskSpec, list[TestSet]]:
             f"`evalboard dataset add --task {task_id} --name NAME FILE`"
         )
     return spec, sets
+
+
+def _pinning_setting() -> bool:
+    """``EVALBOARD_CPU_PINNING`` as the settings read it (``auto``: pin). Unset, it is the
+    settings' default, ``off``, known without building them: pydantic-settings (asyncio
+    with it) is about 25 ms of evaluate's start (see _sandbox for ``--sandbox``)."""
+    # pydantic-settings matches the variable's name in any case.
+    if "evalboard_cpu_pinning" not in {name.lower() for name in os.environ}:
+        return False
+    from evalboard.core.settings import get_settings
+
+    return get_settings().cpu_pinning == "auto"
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -233,25 +246,22 @@ def evaluate(
         raise UsageError("Give --task or --task-file, not both")
     if datasets and task_file is None:
         raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
-    if energy:
-        from evaluator import warm_up
-
-        # codecarbon's import and one-off hardware probe (about 2 s, mostly waiting on
-        # subprocesses) run while the evaluator loads and the bundle is unpacked.
-        warm_up(country)
-    # Imported here, not at the top: the evaluator, the sandboxes and their dependencies
-    # load only when a bundle is evaluated, not for --help or a usage error.
-    from datasets_registry import load_task_spec
-    from evaluator import RunOptions, TestSet
-    from evaluator import evaluate as run_evaluation
-    from submission_sandbox import load_bundle
-
     requested = chosen_sandbox(sandbox, choose=False)  # chosen once the bundle is read
     if pin_cpus is None:
-        from evalboard.core.settings import get_settings  # only when not given (see _sandbox)
+        pin_cpus = _pinning_setting()
+    # Imported here, not at the top: the evaluator, the sandboxes and their dependencies
+    # load only when a bundle is evaluated, not for --help or a usage error.
+    from evaluator import EnergyMeter
 
-        pin_cpus = get_settings().cpu_pinning == "auto"
-    with scratch_tree("evalboard-evaluate") as tmp:
+    # The evaluation's one energy meter starts first: codecarbon's import and first start
+    # (a hardware probe of about 1.5 s where none is kept) run in its thread while the
+    # evaluator loads and the bundle is unpacked.
+    with EnergyMeter(country, enabled=energy) as meter, scratch_tree("evalboard-evaluate") as tmp:
+        from datasets_registry import load_task_spec
+        from evaluator import RunOptions, TestSet
+        from evaluator import evaluate as run_evaluation
+        from submission_sandbox import load_bundle
+
         loaded = load_bundle(bundle, unpack_to=Path(tmp) / "bundle")
         if task_file is not None:
             spec = load_task_spec(task_file)
@@ -280,6 +290,7 @@ def evaluate(
                 ),
                 predictions_dir=predictions,
                 progress=_Bars(display),
+                energy_meter=meter,
             )
     if json_out is not None and str(json_out) == "-":
         print_json(result.model_dump(mode="json"))

@@ -255,3 +255,20 @@ def test_the_summary_in_a_pipe_is_tab_separated_and_whole(
     assert "a-rather-long-dataset-name-from-round-one" in names
     assert "task (weighted)" in names
     assert "…" not in result.stdout
+
+
+@pytest.mark.parametrize(("value", "pinned"), [(None, False), ("auto", True), ("off", False)])
+def test_the_pinning_default_is_the_settings(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, pinned: bool
+) -> None:
+    # evaluate reads an unset EVALBOARD_CPU_PINNING without building the settings.
+    from evalboard.cli.evaluate import _pinning_setting
+    from evalboard.core.settings import Settings
+
+    monkeypatch.delenv("EVALBOARD_CPU_PINNING", raising=False)
+    if value is not None:
+        monkeypatch.setenv("EVALBOARD_CPU_PINNING", value)
+    get_settings.cache_clear()
+    assert _pinning_setting() is pinned
+    assert (Settings().cpu_pinning == "auto") is pinned
+    get_settings.cache_clear()

@@ -6,6 +6,7 @@ import importlib.util
 import io
 import json
 import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -81,3 +82,41 @@ def test_a_failed_answer_is_reported_in_order_and_ends_the_run(serve: Any, bad: 
     assert [a["id"] for a in answers] == [1, 2, 3]
     assert "outputs" in answers[1] and "error" in answers[2]
     assert ("boom" if bad == "boom" else "ValueError") in answers[2]["error"]
+
+
+_FIXTURES = RUNNER_PATH.parents[1] / "tests" / "evaluator" / "fixtures"
+#: Manifests of the other runtimes, with the keys only they read.
+_MANIFESTS = {
+    "transformers": "name: gen\ntask: qa\nruntime: transformers\nmodel: model\n"
+    'batch_size: 8\nprompt: "{context}\\nQ: {question}\\nA:"\nstop: ["\\n", "Q:"]\n',
+    "onnx": "name: clf\ntask: sentiment\nruntime: onnx\nmodel: m.onnx\nlabels:\n  - neg\n  - pos\n",
+}
+
+
+def _bundle(kind: str, root: Path) -> Path:
+    if kind not in _MANIFESTS:
+        return _FIXTURES / kind
+    (root / "model").mkdir(parents=True)
+    (root / "model" / "config.json").write_text("{}")
+    (root / "m.onnx").write_bytes(b"")
+    (root / "evalboard.yaml").write_text(_MANIFESTS[kind])
+    return root
+
+
+@pytest.mark.parametrize(
+    "kind", ["vader_bundle", "keyword_bundle", "first_sentence_bundle", *_MANIFESTS]
+)
+def test_the_manifest_the_host_passes_is_the_file_the_runner_would_read(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The host passes the manifest it validated (EVALBOARD_MANIFEST), so the runner loads
+    # no YAML parser; a runner started without it reads evalboard.yaml.
+    from evalboard.core.limits import SandboxLimits
+    from submission_sandbox import LocalSandbox
+
+    bundle = _bundle(kind, tmp_path / "bundle")
+    monkeypatch.delenv("EVALBOARD_MANIFEST", raising=False)
+    from_file = RUNNER._manifest(bundle)
+    passed = LocalSandbox(bundle, limits=SandboxLimits())._task_environment()
+    monkeypatch.setenv("EVALBOARD_MANIFEST", passed["EVALBOARD_MANIFEST"])
+    assert RUNNER._manifest(tmp_path) == from_file  # tmp_path has no evalboard.yaml
