@@ -84,10 +84,10 @@ def weighable_metrics(table: TaskTable) -> list[str]:
     return _weighable(table.ranked_figures(None))
 
 
-def _weighable(figures: RankedFigures) -> list[str]:
+def _weighable(figures: RankedFigures, rows: _Rows | None = None) -> list[str]:
     """:func:`weighable_metrics` of the ranked rows' ``figures``."""
     entries = figures.entries
-    run = [i for i, m in enumerate(entries) if not m.predictions_only] or list(range(len(entries)))
+    run = (rows or _Rows.of(entries)).run
     has = ~figures.missing[run]
     column = {name: k for k, name in enumerate(METRICS)}
     present = [
@@ -98,6 +98,51 @@ def _weighable(figures: RankedFigures) -> list[str]:
     if entries and not has[:, column["perf"]].all():
         present.remove("perf")
     return present
+
+
+@dataclass(frozen=True, eq=False)
+class _Rows:
+    """What ranking needs of a table's ranked rows whatever the weights, kept per table
+    version (:func:`_ranked_rows`): their keys in name order (as ``scoring.normalise``
+    lays out a table, ties going by name), each key's position there (``index``) and row
+    of the figures (``at``), the names, the predictions-only rows (``may_lack``, in the
+    figures' order) and those a run measured (``run``; all when none was)."""
+
+    keys: tuple[str, ...]
+    index: dict[str, int]
+    at: NDArray[np.intp]
+    names: dict[str, str]
+    may_lack: NDArray[np.bool_]
+    run: NDArray[np.intp]
+
+    @classmethod
+    def of(cls, entries: list[ModelEntry]) -> _Rows:
+        at = sorted(range(len(entries)), key=[m.key for m in entries].__getitem__)
+        keys = tuple(entries[r].key for r in at)
+        may_lack = np.array([m.predictions_only for m in entries], dtype=bool)
+        run = np.flatnonzero(~may_lack) if not may_lack.all() else np.arange(len(entries))
+        return cls(
+            keys=keys,
+            index={key: i for i, key in enumerate(keys)},
+            at=np.array(at, dtype=np.intp),
+            names={entries[r].key: entries[r].name for r in at},
+            may_lack=may_lack,
+            run=run,
+        )
+
+
+def _ranked_rows(ctx: Context, table: TaskTable, entries: list[ModelEntry]) -> _Rows:
+    """:meth:`_Rows.of` the table's ranked ``entries``, kept in ``ctx.cache`` under the
+    table's version (the same version, the same rows) so that new weights do not sort and
+    map 10,000 keys again."""
+    if ctx is None or not table.version:
+        return _Rows.of(entries)
+    cache_key = ("ranked-rows", table.version)
+    found: _Rows | None = ctx.cache.get(cache_key)
+    if found is None:
+        found = _Rows.of(entries)
+        ctx.cache.put(cache_key, found)
+    return found
 
 
 def _usable_weights(
@@ -224,7 +269,8 @@ def _rank(
     intervals: bool,
 ) -> _Ranking:
     figures = table.ranked_figures(dataset_weights, cache=ctx.cache if ctx is not None else None)
-    metrics = _weighable(figures)
+    layout = _ranked_rows(ctx, table, figures.entries)
+    metrics = _weighable(figures, layout)
     requested = _usable_weights(table, weights, metrics)
     used = {k: v for k, v in requested.items() if k in metrics}
     directions, offsets = goods_transform(metrics, memory_cap_gib=table.task.memory_cap_gib)
@@ -261,14 +307,10 @@ def _rank(
         metrics,
         figures.values[:, columns],
         figures.missing[:, columns],
-        may_lack=np.array([m.predictions_only for m in ranked], dtype=bool),
+        may_lack=layout.may_lack,
     )
-    # Rows in name order, as scoring.normalise lays out a table (ties go by name).
-    at = sorted(range(len(ranked)), key=[m.key for m in ranked].__getitem__)
-    found.at = np.array(at, dtype=np.intp)
-    found.keys = tuple(ranked[r].key for r in at)
-    found.index = {key: i for i, key in enumerate(found.keys)}
-    found.names = {ranked[r].key: ranked[r].name for r in at}
+    found.keys, found.index, found.at = layout.keys, layout.index, layout.at
+    found.names = layout.names
     found.grid = filled[found.at]
     normalised = normalise_array(
         found.keys, metrics, found.grid, directions=directions, offsets=offsets

@@ -133,9 +133,9 @@ class TaskTable:
         Raises:
             scoring.InvalidWeightsError: as :meth:`reweighted`.
         """
-        rows = [r for r, m in enumerate(self.models) if m.complete]
-        entries = [self.models[r] for r in rows]
         if weights is None:
+            rows = [r for r, m in enumerate(self.models) if m.complete]
+            entries = [self.models[r] for r in rows]
             return RankedFigures.of(rows, entries, self.dataset_weights, self.majority_by_dataset)
         chosen = check_weights(weights, known=self.weighable_datasets, what="dataset", partial=True)
         merged = {**self.dataset_weights, **chosen}
@@ -146,11 +146,18 @@ class TaskTable:
             )
         counted = _counted(self, cache) if cache is not None and self.version else None
         if counted is None:
-            entries = [_reaveraged(m, merged) for m in entries]
+            rows = [r for r, m in enumerate(self.models) if m.complete]
+            entries = [_reaveraged(self.models[r], merged) for r in rows]
             return RankedFigures.of(rows, entries, merged, self.majority_by_dataset)
         means = counted.means(merged)
         return RankedFigures(
-            rows, entries, merged, self.majority_by_dataset, means, np.isnan(means), fresh=True
+            counted.rows,
+            counted.entries,
+            merged,
+            self.majority_by_dataset,
+            means,
+            np.isnan(means),
+            fresh=True,
         )
 
     @property
@@ -214,6 +221,8 @@ class _Counted:
     """
 
     rows: list[int]
+    #: The rows' entries (``table.models[r]`` for each of ``rows``).
+    entries: list[ModelEntry]
     keys: list[str]
     key_of: np.ndarray
     own: np.ndarray
@@ -327,7 +336,7 @@ def _counted(table: TaskTable, cache: MemoryCache) -> _Counted | None:
             key_of[i, : len(names)] = [index[k] for k in names]
             own[i, : len(names)] = [o.weight for o in table.models[r].outcomes]
             figures[i, : len(names)] = values
-        found = _Counted(rows, keys, key_of, own, figures)
+        found = _Counted(rows, [table.models[r] for r in rows], keys, key_of, own, figures)
     cache.put(cache_key, found)
     return found
 
