@@ -51,6 +51,7 @@ from scoring.registry import FloatArray, ScoringError, get_metric
 __all__ = ["BootstrapResult", "Draws", "Interval", "bootstrap", "draw"]
 
 _CHUNK_CELLS = 4_000_000  # resample counts held at once: rows x examples
+_STEP_CELLS = 250_000  # goods of the resamples ranked at once: their temporaries fit a CPU cache
 _BASELINE = "\x00baseline"  # the baseline's column, never a model name
 
 
@@ -240,8 +241,9 @@ def bootstrap(
     above_samples = np.empty((n_resamples, len(models)))  # perf minus the baseline's
     goods_samples = np.empty((n_resamples, *normalised.goods.shape))
     score_samples = np.empty((n_resamples, len(models)))
-    for start in range(0, n_resamples, draws.chunk):
-        c = min(draws.chunk, n_resamples - start)
+    step = max(1, _STEP_CELLS // goods_samples[0].size)
+    for start in range(0, n_resamples, step):
+        c = min(step, n_resamples - start)
         boot = np.zeros((c, len(columns)))
         for share, dataset_perf in zip(shares, draws.perf, strict=True):
             boot += share * dataset_perf[start : start + c]
