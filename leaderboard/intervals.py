@@ -9,18 +9,19 @@ model lacks a file, or the models answered different examples, there are no inte
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 from datasets_registry import read_examples
-from evalboard.core.cache import MISSING
+from evalboard.core.cache import MISSING, approximate_size, sampled_size
 from evalboard.core.context import Context
 from evaluator import read_records
 from leaderboard.table import ModelEntry, TaskTable
-from scoring import BootstrapResult, ScoringError, bootstrap, statistics
+from scoring import BootstrapResult, ScoringError, bootstrap, draw, statistics
 
-__all__ = ["N_RESAMPLES", "leaderboard_intervals", "load_records"]
+__all__ = ["N_RESAMPLES", "bootstrap_size", "leaderboard_intervals", "load_records"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,22 +98,30 @@ def leaderboard_intervals(
     directions: Mapping[str, float],
     offsets: Mapping[str, float],
     baseline: float | None = None,
+    dataset_weights: Mapping[str, float] | None = None,
     repeats: Mapping[str, Mapping[str, list[float]]] | None = None,
 ) -> BootstrapResult | None:
     """Perf intervals, gaps to the leader, rank intervals and ``p_first`` of ``models``,
-    with the baseline floor at ``baseline``; None when they cannot be computed."""
+    with the baseline floor at ``baseline`` and the originals weighed by
+    ``dataset_weights`` (None: the table's); None when they cannot be computed."""
     originals = table.originals
+    dataset_weights = table.dataset_weights if dataset_weights is None else dataset_weights
     if not models or not has_predictions(table, models):
         return None
+    files = tuple((m.key, tuple(m.predictions[d.name] for d in originals)) for m in models)
+    # Keys as digests: the cache measures and hashes a key at every request, and these
+    # name every model's figures (repr gives each float exactly).
     cache_key = (
         "bootstrap",
-        tuple((m.key, tuple(m.predictions[d.name] for d in originals)) for m in models),
-        tuple(sorted(weights.items())),
-        tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),
-        tuple(sorted(table.dataset_weights.items())),
-        baseline,
-        table.majority_label,
-        tuple(sorted((k, tuple(v.get("throughput", ()))) for k, v in (repeats or {}).items())),
+        _digest(
+            files,
+            tuple(sorted(weights.items())),
+            tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),
+            tuple(sorted(dataset_weights.items())),
+            baseline,
+            table.majority_label,
+            tuple(sorted((k, tuple(v.get("throughput", ()))) for k, v in (repeats or {}).items())),
+        ),
     )
     cached = ctx.cache.get(cache_key, MISSING)  # one call: None (no intervals) is cached too
     if cached is not MISSING:
@@ -128,6 +137,33 @@ def leaderboard_intervals(
                     return None
                 examples[model.key][dataset.name] = stats
         floor = _constant_statistics(ctx, table, uids) if baseline is not None else None
+        chosen = {d.name: dataset_weights[d.name] for d in originals}
+        # What the bootstrap draws depends on the examples, not on any weight or other
+        # metric: kept, so weights no request asked for before cost arithmetic.
+        draws_key = (
+            "bootstrap-draws",
+            _digest(
+                table.task.perf_metric,
+                tuple(table.task.output.labels or ()),
+                files,
+                tuple(d.sha256 for d in originals),
+                floor is not None,
+                tuple(len(v) for measured in (repeats or {}).values() for v in measured.values()),
+                N_RESAMPLES,
+            ),
+        )
+        draws = ctx.cache.get(draws_key)
+        if draws is None:
+            draws = draw(
+                examples,
+                metric=table.task.perf_metric,
+                dataset_weights=chosen,
+                baseline=floor if floor is not None else baseline,
+                repeats=repeats,
+                n_resamples=N_RESAMPLES,
+                seed=0,
+            )
+            ctx.cache.put(draws_key, draws, size=approximate_size(draws))
         result: BootstrapResult | None = bootstrap(
             examples,
             metric=table.task.perf_metric,
@@ -135,14 +171,30 @@ def leaderboard_intervals(
             weights=weights,
             directions=directions,
             offsets=offsets,
-            dataset_weights={d.name: table.dataset_weights[d.name] for d in originals},
+            dataset_weights=chosen,
             baseline=floor if floor is not None else baseline,
             repeats=repeats,
             n_resamples=N_RESAMPLES,
             seed=0,
+            draws=draws,
         )
     except (OSError, KeyError, ValueError, ScoringError) as exc:
         logger.warning("no intervals for task %s: %s", table.task.id, exc)
         result = None
-    ctx.cache.put(cache_key, result)
+    ctx.cache.put(cache_key, result, size=bootstrap_size(result))
     return result
+
+
+def bootstrap_size(boot: BootstrapResult | None) -> int:
+    """About the bytes ``boot`` holds: each of its per-model mappings sampled and scaled,
+    as walking 1,000 models' intervals took longer than bootstrapping them from kept draws."""
+    if boot is None:
+        return 0
+    return sum(
+        sampled_size(list(value.items())) if isinstance(value, dict) else sampled_size([value])
+        for value in vars(boot).values()
+    )
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()

@@ -11,14 +11,18 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
 
 from evalboard.core.cache import approximate_size, sampled_size
 from evalboard.core.context import Context
 from evalboard.core.heap import keep_long_lived
 from evaluator import CONTENDED_SHARE
-from leaderboard.intervals import has_predictions, leaderboard_intervals
+from leaderboard.intervals import bootstrap_size, has_predictions, leaderboard_intervals
 from leaderboard.paging import BoardQuery
 from leaderboard.schemas import (
     IntervalPublic,
@@ -27,20 +31,21 @@ from leaderboard.schemas import (
     PendingPublic,
     RowPublic,
 )
-from leaderboard.table import ModelEntry, TaskTable
+from leaderboard.table import ModelEntry, RankedFigures, TaskTable
 from scoring import (
     METRICS,
     WEIGHABLE_METRICS,
     BootstrapResult,
+    FloatArray,
     check_weights,
-    contributions,
-    dominant_term,
-    fill_missing,
-    floor_order,
+    contribution_terms,
+    dominant_term_array,
+    fill_missing_array,
+    floor_indices,
     goods_transform,
-    normalise,
-    not_above_baseline,
-    rankable,
+    normalise_array,
+    not_above_baselines,
+    rankable_present,
 )
 from scoring import parse_weights as scoring_parse_weights
 
@@ -76,15 +81,68 @@ def weighable_metrics(table: TaskTable) -> list[str]:
     has a value, or the metric ranks a missing value as the worst (``scoring.rankable``).
     A predictions-only row lacks what only a run measures and does not take those metrics
     away from the board: it ranks as the worst there (``scoring.fill_missing``)."""
-    ranked = [m for m in table.ranked if not m.predictions_only] or table.ranked
+    return _weighable(table.ranked_figures(None))
+
+
+def _weighable(figures: RankedFigures, rows: _Rows | None = None) -> list[str]:
+    """:func:`weighable_metrics` of the ranked rows' ``figures``."""
+    entries = figures.entries
+    run = (rows or _Rows.of(entries)).run
+    has = ~figures.missing[run]
+    column = {name: k for k, name in enumerate(METRICS)}
     present = [
         name
         for name in WEIGHABLE_METRICS
-        if name == "perf" or (ranked and rankable(name, (m.metrics.get(name) for m in ranked)))
+        if name == "perf" or (bool(entries) and rankable_present(name, has[:, column[name]]))
     ]
-    if ranked and any(m.metrics.get("perf") is None for m in ranked):
+    if entries and not has[:, column["perf"]].all():
         present.remove("perf")
     return present
+
+
+@dataclass(frozen=True, eq=False)
+class _Rows:
+    """What ranking needs of a table's ranked rows whatever the weights, kept per table
+    version (:func:`_ranked_rows`): their keys in name order (as ``scoring.normalise``
+    lays out a table, ties going by name), each key's position there (``index``) and row
+    of the figures (``at``), the names, the predictions-only rows (``may_lack``, in the
+    figures' order) and those a run measured (``run``; all when none was)."""
+
+    keys: tuple[str, ...]
+    index: dict[str, int]
+    at: NDArray[np.intp]
+    names: dict[str, str]
+    may_lack: NDArray[np.bool_]
+    run: NDArray[np.intp]
+
+    @classmethod
+    def of(cls, entries: list[ModelEntry]) -> _Rows:
+        at = sorted(range(len(entries)), key=[m.key for m in entries].__getitem__)
+        keys = tuple(entries[r].key for r in at)
+        may_lack = np.array([m.predictions_only for m in entries], dtype=bool)
+        run = np.flatnonzero(~may_lack) if not may_lack.all() else np.arange(len(entries))
+        return cls(
+            keys=keys,
+            index={key: i for i, key in enumerate(keys)},
+            at=np.array(at, dtype=np.intp),
+            names={entries[r].key: entries[r].name for r in at},
+            may_lack=may_lack,
+            run=run,
+        )
+
+
+def _ranked_rows(ctx: Context, table: TaskTable, entries: list[ModelEntry]) -> _Rows:
+    """:meth:`_Rows.of` the table's ranked ``entries``, kept in ``ctx.cache`` under the
+    table's version (the same version, the same rows) so that new weights do not sort and
+    map 10,000 keys again."""
+    if ctx is None or not table.version:
+        return _Rows.of(entries)
+    cache_key = ("ranked-rows", table.version)
+    found: _Rows | None = ctx.cache.get(cache_key)
+    if found is None:
+        found = _Rows.of(entries)
+        ctx.cache.put(cache_key, found)
+    return found
 
 
 def _usable_weights(
@@ -99,37 +157,66 @@ def _usable_weights(
 @dataclass
 class _Ranking:
     """What ranking a table gives for one set of weights, before any page is cut: kept in
-    the context's cache under the table's version and the weights."""
+    the context's cache under the table's version and the weights.
+
+    The ranked rows are held as arrays in name order (``keys``, as ``scoring.normalise``
+    lays them out), so ranking 10,000 of them builds no mapping per row; a row's entry,
+    figures and contributions are made for the rows a page sends.
+    """
 
     table: TaskTable
+    figures: RankedFigures
     requested: dict[str, float]
     metrics: list[str]
     used: dict[str, float]
-    by_key: dict[str, ModelEntry] = field(default_factory=dict)
-    grid: dict[str, dict[str, float]] = field(default_factory=dict)
-    scores: dict[str, float] = field(default_factory=dict)
-    terms: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Ranked keys in name order; ``index``: key -> its position there, ``at``: the row
+    #: of ``figures`` it is.
+    keys: tuple[str, ...] = ()
+    index: dict[str, int] = field(default_factory=dict)
+    at: NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    names: dict[str, str] = field(default_factory=dict)
+    #: ``grid[i, k]``: metric ``metrics[k]`` of row ``i`` as ranked (a missing one filled).
+    grid: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
+    scores: FloatArray = field(default_factory=lambda: np.zeros(0))
+    #: ``terms[i, k]``: what metric ``term_metrics[k]`` adds to row ``i``'s Dynascore.
+    terms: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
+    term_metrics: tuple[str, ...] = ()
     amrs: dict[str, float | None] = field(default_factory=dict)
     runs: dict[str, list[float]] = field(default_factory=dict)
     boot: BootstrapResult | None = None
-    flagged: set[str] = field(default_factory=set)
+    flagged: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     order: list[str] = field(default_factory=list)
-    positions: dict[str, int] = field(default_factory=dict)
-    names: dict[str, str] = field(default_factory=dict)
+    #: ``positions[i]``: row ``i``'s rank.
+    positions: NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
     warnings: list[str] = field(default_factory=list)
     shown_metrics: list[MetricPublic] = field(default_factory=list)
     pending: list[PendingPublic] = field(default_factory=list)
 
+    def entry(self, key: str) -> ModelEntry:
+        """The row's entry as ranked (its averages with the ranking's dataset weights)."""
+        return self.figures.entry(int(self.at[self.index[key]]))
+
+    def value(self, key: str, name: str) -> float | None:
+        """The row's Dynascore (``name`` "dynascore") or metric ``name`` (None: it has none)."""
+        i = self.index[key]
+        if name == "dynascore":
+            return float(self.scores[i])
+        return self.figures.value(int(self.at[i]), name)
+
     def approximate_size(self) -> int:
-        """About how much memory it holds of its own, for the cache's byte budget: a
-        sample of its rows measured and scaled (walking 10,000 rows would cost more than
-        ranking them). The rows' cards, outcomes and per-dataset figures are the board's
-        (``leaderboard.aggregates``, counted there); a re-weighed row's averages are new."""
-        per_row = [
-            (m.metrics, self.grid.get(m.key), self.terms.get(m.key), self.runs.get(m.key))
-            for m in self.table.models
-        ]
-        return sampled_size(per_row) + approximate_size(self.boot)
+        """About how much memory it holds of its own, for the cache's byte budget: its
+        arrays, and a sample of its per-row mappings measured and scaled (walking 10,000
+        rows would cost more than ranking them). The rows' entries are the board's
+        (``leaderboard.aggregates``, counted there)."""
+        arrays = (self.figures.values, self.figures.missing, self.grid, self.scores, self.terms)
+        # The keys and names are the entries' strings; the mappings and lists are new.
+        per_row = sum(map(sys.getsizeof, (self.keys, self.index, self.names, self.order)))
+        return (
+            approximate_size(arrays)
+            + per_row
+            + sampled_size(list(self.runs.values()))
+            + bootstrap_size(self.boot)
+        )
 
 
 def build_leaderboard(
@@ -181,14 +268,17 @@ def _rank(
     dataset_weights: Mapping[str, float] | None,
     intervals: bool,
 ) -> _Ranking:
-    table = table.reweighted(dataset_weights, cache=ctx.cache if ctx is not None else None)
-    metrics = weighable_metrics(table)
+    figures = table.ranked_figures(dataset_weights, cache=ctx.cache if ctx is not None else None)
+    layout = _ranked_rows(ctx, table, figures.entries)
+    metrics = _weighable(figures, layout)
     requested = _usable_weights(table, weights, metrics)
     used = {k: v for k, v in requested.items() if k in metrics}
     directions, offsets = goods_transform(metrics, memory_cap_gib=table.task.memory_cap_gib)
-    ranked = table.ranked
-    baseline = table.majority_perf
-    found = _Ranking(table=table, requested=requested, metrics=metrics, used=used)
+    ranked = figures.entries
+    baseline = figures.majority_perf
+    found = _Ranking(table=table, figures=figures, requested=requested, metrics=metrics, used=used)
+    column = {name: k for k, name in enumerate(METRICS)}
+    measured = {name for name, k in column.items() if not figures.missing[:, k].all()}
     found.shown_metrics = [
         MetricPublic(
             name=name,
@@ -201,7 +291,7 @@ def _rank(
             caveat=metric.caveat,
         )
         for name, metric in METRICS.items()
-        if name in metrics or any(m.metrics.get(name) is not None for m in ranked)
+        if name in metrics or name in measured
     ]
     found.pending = [
         PendingPublic(submission_id=m.submission_id, name=m.name, user=m.user, status=m.status)
@@ -211,62 +301,74 @@ def _rank(
     if not ranked:
         return found
     # A missing figure ranks as the board's worst (scoring.fill_missing, the one rule).
-    grid = fill_missing(
-        {m.key: m.metrics for m in ranked}, metrics, may_lack=predictions_only(ranked)
+    columns = [column[name] for name in metrics]
+    filled = fill_missing_array(
+        [m.key for m in ranked],
+        metrics,
+        figures.values[:, columns],
+        figures.missing[:, columns],
+        may_lack=layout.may_lack,
     )
-    normalised = normalise(grid, directions=directions, offsets=offsets)
-    found.grid = grid
-    found.scores = dict(zip(normalised.models, normalised.scores(used).tolist(), strict=True))
-    found.terms = {k: dict(v) for k, v in contributions(normalised, used).items()}
+    found.keys, found.index, found.at = layout.keys, layout.index, layout.at
+    found.names = layout.names
+    found.grid = filled[found.at]
+    normalised = normalise_array(
+        found.keys, metrics, found.grid, directions=directions, offsets=offsets
+    )
+    found.scores = normalised.scores(used)
+    found.terms = contribution_terms(normalised, used)
+    found.term_metrics = normalised.metrics
     found.amrs = {
         k: (v if math.isfinite(v) else None) for k, v in normalised.amrs_by_metric.items()
     }
-    found.by_key = {m.key: m for m in ranked}
-    found.names = {m.key: m.name for m in ranked}
     bootstrapped = intervals and "perf" in metrics and has_predictions(table, ranked)
     # A row's throughput runs are re-averaged for the rows sent, unless the bootstrap
     # needs every model's.
     found.runs = (
-        {m.key: m.throughput_runs(table.dataset_weights) for m in ranked} if bootstrapped else {}
+        {m.key: m.throughput_runs(figures.dataset_weights) for m in ranked} if bootstrapped else {}
     )
     repeats = (
         {k: {"throughput": r} for k, r in found.runs.items() if r}
         if "throughput" in metrics
         else {}
     )
+    others = [k for k, name in enumerate(metrics) if name != "perf"]
     found.boot = (
         leaderboard_intervals(
             ctx,
             table,
             ranked,
             other_metrics={
-                k: {n: v for n, v in row.items() if n != "perf"} for k, row in grid.items()
+                key: dict(zip([metrics[k] for k in others], row, strict=True))
+                for key, row in zip(found.keys, found.grid[:, others].tolist(), strict=True)
             },
             weights=used,
             directions=directions,
             offsets=offsets,
             baseline=baseline,
+            dataset_weights=figures.dataset_weights,
             repeats=repeats,
         )
         if bootstrapped
         else None
     )
     if found.boot is not None:
-        found.flagged = {k for k, v in found.boot.not_above_baseline.items() if v}
+        found.flagged = np.array(
+            [found.boot.not_above_baseline[key] for key in found.keys], dtype=bool
+        )
         found.order = list(found.boot.order)
+        order = np.array([found.index[key] for key in found.order], dtype=np.intp)
     else:
         found.flagged = (
-            {
-                k
-                for k in grid
-                if not_above_baseline(high=grid[k].get("perf", 0.0), baseline=baseline)
-            }
+            not_above_baselines(found.grid[:, metrics.index("perf")], baseline=baseline)
             if "perf" in metrics
-            else set()
+            else np.zeros(len(found.keys), dtype=bool)
         )
-        found.order = list(floor_order(normalised.rank(used), found.flagged))
-    found.positions = {key: position for position, key in enumerate(found.order, start=1)}
-    found.warnings = _warnings(found.terms, table)
+        order = floor_indices(normalised.rank_indices(used), found.flagged)
+        found.order = [found.keys[i] for i in order.tolist()]
+    found.positions = np.empty(len(order), dtype=np.intp)
+    found.positions[order] = np.arange(1, len(order) + 1)
+    found.warnings = _warnings(found.term_metrics, found.terms)
     return found
 
 
@@ -274,18 +376,17 @@ def _board(
     ranking: _Ranking, query: BoardQuery, keep: Callable[[ModelEntry], bool] | None
 ) -> LeaderboardPublic:
     """One page of ``ranking``, as the API sends it."""
-    table, by_key = ranking.table, ranking.by_key
-    baseline = table.majority_perf
+    table, figures = ranking.table, ranking.figures
+    baseline = figures.majority_perf
     total = 0
     rows: list[RowPublic] = []
-    if by_key:
-        total, page = query.select(
-            ranking.order if keep is None else [k for k in ranking.order if keep(by_key[k])],
-            names=ranking.names,
-            value=lambda key, name: (
-                ranking.scores[key] if name == "dynascore" else by_key[key].metrics.get(name)
-            ),
-        )
+    if ranking.keys:
+        if keep is None:
+            order = ranking.order
+        else:
+            entries = figures.entries
+            order = [k for k in ranking.order if keep(entries[ranking.at[ranking.index[k]]])]
+        total, page = query.select(order, names=ranking.names, value=ranking.value)
         for key in page:
             rows.append(_page_row(ranking, key))
     if baseline is not None and query.offset == 0 and not query.q:  # on the first page
@@ -310,7 +411,7 @@ def _board(
         total=total,
         pending=[p.model_copy() for p in ranking.pending],
         amrs=dict(ranking.amrs),
-        dataset_weights={name: table.dataset_weights[name] for name in table.weighable_datasets},
+        dataset_weights={name: figures.dataset_weights[name] for name in table.weighable_datasets},
         baseline_perf=baseline,
         warnings=list(ranking.warnings),
         phase=table.phase,
@@ -324,14 +425,15 @@ def predictions_only(entries: Iterable[ModelEntry]) -> set[str]:
 
 
 def _page_row(ranking: _Ranking, key: str) -> RowPublic:
-    entry, boot = ranking.by_key[key], ranking.boot
-    row = _row(entry, ranking.positions[key], ranking.scores[key], ranking.terms[key])
+    entry, boot, i = ranking.entry(key), ranking.boot, ranking.index[key]
+    terms = dict(zip(ranking.term_metrics, ranking.terms[i].tolist(), strict=True))
+    row = _row(entry, int(ranking.positions[i]), float(ranking.scores[i]), terms)
     row.ranked_as_worst = [
         name for name in ranking.metrics if ranking.used.get(name) and row.metrics.get(name) is None
     ]
     runs = ranking.runs.get(key)
     if runs is None:
-        runs = entry.throughput_runs(ranking.table.dataset_weights)
+        runs = entry.throughput_runs(ranking.figures.dataset_weights)
     if runs:
         row.spread = {"throughput": IntervalPublic(low=min(runs), high=max(runs))}
     share = entry.busiest_load()
@@ -341,12 +443,12 @@ def _page_row(ranking: _Ranking, key: str) -> RowPublic:
             f"measured while other processes used {share:.0%} of the worker's CPU: "
             "throughput and latency may be low"
         )
-    if key in ranking.flagged:
+    if ranking.flagged[i]:
         row.not_above_baseline = True
         above = boot.above_baseline.get(key) if boot is not None else None
         row.reason = _reason(
-            ranking.grid[key]["perf"],
-            ranking.table.majority_perf,
+            float(ranking.grid[i, ranking.metrics.index("perf")]),
+            ranking.figures.majority_perf,
             above.high if above is not None else None,
         )
     if boot is not None:
@@ -371,8 +473,8 @@ def _reason(perf: float, baseline: float | None, above_high: float | None) -> st
     return f"not above baseline: {why}; ranked after every model that clears it"
 
 
-def _warnings(terms: Mapping[str, Mapping[str, float]], table: TaskTable) -> list[str]:
-    found = dominant_term(terms)
+def _warnings(metrics: Sequence[str], terms: FloatArray) -> list[str]:
+    found = dominant_term_array(metrics, terms)
     if found is None:
         return []
     metric, share = found

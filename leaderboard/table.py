@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from numpy.typing import NDArray
 
 from datasets_registry import TaskSpec, get_task, list_datasets, read_examples, scoring_datasets
 from evalboard.core.cache import MISSING, MemoryCache
@@ -37,11 +38,28 @@ from evaluator import summarize
 from leaderboard.aggregates import load_board, source_digest
 from leaderboard.entry import ModelEntry, board_metrics, stored_card, summary_status
 from leaderboard.phases import shown_phase, withheld_dataset_ids
-from scoring import METRICS, InvalidWeightsError, check_weights, compute, weighted_mean
+from scoring import (
+    METRICS,
+    FloatArray,
+    InvalidWeightsError,
+    check_weights,
+    compute,
+    weighted_mean,
+)
 
-__all__ = ["ModelEntry", "TaskTable", "load_table", "stored_card", "summary_status"]
+__all__ = [
+    "ModelEntry",
+    "RankedFigures",
+    "TaskTable",
+    "load_table",
+    "stored_card",
+    "summary_status",
+]
 
 logger = logging.getLogger(__name__)
+
+#: Each metric's column in :class:`RankedFigures`.
+_COLUMN = {name: k for k, name in enumerate(METRICS)}
 
 
 @dataclass
@@ -97,6 +115,28 @@ class TaskTable:
         """
         if weights is None:
             return self
+        figures = self.ranked_figures(weights, cache=cache)
+        models = list(self.models)
+        for i, r in enumerate(figures.rows):
+            models[r] = figures.entry(i)
+        merged = figures.dataset_weights
+        version = source_digest(self.version, sorted(merged.items())) if self.version else ""
+        return replace(self, models=models, dataset_weights=merged, version=version)
+
+    def ranked_figures(
+        self, weights: Mapping[str, float] | None, *, cache: MemoryCache | None = None
+    ) -> RankedFigures:
+        """The ranked rows' averages with the datasets weighed by ``weights`` (as for
+        :meth:`reweighted`; None: the table's own), as arrays: what ranking 10,000 rows
+        needs, without a new entry per row (:meth:`RankedFigures.entry` makes one).
+
+        Raises:
+            scoring.InvalidWeightsError: as :meth:`reweighted`.
+        """
+        if weights is None:
+            rows = [r for r, m in enumerate(self.models) if m.complete]
+            entries = [self.models[r] for r in rows]
+            return RankedFigures.of(rows, entries, self.dataset_weights, self.majority_by_dataset)
         chosen = check_weights(weights, known=self.weighable_datasets, what="dataset", partial=True)
         merged = {**self.dataset_weights, **chosen}
         if not sum(merged.values()) > 0:
@@ -106,11 +146,19 @@ class TaskTable:
             )
         counted = _counted(self, cache) if cache is not None and self.version else None
         if counted is None:
-            models = [_reaveraged(m, merged) for m in self.models]
-        else:
-            models = counted.reaveraged(self.models, merged)
-        version = source_digest(self.version, sorted(merged.items())) if self.version else ""
-        return replace(self, models=models, dataset_weights=merged, version=version)
+            rows = [r for r, m in enumerate(self.models) if m.complete]
+            entries = [_reaveraged(self.models[r], merged) for r in rows]
+            return RankedFigures.of(rows, entries, merged, self.majority_by_dataset)
+        means = counted.means(merged)
+        return RankedFigures(
+            counted.rows,
+            counted.entries,
+            merged,
+            self.majority_by_dataset,
+            means,
+            np.isnan(means),
+            fresh=True,
+        )
 
     @property
     def ranked(self) -> list[ModelEntry]:
@@ -137,8 +185,6 @@ def _weighted_mean(
 
 
 def _reaveraged(entry: ModelEntry, weights: Mapping[str, float]) -> ModelEntry:
-    if not entry.complete:
-        return entry
     # A perturbed copy follows its original's weight. The outcomes themselves keep the
     # owner's weights: copying 30,000 of them cost more than the averages.
     chosen = {o.dataset: weights.get(o.derived_from or o.dataset, o.weight) for o in entry.outcomes}
@@ -175,14 +221,16 @@ class _Counted:
     """
 
     rows: list[int]
+    #: The rows' entries (``table.models[r]`` for each of ``rows``).
+    entries: list[ModelEntry]
     keys: list[str]
     key_of: np.ndarray
     own: np.ndarray
     figures: np.ndarray
 
-    def reaveraged(
-        self, models: list[ModelEntry], weights: Mapping[str, float]
-    ) -> list[ModelEntry]:
+    def means(self, weights: Mapping[str, float]) -> FloatArray:
+        """Each row's averages with ``weights`` (rows x ``METRICS``), NaN where no figure
+        counted: the summary's None."""
         known = np.array([k in weights for k in self.keys] + [False])
         given = np.array([weights.get(k, 0.0) for k in self.keys] + [0.0])
         chosen = np.where(known[self.key_of], given[self.key_of], self.own)
@@ -195,18 +243,76 @@ class _Counted:
             # A figure that does not count adds 0.0 (the weights are finite), to both sums.
             total = total + w * np.where(counts, values, 0.0)
             weight = weight + np.where(counts, w, 0.0)
-        means = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), np.nan)
-        found = list(models)
-        names = list(METRICS)
-        for r, row in zip(self.rows, means.tolist(), strict=True):
-            # A shallow copy with new averages: what dataclasses.replace gives, without
-            # running __init__ 10,000 times.
-            entry = object.__new__(ModelEntry)
-            entry.__dict__.update(models[r].__dict__)
-            # NaN (no figure counted) is None, as the summary gives it.
-            entry.metrics = {n: v if v == v else None for n, v in zip(names, row, strict=True)}
-            found[r] = entry
-        return found
+        means: FloatArray = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), np.nan)
+        return means
+
+
+@dataclass(frozen=True, eq=False)
+class RankedFigures:
+    """A table's ranked rows (``entries``, at ``rows`` of its models) with their averages
+    under ``dataset_weights`` as arrays: ``values[i, k]`` is metric ``k`` of
+    ``scoring.METRICS`` of row ``i``, ``missing[i, k]`` where the row has none (None).
+
+    ``fresh``: the values are newer than the entries' own metrics (re-weighed from the
+    kept arrays); :meth:`entry` then gives the entry as :meth:`TaskTable.reweighted` does.
+    """
+
+    rows: list[int]
+    entries: list[ModelEntry]
+    dataset_weights: dict[str, float]
+    majority_by_dataset: dict[str, float] | None
+    values: FloatArray
+    missing: NDArray[np.bool_]
+    fresh: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        rows: list[int],
+        entries: list[ModelEntry],
+        dataset_weights: dict[str, float],
+        majority_by_dataset: dict[str, float] | None,
+    ) -> RankedFigures:
+        """The figures the entries hold."""
+        cells = [[m.metrics.get(name) for name in METRICS] for m in entries]
+        missing = np.array([[v is None for v in row] for row in cells], dtype=bool)
+        missing = missing.reshape(len(entries), len(METRICS))
+        values = np.array(
+            [[np.nan if v is None else v for v in row] for row in cells], dtype=np.float64
+        ).reshape(len(entries), len(METRICS))
+        return cls(rows, entries, dataset_weights, majority_by_dataset, values, missing)
+
+    @property
+    def majority_perf(self) -> float | None:
+        """The baseline's perf averaged with :attr:`dataset_weights`."""
+        return _weighted_mean(self.majority_by_dataset, self.dataset_weights)
+
+    def metrics(self, i: int) -> dict[str, float | None]:
+        """Row ``i``'s metrics, as its entry holds them once re-weighed."""
+        if not self.fresh:
+            return self.entries[i].metrics
+        # NaN (no figure counted) is None, as the summary gives it.
+        return {
+            n: v if v == v else None for n, v in zip(METRICS, self.values[i].tolist(), strict=True)
+        }
+
+    def value(self, i: int, name: str) -> float | None:
+        """Row ``i``'s metric ``name`` (None: it has none), without building its mapping."""
+        if not self.fresh:
+            return self.entries[i].metrics.get(name)
+        k = _COLUMN[name]
+        return None if self.missing[i, k] else float(self.values[i, k])
+
+    def entry(self, i: int) -> ModelEntry:
+        """Row ``i``'s entry with these averages."""
+        if not self.fresh:
+            return self.entries[i]
+        # A shallow copy with new averages: what dataclasses.replace gives, without
+        # running __init__ (10,000 times for TaskTable.reweighted).
+        entry = object.__new__(ModelEntry)
+        entry.__dict__.update(self.entries[i].__dict__)
+        entry.metrics = self.metrics(i)
+        return entry
 
 
 def _counted(table: TaskTable, cache: MemoryCache) -> _Counted | None:
@@ -230,7 +336,7 @@ def _counted(table: TaskTable, cache: MemoryCache) -> _Counted | None:
             key_of[i, : len(names)] = [index[k] for k in names]
             own[i, : len(names)] = [o.weight for o in table.models[r].outcomes]
             figures[i, : len(names)] = values
-        found = _Counted(rows, keys, key_of, own, figures)
+        found = _Counted(rows, [table.models[r] for r in rows], keys, key_of, own, figures)
     cache.put(cache_key, found)
     return found
 

@@ -8,9 +8,15 @@ from scoring import classification as _classification  # noqa: F401  (registers 
 from scoring import squad as _squad  # noqa: F401  (registers metrics)
 from scoring import text as _text  # noqa: F401  (registers metrics)
 from scoring.aggregates import mean_win_rate, mean_z_score, pareto_front, pareto_fronts
-from scoring.bootstrap import BootstrapResult, Interval, bootstrap
+from scoring.bootstrap import BootstrapResult, Draws, Interval, bootstrap, draw
 from scoring.calibration import ReliabilityBin, calibration_error, reliability
-from scoring.contributions import DOMINANCE_SHARE, contributions, dominant_term
+from scoring.contributions import (
+    DOMINANCE_SHARE,
+    contribution_terms,
+    contributions,
+    dominant_term,
+    dominant_term_array,
+)
 from scoring.delta import delta, delta_metric, delta_per_example
 from scoring.dynascore import (
     AMRS_CUTOFF,
@@ -20,11 +26,19 @@ from scoring.dynascore import (
     default_weights,
     dynascore,
     normalise,
+    normalise_array,
     order,
     rank,
     weighted_mean,
 )
-from scoring.floor import BASELINE_TOLERANCE, floor_order, not_above_baseline, rank_interval
+from scoring.floor import (
+    BASELINE_TOLERANCE,
+    floor_indices,
+    floor_order,
+    not_above_baseline,
+    not_above_baselines,
+    rank_interval,
+)
 from scoring.registry import (
     FloatArray,
     Metric,
@@ -48,8 +62,10 @@ from scoring.vocabulary import (
     WEIGHABLE_METRICS,
     BoardMetric,
     fill_missing,
+    fill_missing_array,
     goods_transform,
     rankable,
+    rankable_present,
 )
 from scoring.weights import (
     REFERENCE_ROWS,
@@ -66,6 +82,7 @@ __all__ = [
     "DEFAULT_PERF_WEIGHT",
     "DEFAULT_WEIGHTS",
     "DIRECTION_ARROWS",
+    "Draws",
     "DOMINANCE_SHARE",
     "METRICS",
     "REFERENCE_ROWS",
@@ -91,6 +108,7 @@ __all__ = [
     "check_dataset_weight",
     "check_weights",
     "compute",
+    "contribution_terms",
     "contributions",
     "default_dataset_weight",
     "default_weights",
@@ -98,9 +116,13 @@ __all__ = [
     "delta_metric",
     "delta_per_example",
     "domain_shift",
+    "draw",
     "dominant_term",
+    "dominant_term_array",
     "dynascore",
     "fill_missing",
+    "fill_missing_array",
+    "floor_indices",
     "floor_order",
     "get_metric",
     "goods_transform",
@@ -109,8 +131,10 @@ __all__ = [
     "metric",
     "metric_names",
     "normalise",
+    "normalise_array",
     "normalize_answer",
     "not_above_baseline",
+    "not_above_baselines",
     "order",
     "pareto_front",
     "pareto_fronts",
@@ -119,6 +143,7 @@ __all__ = [
     "rank",
     "rank_interval",
     "rankable",
+    "rankable_present",
     "reliability",
     "sentence_chrfs",
     "shift_features",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,7 +68,23 @@ def to_matrix(table: Table) -> Matrix:
         values = np.fromiter(flat, np.float64, len(models) * len(metrics))
     except (TypeError, ValueError) as error:
         raise ScoringError(f"Every value must be a finite number ({error})") from None
-    values = values.reshape(len(models), len(metrics))
+    return _checked(models, metrics, values.reshape(len(models), len(metrics)))
+
+
+def array_matrix(models: Sequence[str], metrics: Sequence[str], values: FloatArray) -> Matrix:
+    """What :func:`to_matrix` gives for the table ``values[i, k]`` (metric ``metrics[k]``
+    of model ``models[i]``), without a mapping per model; models must be distinct."""
+    if not models:
+        raise ScoringError("The table has no models; score at least one model")
+    if not metrics:
+        raise ScoringError(f"Model {models[0]!r} has no metrics")
+    rows = sorted(range(len(models)), key=models.__getitem__)
+    columns = sorted(range(len(metrics)), key=metrics.__getitem__)
+    picked = np.asarray(values, dtype=np.float64)[np.ix_(rows, columns)]
+    return _checked(tuple(models[i] for i in rows), tuple(metrics[k] for k in columns), picked)
+
+
+def _checked(models: tuple[str, ...], metrics: tuple[str, ...], values: FloatArray) -> Matrix:
     if not np.all(np.isfinite(values)):
         i, k = np.argwhere(~np.isfinite(values))[0]
         raise ScoringError(

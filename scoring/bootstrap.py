@@ -36,20 +36,22 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from scoring._table import Table, per_metric
 from scoring.dynascore import amrs_batch, default_weights, normalise, scores_batch
 from scoring.floor import not_above_baseline, rank_intervals
 from scoring.registry import FloatArray, ScoringError, get_metric
 
-__all__ = ["BootstrapResult", "Interval", "bootstrap"]
+__all__ = ["BootstrapResult", "Draws", "Interval", "bootstrap", "draw"]
 
 _CHUNK_CELLS = 4_000_000  # resample counts held at once: rows x examples
+_STEP_CELLS = 250_000  # goods of the resamples ranked at once: their temporaries fit a CPU cache
 _BASELINE = "\x00baseline"  # the baseline's column, never a model name
 
 
@@ -83,6 +85,50 @@ class BootstrapResult:
     not_above_baseline: dict[str, bool] = field(default_factory=dict)
     #: Perf minus the baseline's, paired within each resample (empty with no baseline).
     above_baseline: dict[str, Interval] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class Draws:
+    """What a seeded bootstrap draws before anything is weighed: each dataset's perf
+    (the metric's reduce of the resampled statistics) in every resample and on the full
+    data, for every column (the models by name, then the baseline's labels), and the
+    picks of each repeated measurement (:func:`draw`).
+
+    Nothing here depends on the dataset or metric weights, nor on the other metrics'
+    values: :func:`bootstrap` given them computes what drawing again with the same seed
+    gives, to the last bit, at the cost of its arithmetic (the resampled sums are most of
+    a bootstrap's time).
+    """
+
+    datasets: tuple[str, ...]
+    columns: tuple[str, ...]
+    n_resamples: int
+    seed: int
+    #: The length of each repeated measurement, in the order ``repeats`` names them.
+    repeat_sizes: tuple[int, ...]
+    #: Per dataset: ``(n_resamples, columns)`` resampled perf; ``(columns,)`` on the full data.
+    perf: tuple[FloatArray, ...]
+    estimate: tuple[FloatArray, ...]
+    #: Per repeated measurement: ``(n_resamples, size)`` positions drawn.
+    picks: tuple[NDArray[np.intp], ...]
+    chunk: int
+
+    def fits(
+        self,
+        columns: Sequence[str],
+        datasets: Sequence[str],
+        sizes: Sequence[int],
+        *,
+        n: int,
+        seed: int,
+    ) -> bool:
+        """Whether these are the draws of a bootstrap of ``columns`` on ``datasets``."""
+        return (
+            self.columns == tuple(columns)
+            and self.datasets == tuple(datasets)
+            and self.repeat_sizes == tuple(sizes)
+            and (self.n_resamples, self.seed) == (n, seed)
+        )
 
 
 def _stack(
@@ -121,6 +167,7 @@ def bootstrap(
     n_resamples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
+    draws: Draws | None = None,
 ) -> BootstrapResult:
     """Seeded bootstrap intervals for perf and the Dynascore.
 
@@ -146,32 +193,22 @@ def bootstrap(
         n_resamples: how many resamples.
         level: the intervals' coverage, e.g. 0.95.
         seed: seeds numpy's default generator.
+        draws: what :func:`draw` drew for the same examples, baseline, repeats' sizes,
+            resamples and seed (drawn again when they do not fit).
     """
     reduce = get_metric(metric).reduce
-    if not examples:
-        raise ScoringError("No examples to resample; pass at least one model")
     if n_resamples < 1 or not 0 < level < 1:
         raise ScoringError(f"Need n_resamples >= 1 and 0 < level < 1, got {n_resamples}, {level}")
-    models = sorted(examples)
-    first = examples[models[0]]
-    dataset_w = dict(dataset_weights) if dataset_weights is not None else dict.fromkeys(first, 1.0)
-    datasets = sorted(dataset_w)
+    models, datasets, dataset_w, columns, source = _layout(examples, dataset_weights, baseline)
+    paired = len(columns) > len(models)
     total_w = sum(dataset_w.values())
-    if not datasets or any(w < 0 for w in dataset_w.values()) or not total_w > 0:
-        raise ScoringError(f"Dataset weights must be >= 0 with a positive sum, got {dataset_w}")
-    alternatives: list[Mapping[str, ArrayLike]] = (
-        [] if baseline is None or isinstance(baseline, (int, float)) else list(baseline)
-    )
-    paired = bool(alternatives)
-    base_names = [f"{_BASELINE}{i}" for i in range(len(alternatives))]
-    columns = [*models, *base_names]
-    source = {**examples, **dict(zip(base_names, alternatives, strict=True))}
-    stacked = [_stack(source, columns, d) for d in datasets]
     shares = [dataset_w[d] / total_w for d in datasets]
-
+    sizes = [len(np.asarray(v).ravel()) for v in _repeated_values(repeats)]
+    if draws is None or not draws.fits(columns, datasets, sizes, n=n_resamples, seed=seed):
+        draws = _draw(source, columns, datasets, reduce, sizes, n_resamples=n_resamples, seed=seed)
     estimate = np.zeros(len(columns))
-    for share, x in zip(shares, stacked, strict=True):
-        estimate += share * reduce(x.sum(axis=0), len(x))
+    for share, full in zip(shares, draws.estimate, strict=True):
+        estimate += share * full
     base_estimate: float | None = (
         float(estimate[len(models) :].max())
         if paired
@@ -199,22 +236,17 @@ def bootstrap(
     repeated = _repeats(repeats, normalised.models, normalised.metrics, perf)
     direction_of = per_metric(normalised._matrix, directions, role="directions", default=1.0)
     offset_of = per_metric(normalised._matrix, offsets, role="offsets", default=0.0)
-    rng = np.random.default_rng(seed)
+    groups = _grouped(repeated, draws.picks)
     perf_samples = np.empty((n_resamples, len(models)))
     above_samples = np.empty((n_resamples, len(models)))  # perf minus the baseline's
     goods_samples = np.empty((n_resamples, *normalised.goods.shape))
     score_samples = np.empty((n_resamples, len(models)))
-    largest = max(len(x) for x in stacked)
-    chunk = max(1, _CHUNK_CELLS // largest)
-    for start in range(0, n_resamples, chunk):
-        c = min(chunk, n_resamples - start)
+    step = max(1, _STEP_CELLS // goods_samples[0].size)
+    for start in range(0, n_resamples, step):
+        c = min(step, n_resamples - start)
         boot = np.zeros((c, len(columns)))
-        for share, x in zip(shares, stacked, strict=True):
-            n = len(x)
-            picks = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
-            counts = np.bincount(picks.ravel(), minlength=c * n).reshape(c, n)
-            sums = (counts.astype(np.float64) @ x.reshape(n, -1)).reshape(c, len(columns), -1)
-            boot += share * reduce(sums, n)
+        for share, dataset_perf in zip(shares, draws.perf, strict=True):
+            boot += share * dataset_perf[start : start + c]
         if paired:  # the best constant answer of this resample
             best = boot[:, len(models) :].max(axis=1, keepdims=True)
             boot = boot[:, : len(models)]
@@ -223,10 +255,10 @@ def bootstrap(
             above_samples[start : start + c] = boot - (base_estimate or 0.0)
         goods = np.broadcast_to(normalised.goods, (c, *normalised.goods.shape)).copy()
         goods[..., perf_col] = offset + direction * boot
-        for (i, k), values in repeated.items():
-            picks = rng.integers(0, len(values), size=(c, len(values)))
-            medians = np.median(values[picks], axis=1)
-            goods[:, i, k] = offset_of[k] + direction_of[k] * medians
+        for at, ks, measured, picks in groups:
+            drawn = np.take_along_axis(measured[:, None, :], picks[:, start : start + c], axis=2)
+            medians = np.median(drawn, axis=2).T
+            goods[:, at, ks] = offset_of[ks] + direction_of[ks] * medians
         perf_samples[start : start + c] = boot
         goods_samples[start : start + c] = goods
         score_samples[start : start + c] = scores_batch(goods, amrs_batch(goods, perf_col), w)
@@ -248,20 +280,29 @@ def bootstrap(
     # the Dynascore with its tie-breaks (scoring.NormalisedTable.rank).
     ids = np.broadcast_to(arange, score_samples.shape)
     resampled = replace(normalised, goods=goods_samples)
-    keys = [
-        ids,
-        *resampled.tiebreak_keys()[1:],
-        -score_samples,
-        np.broadcast_to(flagged, ids.shape),
-    ]
-    orders = np.lexsort(keys, axis=-1)
+    orders = _orders(
+        score_samples,
+        flagged,
+        lambda: [
+            ids,
+            *resampled.tiebreak_keys()[1:],
+            -score_samples,
+            np.broadcast_to(flagged, ids.shape),
+        ],
+    )
     ranks = np.empty_like(orders)
     np.put_along_axis(ranks, orders, np.broadcast_to(arange + 1, orders.shape), axis=-1)
     observed = np.lexsort([arange, *normalised.tiebreak_keys()[1:], -point, flagged])
     observed_rank = np.empty(len(models), dtype=int)
     observed_rank[observed] = arange + 1
     first_counts = np.bincount(orders[:, 0], minlength=len(models))
-    first_perf = np.lexsort([ids, -goods_samples[..., perf_col]], axis=-1)[:, 0]
+    perf_goods = goods_samples[..., perf_col]
+    # The best perf of each resample, ties to the first model by name (argmax's first).
+    first_perf = (
+        np.lexsort([ids, -perf_goods], axis=-1)[:, 0]
+        if np.isnan(perf_goods).any()
+        else np.argmax(perf_goods, axis=-1)
+    )
     first_perf_counts = np.bincount(first_perf, minlength=len(models))
     leader = observed[0]
     gaps = score_samples - score_samples[:, [leader]]
@@ -301,6 +342,144 @@ def bootstrap(
             for i, m in enumerate(models)
         },
     )
+
+
+def draw(
+    examples: Mapping[str, Mapping[str, ArrayLike]],
+    *,
+    metric: str = "accuracy",
+    dataset_weights: Mapping[str, float] | None = None,
+    baseline: Sequence[Mapping[str, ArrayLike]] | float | None = None,
+    repeats: Mapping[str, Mapping[str, ArrayLike]] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Draws:
+    """What :func:`bootstrap` with these arguments draws (only which datasets
+    ``dataset_weights`` names counts, not their weights; only how many measurements each
+    of ``repeats`` has): pass it as ``draws`` to bootstrap other weights without drawing
+    again."""
+    _, datasets, _, columns, source = _layout(examples, dataset_weights, baseline)
+    sizes = [len(np.asarray(v).ravel()) for v in _repeated_values(repeats)]
+    reduce = get_metric(metric).reduce
+    return _draw(source, columns, datasets, reduce, sizes, n_resamples=n_resamples, seed=seed)
+
+
+def _layout(
+    examples: Mapping[str, Mapping[str, ArrayLike]],
+    dataset_weights: Mapping[str, float] | None,
+    baseline: Sequence[Mapping[str, ArrayLike]] | float | None,
+) -> tuple[list[str], list[str], dict[str, float], list[str], dict[str, Mapping[str, ArrayLike]]]:
+    """The models, the datasets, their weights, the columns resampled (the models, then
+    the baseline's labels) and each column's statistics."""
+    if not examples:
+        raise ScoringError("No examples to resample; pass at least one model")
+    models = sorted(examples)
+    first = examples[models[0]]
+    dataset_w = dict(dataset_weights) if dataset_weights is not None else dict.fromkeys(first, 1.0)
+    datasets = sorted(dataset_w)
+    if not datasets or any(w < 0 for w in dataset_w.values()) or not sum(dataset_w.values()) > 0:
+        raise ScoringError(f"Dataset weights must be >= 0 with a positive sum, got {dataset_w}")
+    alternatives: list[Mapping[str, ArrayLike]] = (
+        [] if baseline is None or isinstance(baseline, (int, float)) else list(baseline)
+    )
+    base_names = [f"{_BASELINE}{i}" for i in range(len(alternatives))]
+    source = {**examples, **dict(zip(base_names, alternatives, strict=True))}
+    return models, datasets, dataset_w, [*models, *base_names], source
+
+
+def _draw(
+    source: Mapping[str, Mapping[str, ArrayLike]],
+    columns: list[str],
+    datasets: list[str],
+    reduce: Any,
+    sizes: list[int],
+    *,
+    n_resamples: int,
+    seed: int,
+) -> Draws:
+    """The seeded draws: per chunk of resamples, each dataset's examples, then each
+    repeated measurement's picks (the order bootstrap has always drawn them in, so a seed
+    gives the intervals it gave)."""
+    stacked = [_stack(source, columns, d) for d in datasets]
+    chunk = max(1, _CHUNK_CELLS // max(len(x) for x in stacked))
+    rng = np.random.default_rng(seed)
+    perf = [np.empty((n_resamples, len(columns))) for _ in datasets]
+    # Positions into a handful of measurements: one byte each where they fit.
+    picks = [
+        np.empty((n_resamples, size), dtype=np.uint8 if size <= 256 else np.intp) for size in sizes
+    ]
+    for start in range(0, n_resamples, chunk):
+        c = min(chunk, n_resamples - start)
+        for resampled, x in zip(perf, stacked, strict=True):
+            n = len(x)
+            drawn = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
+            counts = np.bincount(drawn.ravel(), minlength=c * n).reshape(c, n)
+            sums = (counts.astype(np.float64) @ x.reshape(n, -1)).reshape(c, len(columns), -1)
+            resampled[start : start + c] = reduce(sums, n)
+        for kept, size in zip(picks, sizes, strict=True):
+            kept[start : start + c] = rng.integers(0, size, size=(c, size))
+    return Draws(
+        datasets=tuple(datasets),
+        columns=tuple(columns),
+        n_resamples=n_resamples,
+        seed=seed,
+        repeat_sizes=tuple(sizes),
+        perf=tuple(perf),
+        estimate=tuple(reduce(x.sum(axis=0), len(x)) for x in stacked),
+        picks=tuple(picks),
+        chunk=chunk,
+    )
+
+
+def _orders(
+    scores: FloatArray,
+    flagged: NDArray[np.integer],
+    keys: Callable[[], list[NDArray[Any]]],
+) -> NDArray[np.intp]:
+    """Each resample's order of the models, what ``np.lexsort(keys(), axis=-1)`` gives
+    (the floor first, then the Dynascore, then its tie-breaks): where no two scores of a
+    resample tie, the score and the floor alone decide, so the sort per tie-break key
+    (most of a bootstrap's time) is done only where they do."""
+    order = np.argsort(-scores, axis=-1, kind="stable")
+    ranked = np.take_along_axis(scores, order, axis=-1)
+    if np.isnan(scores).any() or np.any(ranked[..., 1:] == ranked[..., :-1]):
+        found: NDArray[np.intp] = np.lexsort(keys(), axis=-1)
+        return found
+    moved = flagged[order]  # the flagged models after the others, each group in order
+    return np.take_along_axis(order, np.argsort(moved, axis=-1, kind="stable"), axis=-1)
+
+
+def _grouped(
+    repeated: Mapping[tuple[int, int], FloatArray], picks: Sequence[NDArray[np.integer]]
+) -> list[tuple[NDArray[np.intp], NDArray[np.intp], FloatArray, NDArray[np.integer]]]:
+    """The repeated measurements by how many there are, so that a resample takes the
+    medians of 1,000 models at once: per size, the (model, metric) positions, the
+    measurements ``(m, size)`` and their picks ``(m, n_resamples, size)``."""
+    by_size: dict[int, list[tuple[tuple[int, int], FloatArray, NDArray[np.integer]]]] = {}
+    for (place, values), drawn in zip(repeated.items(), picks, strict=True):
+        by_size.setdefault(len(values), []).append((place, values, drawn))
+    return [
+        (
+            np.array([i for (i, _), _, _ in group], dtype=np.intp),
+            np.array([k for (_, k), _, _ in group], dtype=np.intp),
+            np.stack([values for _, values, _ in group]),
+            np.stack([drawn for _, _, drawn in group]),
+        )
+        for group in by_size.values()
+    ]
+
+
+def _repeated_values(
+    repeats: Mapping[str, Mapping[str, ArrayLike]] | None,
+) -> list[ArrayLike]:
+    """The repeated measurements a bootstrap resamples (two or more), in the order
+    :func:`_repeats` finds them."""
+    return [
+        values
+        for measured in (repeats or {}).values()
+        for values in measured.values()
+        if len(np.asarray(values).ravel()) >= 2
+    ]
 
 
 def _repeats(

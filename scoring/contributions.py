@@ -17,13 +17,20 @@ same for every model: the scores then sit around a large common value and tell l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from scoring.dynascore import NormalisedTable
+from scoring.registry import FloatArray
 
-__all__ = ["DOMINANCE_SHARE", "contributions", "dominant_term"]
+__all__ = [
+    "DOMINANCE_SHARE",
+    "contribution_terms",
+    "contributions",
+    "dominant_term",
+    "dominant_term_array",
+]
 
 DOMINANCE_SHARE = 0.5
 """A metric other than perf giving more than this share of every model's score dominates."""
@@ -33,14 +40,20 @@ def contributions(
     table: NormalisedTable, weights: Mapping[str, float]
 ) -> dict[str, dict[str, float]]:
     """model -> metric -> its term in the Dynascore (the terms sum to the score)."""
-    w = table.weight_vector(weights)
-    usable = np.isfinite(table.amrs) & (table.amrs > 0)
-    safe = np.where(usable, table.amrs, 1.0)
-    terms = np.where(usable & (w != 0), w * table.goods / safe, 0.0)
+    terms = contribution_terms(table, weights)
     return {
         model: {metric: float(terms[i, k]) for k, metric in enumerate(table.metrics)}
         for i, model in enumerate(table.models)
     }
+
+
+def contribution_terms(table: NormalisedTable, weights: Mapping[str, float]) -> FloatArray:
+    """:func:`contributions` as an array aligned with the table's models and metrics."""
+    w = table.weight_vector(weights)
+    usable = np.isfinite(table.amrs) & (table.amrs > 0)
+    safe = np.where(usable, table.amrs, 1.0)
+    terms: FloatArray = np.where(usable & (w != 0), w * table.goods / safe, 0.0)
+    return terms
 
 
 def dominant_term(
@@ -54,14 +67,25 @@ def dominant_term(
     """
     if not terms:
         return None
-    metrics = next(iter(terms.values())).keys()
+    metrics = list(next(iter(terms.values())).keys())
+    rows = np.array([[row[metric] for metric in metrics] for row in terms.values()])
+    return dominant_term_array(metrics, rows, perf=perf)
+
+
+def dominant_term_array(
+    metrics: Sequence[str], terms: FloatArray, *, perf: str = "perf"
+) -> tuple[str, float] | None:
+    """:func:`dominant_term` of ``terms[i, k]``, model ``i``'s term of ``metrics[k]``."""
+    if not len(terms):
+        return None
+    # Each score summed term by term in metric order, as sum() over a row adds them.
+    total = np.zeros(len(terms))
+    for k in range(len(metrics)):
+        total = total + terms[:, k]
     for metric in sorted(m for m in metrics if m != perf):
-        shares = []
-        for row in terms.values():
-            total = sum(row.values())
-            if not total > 0:
-                return None
-            shares.append(row[metric] / total)
-        if min(shares) > DOMINANCE_SHARE:
-            return metric, round(min(shares), 2)
+        if not np.all(total > 0):
+            return None
+        smallest = float(np.min(terms[:, metrics.index(metric)] / total))
+        if smallest > DOMINANCE_SHARE:
+            return metric, round(smallest, 2)
     return None

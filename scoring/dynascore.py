@@ -34,13 +34,21 @@ the browser, and a test holds the two to 1e-9.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from scoring._table import Matrix, Table, normalised_weights, per_metric, to_goods, to_matrix
+from scoring._table import (
+    Matrix,
+    Table,
+    array_matrix,
+    normalised_weights,
+    per_metric,
+    to_goods,
+    to_matrix,
+)
 from scoring.registry import FloatArray, ScoringError
 
 __all__ = [
@@ -51,6 +59,7 @@ __all__ = [
     "default_weights",
     "dynascore",
     "normalise",
+    "normalise_array",
     "order",
     "rank",
     "weighted_mean",
@@ -209,12 +218,16 @@ class NormalisedTable:
         order, then the model name: a model at least as good on every metric is never
         ranked below another.
         """
+        return [self.models[i] for i in self.rank_indices(weights)]
+
+    def rank_indices(self, weights: Mapping[str, float]) -> NDArray[np.intp]:
+        """:meth:`rank` as positions in :attr:`models`."""
         scores = self.scores(weights)
         order = np.argsort(-scores, kind="stable")  # models are in name order
         ranked = scores[order]
         if np.any(ranked[1:] == ranked[:-1]):  # rare, so the full tie-break only then
             order = np.lexsort([*self.tiebreak_keys(), -scores])
-        return [self.models[i] for i in order]
+        return order
 
     def tiebreak_keys(self) -> list[NDArray[np.float64] | NDArray[np.intp]]:
         """``np.lexsort`` keys, least significant first: name, the other goods in reverse
@@ -236,7 +249,32 @@ def normalise(
     offsets: Mapping[str, float] | None = None,
 ) -> NormalisedTable:
     """Steps 2 and 3: goods and their AMRS, ready for any weights."""
-    matrix = to_matrix(table)
+    return _normalised(to_matrix(table), perf=perf, directions=directions, offsets=offsets)
+
+
+def normalise_array(
+    models: Sequence[str],
+    metrics: Sequence[str],
+    values: FloatArray,
+    *,
+    perf: str = "perf",
+    directions: Mapping[str, float] | None = None,
+    offsets: Mapping[str, float] | None = None,
+) -> NormalisedTable:
+    """:func:`normalise` of the table ``values[i, k]`` (metric ``metrics[k]`` of model
+    ``models[i]``): 10,000 rows without a mapping each. Models must be distinct."""
+    return _normalised(
+        array_matrix(models, metrics, values), perf=perf, directions=directions, offsets=offsets
+    )
+
+
+def _normalised(
+    matrix: Matrix,
+    *,
+    perf: str,
+    directions: Mapping[str, float] | None,
+    offsets: Mapping[str, float] | None,
+) -> NormalisedTable:
     perf_col = matrix.column(perf, role="perf metric")
     goods = to_goods(matrix, directions, offsets)
     return NormalisedTable(

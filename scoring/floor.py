@@ -24,8 +24,10 @@ from numpy.typing import NDArray
 
 __all__ = [
     "BASELINE_TOLERANCE",
+    "floor_indices",
     "floor_order",
     "not_above_baseline",
+    "not_above_baselines",
     "rank_interval",
     "rank_intervals",
 ]
@@ -40,9 +42,22 @@ def not_above_baseline(*, high: float, baseline: float | None) -> bool:
     With no baseline (a QA task, say) nothing is flagged. Without an interval, pass the
     point estimate as ``high``.
     """
+    return bool(not_above_baselines(np.asarray(high), baseline=baseline))
+
+
+def not_above_baselines(highs: NDArray[np.float64], *, baseline: float | None) -> NDArray[np.bool_]:
+    """:func:`not_above_baseline` of each upper bound in ``highs``."""
     if baseline is None:
-        return False
-    return bool(high <= baseline + BASELINE_TOLERANCE)
+        return np.zeros(highs.shape, dtype=bool)
+    flagged: NDArray[np.bool_] = highs <= baseline + BASELINE_TOLERANCE
+    return flagged
+
+
+def floor_indices(order: NDArray[np.intp], flagged: NDArray[np.bool_]) -> NDArray[np.intp]:
+    """:func:`floor_order` of positions: ``order`` (best first) with every position that
+    ``flagged`` marks moved after the others."""
+    moved = flagged[order]
+    return np.concatenate([order[~moved], order[moved]])
 
 
 def floor_order(order: Sequence[str], flagged: Collection[str]) -> list[str]:

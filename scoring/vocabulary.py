@@ -23,10 +23,13 @@ evaluator's summary may call it otherwise (``memory_gib``, ``latency_p50_s``), a
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
 
 from scoring.dynascore import DEFAULT_PERF_WEIGHT
 
@@ -37,8 +40,10 @@ __all__ = [
     "WEIGHABLE_METRICS",
     "BoardMetric",
     "fill_missing",
+    "fill_missing_array",
     "goods_transform",
     "rankable",
+    "rankable_present",
 ]
 
 Direction = Literal["higher", "lower"]
@@ -226,10 +231,14 @@ DEFAULT_WEIGHTS: Mapping[str, float] = MappingProxyType(
 def rankable(name: str, values: Iterable[float | None]) -> bool:
     """Whether metric ``name`` can enter the Dynascore of rows with these ``values``: every
     row has one, or the metric ranks a missing figure as the worst and some row has one."""
-    present = [value is not None for value in values]
-    if all(present):
+    return rankable_present(name, np.array([value is not None for value in values], dtype=bool))
+
+
+def rankable_present(name: str, present: NDArray[np.bool_]) -> bool:
+    """:func:`rankable` of rows of which ``present`` marks those with a value."""
+    if present.all():
         return True
-    return METRICS[name].missing_is_worst and any(present)
+    return METRICS[name].missing_is_worst and bool(present.any())
 
 
 def fill_missing(
@@ -249,22 +258,53 @@ def fill_missing(
             (:func:`rankable` says which metrics may rank).
     """
     wanted = list(names)
-    worst: dict[str, float] = {}
-    for name in wanted:
-        present = [float(v) for row in table.values() if (v := row.get(name)) is not None]
-        if present:
-            worst[name] = max(present) if METRICS[name].direction == "lower" else min(present)
-    filled: dict[str, dict[str, float]] = {}
-    for key, row in table.items():
-        filled[key] = {}
-        for name in wanted:
-            value = row.get(name)
-            if value is None:
-                allowed = METRICS[name].missing_is_worst or key in may_lack
-                if not allowed or name not in worst:
-                    raise ValueError(f"Model {key!r} has no {name} figure to rank by")
-                value = worst[name]
-            filled[key][name] = float(value)
+    keys = list(table)
+    cells = [[row.get(name) for name in wanted] for row in table.values()]
+    missing = np.array([[v is None for v in row] for row in cells], dtype=bool)
+    values = np.array([[np.nan if v is None else v for v in row] for row in cells], dtype=float)
+    filled = fill_missing_array(
+        keys,
+        wanted,
+        values.reshape(len(keys), len(wanted)),
+        missing.reshape(len(keys), len(wanted)),
+        may_lack=np.array([key in may_lack for key in keys], dtype=bool),
+    )
+    return {
+        key: dict(zip(wanted, row, strict=True))
+        for key, row in zip(keys, filled.tolist(), strict=True)
+    }
+
+
+def fill_missing_array(
+    keys: Sequence[str],
+    names: Sequence[str],
+    values: NDArray[np.float64],
+    missing: NDArray[np.bool_],
+    *,
+    may_lack: NDArray[np.bool_],
+) -> NDArray[np.float64]:
+    """:func:`fill_missing` of ``values[i, k]`` (metric ``names[k]`` of row ``keys[i]``,
+    lacking where ``missing``; ``may_lack[i]``: row ``i`` is a predictions-only one).
+
+    Raises:
+        ValueError: as :func:`fill_missing`, naming the first such row and metric.
+    """
+    filled = values.copy()
+    bad = np.zeros(missing.shape, dtype=bool)
+    for k, name in enumerate(names):
+        lacking = missing[:, k]
+        if not lacking.any():
+            continue
+        present = values[~lacking, k]
+        allowed = may_lack | METRICS[name].missing_is_worst
+        bad[:, k] = lacking & ~allowed if len(present) else lacking
+        if len(present):
+            worst = present.max() if METRICS[name].direction == "lower" else present.min()
+            filled[lacking, k] = worst
+    if bad.any():
+        i = int(np.flatnonzero(bad.any(axis=1))[0])
+        k = int(np.flatnonzero(bad[i])[0])
+        raise ValueError(f"Model {keys[i]!r} has no {names[k]} figure to rank by")
     return filled
 
 

@@ -187,3 +187,39 @@ def test_rankings_the_cache_evicts_are_freed_though_frozen(seeded: Seeded) -> No
         assert all(id(value) in held for value in alive)
     finally:
         ctx.db.dispose()
+
+
+class _CountedDraws(MemoryCache):
+    """A memory cache that counts the bootstrap draws put in it."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        super().__init__(budget_bytes)
+        self.draws_put = 0
+
+    def put(self, key: Hashable, value: Any, *, size: int | None = None) -> None:
+        if isinstance(key, tuple) and key[:1] == ("bootstrap-draws",):
+            self.draws_put += 1
+        super().put(key, value, size=size)
+
+
+def test_kept_bootstrap_draws_serve_new_weights_and_follow_the_models(seeded: Seeded) -> None:
+    """Weights no request asked for before bootstrap from the draws kept (the examples
+    did not change), with the intervals of a board ranked from scratch; a model leaving
+    the board draws again."""
+    cache = _CountedDraws(seeded.ctx.settings.cache_bytes)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
+    try:
+        for weight in [0.25, 3.0]:
+            assert _board(ctx, {"test": weight}) == _from_scratch(seeded.ctx, {"test": weight})
+        assert cache.draws_put == 1
+        roberta = seeded.submissions["roberta-large"]
+        with seeded.ctx.db.session() as session:
+            session.execute(
+                update(Submission).where(Submission.id == roberta).values(published=False)
+            )
+        after = _board(ctx, {"test": 2.0})
+        assert after == _from_scratch(seeded.ctx, {"test": 2.0})
+        assert roberta not in {r["submission_id"] for r in after["rows"]}
+        assert cache.draws_put == 2
+    finally:
+        ctx.db.dispose()

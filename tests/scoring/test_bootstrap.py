@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scoring import ScoringError, bootstrap, compute, dynascore, statistics
+from scoring import ScoringError, bootstrap, compute, draw, dynascore, statistics
 from tests.helpers.counting import CountedName
 
 LABELS = ["neg", "neu", "pos"]
@@ -123,3 +123,38 @@ def test_the_board_bootstrap_compares_model_names_n_log_n_times() -> None:
     small, large = _bootstrap_comparisons(100), _bootstrap_comparisons(1_000)
     assert 0 < small
     assert large < 20 * small, (small, large)
+
+
+@pytest.mark.parametrize("dataset_weights", [{"r1": 1, "r2": 1}, {"r1": 0.25, "r2": 3}])
+def test_kept_draws_give_what_drawing_again_gives(
+    examples: dict, dataset_weights: dict[str, float]
+) -> None:
+    # Draws kept from other dataset weights (leaderboard.intervals keeps them): the same
+    # result to the last bit, the resampled sums not taken again.
+    table = {m: {"throughput": 10.0 + i, "memory": 4.0 - i} for i, m in enumerate(examples)}
+    repeats = {"good": {"throughput": [9.0, 10.0, 11.5]}, "poor": {"throughput": [12.0, 12.5]}}
+    kept = draw(
+        examples, dataset_weights={"r1": 5, "r2": 1}, repeats=repeats, n_resamples=120, seed=4
+    )
+    arguments = dict(
+        table=table,
+        weights={"perf": 4, "throughput": 1, "memory": 1},
+        directions={"memory": -1},
+        offsets={"memory": 16},
+        dataset_weights=dataset_weights,
+        repeats=repeats,
+        n_resamples=120,
+        seed=4,
+    )
+    assert bootstrap(examples, **arguments, draws=kept) == bootstrap(examples, **arguments)
+
+
+def test_draws_of_other_examples_are_not_used(examples: dict) -> None:
+    others = draw({"good": examples["good"]}, n_resamples=50, seed=2)
+    assert bootstrap(examples, n_resamples=50, seed=2, draws=others) == bootstrap(
+        examples, n_resamples=50, seed=2
+    )
+    other_seed = draw(examples, n_resamples=50, seed=3)
+    assert bootstrap(examples, n_resamples=50, seed=2, draws=other_seed) == bootstrap(
+        examples, n_resamples=50, seed=2
+    )
