@@ -73,11 +73,9 @@ GVISOR_VISIBLE_DIFFERENCES: dict[str, str] = {
     "gpu": "no GPU: this runsc (Debian 0.0~20221219) has no usable nvproxy; a bundle that "
     "asks for a GPU fails with a platform error naming the docker sandbox",
     "speed": "every system call and page fault goes through the Sentry (runsc's ptrace "
-    "platform): start-up to hello 0.73 s vs 0.4 s, a unix-socket message 240-300 us vs "
-    "30-38 us, "
-    "and the embedding-bag ONNX model's compute alone about 2x (medians 7.7 ms vs 3.8 ms "
-    "per batch of 32) "
-    "(benchmarks/results/sandbox.json)",
+    "platform): start-up to hello 0.50 s vs 0.19 s (echo model), a unix-socket message "
+    "245 us vs 71 us, and the embedding-bag ONNX model's throughput at batch 32 0.39 of "
+    "docker's (medians of 5-7 runs on a shared 2-core machine, benchmarks/results/sandbox.json)",
 }
 
 #: Host tasks (Sentry threads, ptrace stubs) the host's pids cgroup allows per process of
