@@ -152,7 +152,7 @@ class TaskTable:
         means = counted.means(merged)
         return RankedFigures(
             counted.rows,
-            counted.entries,
+            [self.models[r] for r in counted.rows],
             merged,
             self.majority_by_dataset,
             means,
@@ -220,9 +220,9 @@ class _Counted:
     leave out. The sums run in outcome order, as :func:`scoring.weighted_mean` adds.
     """
 
+    #: Where they stand in the table's models. Not the entries themselves: the cache would
+    #: measure (and count again) every entry, which the board's cache already holds.
     rows: list[int]
-    #: The rows' entries (``table.models[r]`` for each of ``rows``).
-    entries: list[ModelEntry]
     keys: list[str]
     key_of: np.ndarray
     own: np.ndarray
@@ -336,7 +336,7 @@ def _counted(table: TaskTable, cache: MemoryCache) -> _Counted | None:
             key_of[i, : len(names)] = [index[k] for k in names]
             own[i, : len(names)] = [o.weight for o in table.models[r].outcomes]
             figures[i, : len(names)] = values
-        found = _Counted(rows, [table.models[r] for r in rows], keys, key_of, own, figures)
+        found = _Counted(rows, keys, key_of, own, figures)
     cache.put(cache_key, found)
     return found
 
