@@ -62,8 +62,10 @@ def floor_indices(order: NDArray[np.intp], flagged: NDArray[np.bool_]) -> NDArra
 
 def floor_order(order: Sequence[str], flagged: Collection[str]) -> list[str]:
     """``order`` (best first) with every flagged model moved after every other one,
-    each group keeping its own order."""
-    return [m for m in order if m not in flagged] + [m for m in order if m in flagged]
+    each group keeping its own order (the rule is :func:`floor_indices`')."""
+    names = list(order)
+    moved = np.fromiter((m in flagged for m in names), dtype=bool, count=len(names))
+    return [names[i] for i in floor_indices(np.arange(len(names)), moved)]
 
 
 def rank_interval(samples: NDArray[np.integer], *, observed: int, level: float) -> tuple[int, int]:
