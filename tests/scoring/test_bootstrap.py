@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from scoring import ScoringError, bootstrap, compute, draw, dynascore, statistics
+from scoring.bootstrap import _medians
 from tests.helpers.counting import CountedName
 
 LABELS = ["neg", "neu", "pos"]
@@ -158,3 +159,10 @@ def test_draws_of_other_examples_are_not_used(examples: dict) -> None:
     assert bootstrap(examples, n_resamples=50, seed=2, draws=other_seed) == bootstrap(
         examples, n_resamples=50, seed=2
     )
+
+
+@pytest.mark.parametrize("size", [2, 3, 4, 5])
+def test_medians_are_numpys_to_the_last_bit(size: int) -> None:
+    rng = np.random.default_rng(size)
+    drawn = np.round(rng.random((40, 30, size)) * 4) / 4  # many ties
+    assert np.array_equal(_medians(drawn), np.median(drawn, axis=-1))
