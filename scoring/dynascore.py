@@ -143,38 +143,26 @@ def average_datasets(
     return averaged
 
 
-def amrs_batch(
-    goods: FloatArray, perf_col: int, *, weights: FloatArray | None = None
-) -> FloatArray:
+def amrs_batch(goods: FloatArray, perf_col: int) -> FloatArray:
     """AMRS of every metric against perf: goods ``(..., models, metrics)`` -> ``(..., metrics)``.
 
     Models must be in name order (exact perf ties then sort by name); NaN where undefined.
-    Leading axes are independent tables (bootstrap resamples). Given ``weights``, the AMRS
-    of a metric weighing 0 is left NaN: :func:`scores_batch` adds nothing for it, and the
-    others come out as they do from all the metrics, to the last bit.
+    Leading axes are independent tables (bootstrap resamples).
     """
-    order = np.argsort(goods[..., perf_col], axis=-1, kind="stable")[..., None]
-    if weights is None:
-        return _amrs_ordered(np.take_along_axis(goods, order, axis=-2), perf_col)
-    # The perf column stays, so the others are summed as among all the metrics (two or
-    # more columns, one pair of models after another).
-    kept = np.flatnonzero((weights != 0) | (np.arange(goods.shape[-1]) == perf_col))
-    amrs = np.full((*goods.shape[:-2], goods.shape[-1]), np.nan)
-    amrs[..., kept] = _amrs_ordered(
-        np.take_along_axis(goods[..., kept], order, axis=-2),
-        int(np.flatnonzero(kept == perf_col)[0]),
+    perf = goods[..., perf_col]
+    ordered = np.take_along_axis(
+        goods, np.argsort(perf, axis=-1, kind="stable")[..., None], axis=-2
     )
-    return amrs
-
-
-def _amrs_ordered(ordered: FloatArray, perf_col: int) -> FloatArray:
-    """:func:`amrs_batch` of goods already in perf order."""
     steps = np.diff(ordered, axis=-2)
-    gaps = steps[..., perf_col]
-    kept = gaps > AMRS_CUTOFF * np.max(np.abs(ordered[..., perf_col]), axis=-1, keepdims=True)
+    gaps = steps[..., perf_col].copy()
+    kept = gaps > AMRS_CUTOFF * np.max(np.abs(perf), axis=-1, keepdims=True)
+    gaps[~kept] = 1.0
+    # In place: a bootstrap takes this of 1,000 resamples of 1,000 models.
+    ratios = np.abs(steps, out=steps)
     with np.errstate(over="ignore"):  # gaps near the smallest float: AMRS inf, unusable
-        ratios = np.abs(steps) / np.where(kept, gaps, 1.0)[..., None]
-    sums = np.where(kept[..., None], ratios, 0.0).sum(axis=-2)
+        np.divide(ratios, gaps[..., None], out=ratios)
+    np.copyto(ratios, 0.0, where=~kept[..., None])
+    sums = ratios.sum(axis=-2)
     count = kept.sum(axis=-1)[..., None]
     amrs: FloatArray = np.divide(sums, count, out=np.full(sums.shape, np.nan), where=count > 0)
     amrs[..., perf_col] = 1.0

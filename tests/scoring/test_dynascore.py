@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -18,7 +17,6 @@ from scoring import (
     order,
     rank,
 )
-from scoring.dynascore import amrs_batch, scores_batch
 
 # Four models, five metrics; b and c tie in perf; every model has fairness 90.
 TABLE = {
@@ -300,20 +298,3 @@ def test_weights_differing_by_a_common_factor_give_the_same_ranking(
     for higher, lower in zip(scaled_ranking, scaled_ranking[1:], strict=False):
         if ranking.index(higher) > ranking.index(lower):
             assert before[higher] == pytest.approx(before[lower], rel=1e-12, abs=1e-12)
-
-
-@pytest.mark.parametrize(
-    "weights", [[1, 0, 0, 0, 0], [1, 2, 0, 0, 0], [0, 0, 1, 0, 3], [1, 1, 1, 1, 1], [0, 1, 0, 0, 0]]
-)
-def test_amrs_of_the_weighed_metrics_alone_is_the_same_to_the_last_bit(
-    weights: list[float],
-) -> None:
-    # The bootstrap takes AMRS only where a weight is; with perf in column 2.
-    rng = np.random.default_rng(len(weights) + sum(weights))
-    goods = np.round(rng.random((30, 200, 5)) * 50, 1)  # perf ties and skipped pairs too
-    vector = np.array(weights, dtype=np.float64)
-    full, weighed = amrs_batch(goods, 2), amrs_batch(goods, 2, weights=vector)
-    used = (vector != 0) | (np.arange(5) == 2)
-    assert np.array_equal(weighed[..., used], full[..., used], equal_nan=True)
-    assert np.isnan(weighed[..., ~used]).all()
-    assert np.array_equal(scores_batch(goods, weighed, vector), scores_batch(goods, full, vector))
