@@ -19,13 +19,21 @@ from evalboard.core.cache import MISSING, approximate_size, sampled_size
 from evalboard.core.context import Context
 from evaluator import read_records
 from leaderboard.table import ModelEntry, TaskTable
-from scoring import BootstrapResult, ScoringError, bootstrap, draw, statistics
+from scoring import (
+    BootstrapResult,
+    ScoringError,
+    bootstrap,
+    draw,
+    resample,
+    statistics,
+)
 
 __all__ = ["N_RESAMPLES", "bootstrap_size", "leaderboard_intervals", "load_records"]
 
 logger = logging.getLogger(__name__)
 
 N_RESAMPLES = 1000
+LEVEL = 0.95
 
 
 def load_records(ctx: Context, key: str) -> list[dict[str, Any]]:
@@ -109,18 +117,26 @@ def leaderboard_intervals(
     if not models or not has_predictions(table, models):
         return None
     files = tuple((m.key, tuple(m.predictions[d.name] for d in originals)) for m in models)
-    # Keys as digests: the cache measures and hashes a key at every request, and these
-    # name every model's figures (repr gives each float exactly).
+    # What the resamples depend on besides the examples and the dataset weights. Keys as
+    # digests: the cache measures and hashes a key at every request, and these name every
+    # model's figures (repr gives each float exactly).
+    figures = _digest(
+        tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),
+        tuple(sorted(directions.items())),
+        tuple(sorted(offsets.items())),
+        baseline,
+        table.majority_label,
+        tuple(
+            sorted(
+                (k, tuple(sorted((m, tuple(v)) for m, v in measured.items())))
+                for k, measured in (repeats or {}).items()
+            )
+        ),
+    )
     cache_key = (
         "bootstrap",
         _digest(
-            files,
-            tuple(sorted(weights.items())),
-            tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),
-            tuple(sorted(dataset_weights.items())),
-            baseline,
-            table.majority_label,
-            tuple(sorted((k, tuple(v.get("throughput", ()))) for k, v in (repeats or {}).items())),
+            files, figures, tuple(sorted(weights.items())), tuple(sorted(dataset_weights.items()))
         ),
     )
     cached = ctx.cache.get(cache_key, MISSING)  # one call: None (no intervals) is cached too
@@ -152,31 +168,36 @@ def leaderboard_intervals(
                 N_RESAMPLES,
             ),
         )
-        draws = ctx.cache.get(draws_key)
-        if draws is None:
-            draws = draw(
-                examples,
-                metric=table.task.perf_metric,
-                dataset_weights=chosen,
-                baseline=floor if floor is not None else baseline,
-                repeats=repeats,
-                n_resamples=N_RESAMPLES,
-                seed=0,
-            )
-            ctx.cache.put(draws_key, draws, size=approximate_size(draws))
-        result: BootstrapResult | None = bootstrap(
-            examples,
+        # Nor do the resamples' goods and AMRS depend on the metric weights: the last ones
+        # kept per draws, with the figures and dataset shares they were taken with.
+        resamples_key = ("bootstrap-resamples", draws_key[1])
+        arguments: dict[str, Any] = dict(
             metric=table.task.perf_metric,
-            table=other_metrics,
-            weights=weights,
-            directions=directions,
-            offsets=offsets,
             dataset_weights=chosen,
             baseline=floor if floor is not None else baseline,
             repeats=repeats,
             n_resamples=N_RESAMPLES,
             seed=0,
-            draws=draws,
+        )
+        others: dict[str, Any] = dict(
+            table=other_metrics, directions=directions, offsets=offsets, level=LEVEL
+        )
+        kept_figures, resamples = ctx.cache.get(resamples_key, (None, None))
+        if (
+            resamples is None
+            or kept_figures != figures
+            or not resamples.fits(examples, chosen, n=N_RESAMPLES, level=LEVEL, seed=0)
+        ):
+            draws = ctx.cache.get(draws_key)
+            if draws is None:
+                draws = draw(examples, **arguments)
+                ctx.cache.put(draws_key, draws, size=approximate_size(draws))
+            resamples = resample(examples, **arguments, **others, draws=draws)
+            size = approximate_size(resamples)
+            if size <= ctx.cache.budget_bytes // 4:  # never pushing out the rows it ranks
+                ctx.cache.put(resamples_key, (figures, resamples), size=size)
+        result: BootstrapResult | None = bootstrap(
+            examples, weights=weights, resamples=resamples, **arguments, **others
         )
     except (OSError, KeyError, ValueError, ScoringError) as exc:
         logger.warning("no intervals for task %s: %s", table.task.id, exc)

@@ -8,7 +8,15 @@ from scoring import classification as _classification  # noqa: F401  (registers 
 from scoring import squad as _squad  # noqa: F401  (registers metrics)
 from scoring import text as _text  # noqa: F401  (registers metrics)
 from scoring.aggregates import mean_win_rate, mean_z_score, pareto_front, pareto_fronts
-from scoring.bootstrap import BootstrapResult, Draws, Interval, bootstrap, draw
+from scoring.bootstrap import (
+    BootstrapResult,
+    Draws,
+    Interval,
+    Resamples,
+    bootstrap,
+    draw,
+    resample,
+)
 from scoring.calibration import ReliabilityBin, calibration_error, reliability
 from scoring.contributions import (
     DOMINANCE_SHARE,
@@ -98,6 +106,7 @@ __all__ = [
     "Metric",
     "NormalisedTable",
     "ReliabilityBin",
+    "Resamples",
     "ScoringError",
     "ShiftTest",
     "UnknownMetric",
@@ -145,6 +154,7 @@ __all__ = [
     "rankable",
     "rankable_present",
     "reliability",
+    "resample",
     "sentence_chrfs",
     "shift_features",
     "statistics",

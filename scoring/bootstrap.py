@@ -36,19 +36,25 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from scoring._table import Table, per_metric
-from scoring.dynascore import amrs_batch, default_weights, normalise, scores_batch
+from scoring.dynascore import (
+    NormalisedTable,
+    amrs_batch,
+    default_weights,
+    normalise,
+    scores_batch,
+)
 from scoring.floor import not_above_baseline, rank_intervals
 from scoring.registry import FloatArray, ScoringError, get_metric
 
-__all__ = ["BootstrapResult", "Draws", "Interval", "bootstrap", "draw"]
+__all__ = ["BootstrapResult", "Draws", "Interval", "Resamples", "bootstrap", "draw", "resample"]
 
 _CHUNK_CELLS = 4_000_000  # resample counts held at once: rows x examples
 _STEP_CELLS = 250_000  # goods of the resamples ranked at once: their temporaries fit a CPU cache
@@ -152,130 +158,124 @@ def _stack(
     return np.stack(arrays, axis=1)
 
 
+@dataclass(frozen=True, eq=False)
+class Resamples:
+    """What a bootstrap computes before the metric weights (:func:`resample`): in every
+    resample each model's goods (perf from the draws with the dataset shares, the repeated
+    measurements' medians, the other metrics as they are) and their AMRS, and what follows
+    from perf alone: its intervals, the floor's flags and the best perf of each resample.
+
+    :func:`bootstrap` given them weighs and ranks the resamples, to the last bit what
+    resampling again gives; most of its time is here (AMRS sorts every resample by perf).
+    """
+
+    #: The table on the full data, perf included: its models are the resamples'.
+    normalised: NormalisedTable
+    #: Each dataset's share of the weight, in name order (:func:`_shares`).
+    shares: tuple[float, ...]
+    n_resamples: int
+    level: float
+    seed: int
+    #: Perf on the full data, and the baseline's (None: no baseline).
+    estimate: FloatArray
+    base_estimate: float | None
+    #: ``(n_resamples, models, metrics)`` goods and ``(n_resamples, metrics)`` their AMRS.
+    goods: FloatArray
+    amrs: FloatArray
+    #: ``(2, models)``: the low and high ends of perf and of perf minus the baseline's.
+    perf_q: FloatArray
+    above_q: FloatArray
+    flagged: NDArray[np.intp]
+    first_perf_counts: NDArray[np.intp]
+
+    def fits(
+        self,
+        models: Iterable[str],
+        dataset_weights: Mapping[str, float],
+        *,
+        n: int,
+        level: float,
+        seed: int,
+    ) -> bool:
+        """Whether these are the resamples of ``models`` with ``dataset_weights`` (that
+        the examples and the other arguments are the same is for the caller to know, as
+        for :class:`Draws`)."""
+        return (
+            self.normalised.models == tuple(sorted(models))
+            and self.shares == _shares(dataset_weights)
+            and (self.n_resamples, self.level, self.seed) == (n, level, seed)
+        )
+
+
+def _shares(dataset_weights: Mapping[str, float]) -> tuple[float, ...]:
+    """Each dataset's share of the weight, in name order."""
+    total = sum(dataset_weights.values())
+    return tuple(dataset_weights[d] / total for d in sorted(dataset_weights))
+
+
+class _Options(TypedDict, total=False):
+    """The arguments :func:`bootstrap` passes on to :func:`resample`."""
+
+    metric: str
+    table: Table | None
+    perf: str
+    directions: Mapping[str, float] | None
+    offsets: Mapping[str, float] | None
+    dataset_weights: Mapping[str, float] | None
+    baseline: Sequence[Mapping[str, ArrayLike]] | float | None
+    repeats: Mapping[str, Mapping[str, ArrayLike]] | None
+    n_resamples: int
+    level: float
+    seed: int
+    draws: Draws | None
+
+
 def bootstrap(
     examples: Mapping[str, Mapping[str, ArrayLike]],
     *,
-    metric: str = "accuracy",
-    table: Table | None = None,
     weights: Mapping[str, float] | None = None,
-    perf: str = "perf",
-    directions: Mapping[str, float] | None = None,
-    offsets: Mapping[str, float] | None = None,
-    dataset_weights: Mapping[str, float] | None = None,
-    baseline: Sequence[Mapping[str, ArrayLike]] | float | None = None,
-    repeats: Mapping[str, Mapping[str, ArrayLike]] | None = None,
-    n_resamples: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-    draws: Draws | None = None,
+    resamples: Resamples | None = None,
+    **options: Unpack[_Options],
 ) -> BootstrapResult:
     """Seeded bootstrap intervals for perf and the Dynascore.
 
     Args:
-        examples: model -> dataset -> per-example statistics of the perf metric, an
-            ``(n,)`` or ``(n, s)`` array, the same examples in the same order for every
-            model.
-        metric: the perf metric, whose reduce turns summed statistics into its value.
-        table: model -> the other metrics (already averaged over datasets); ``perf`` in
-            it, if present, is replaced by the value computed from ``examples``.
-        weights, perf, directions, offsets: as for :func:`scoring.dynascore`; weights
-            default to :func:`scoring.default_weights`.
-        dataset_weights: dataset -> weight; default: every dataset of the first model,
-            equally.
-        baseline: the majority-class baseline: for each label, dataset -> the per-example
-            statistics of answering that label everywhere (resampled with the models', so
-            the comparison is paired; in each resample the baseline is the best of them,
-            the resample's majority class), or just the baseline's perf. A model whose
-            ``perf - baseline`` interval does not reach above 0 is flagged and ranked
-            after the others in every resample.
-        repeats: model -> metric of ``table`` -> its repeated measurements; each
-            resample draws them with replacement and takes the median.
-        n_resamples: how many resamples.
-        level: the intervals' coverage, e.g. 0.95.
-        seed: seeds numpy's default generator.
-        draws: what :func:`draw` drew for the same examples, baseline, repeats' sizes,
-            resamples and seed (drawn again when they do not fit).
+        examples, options: the examples and how to resample them, as for :func:`resample`.
+        weights: as for :func:`scoring.dynascore`; default: :func:`scoring.default_weights`.
+        resamples: what :func:`resample` computed for the same arguments (computed again
+            when they do not fit).
     """
-    reduce = get_metric(metric).reduce
-    if n_resamples < 1 or not 0 < level < 1:
-        raise ScoringError(f"Need n_resamples >= 1 and 0 < level < 1, got {n_resamples}, {level}")
-    models, datasets, dataset_w, columns, source = _layout(examples, dataset_weights, baseline)
-    paired = len(columns) > len(models)
-    total_w = sum(dataset_w.values())
-    shares = [dataset_w[d] / total_w for d in datasets]
-    sizes = [len(np.asarray(v).ravel()) for v in _repeated_values(repeats)]
-    if draws is None or not draws.fits(columns, datasets, sizes, n=n_resamples, seed=seed):
-        draws = _draw(source, columns, datasets, reduce, sizes, n_resamples=n_resamples, seed=seed)
-    estimate = np.zeros(len(columns))
-    for share, full in zip(shares, draws.estimate, strict=True):
-        estimate += share * full
-    base_estimate: float | None = (
-        float(estimate[len(models) :].max())
-        if paired
-        else (float(baseline) if isinstance(baseline, (int, float)) else None)
+    resamples = resample(examples, resamples=resamples, **options)
+    models, n_resamples, level, seed = (
+        list(resamples.normalised.models),
+        resamples.n_resamples,
+        resamples.level,
+        resamples.seed,
     )
-    estimate = estimate[: len(models)]
-
-    rows: dict[str, dict[str, float]] = {m: {} for m in models}
-    if table is not None:
-        if set(table) != set(models):
-            raise ScoringError(
-                f"The table's models {sorted(table)} are not the examples' models {models}"
-            )
-        rows = {m: {k: v for k, v in table[m].items() if k != perf} for m in models}
-    for i, model in enumerate(models):
-        rows[model][perf] = float(estimate[i])
-    normalised = normalise(rows, perf=perf, directions=directions, offsets=offsets)
-    weights = weights if weights is not None else default_weights(normalised.metrics, perf=perf)
+    normalised, estimate, base_estimate = (
+        resamples.normalised,
+        resamples.estimate,
+        resamples.base_estimate,
+    )
+    if weights is None:
+        weights = default_weights(normalised.metrics, perf=normalised.perf)
     w = normalised.weight_vector(weights)
-    perf_col = normalised.metrics.index(perf)
-    direction = (directions or {}).get(perf, 1.0)
-    offset = (offsets or {}).get(perf, 0.0)
     arange = np.arange(len(models))
-
-    repeated = _repeats(repeats, normalised.models, normalised.metrics, perf)
-    direction_of = per_metric(normalised._matrix, directions, role="directions", default=1.0)
-    offset_of = per_metric(normalised._matrix, offsets, role="offsets", default=0.0)
-    groups = _grouped(repeated, draws.picks)
-    perf_samples = np.empty((n_resamples, len(models)))
-    above_samples = np.empty((n_resamples, len(models)))  # perf minus the baseline's
-    goods_samples = np.empty((n_resamples, *normalised.goods.shape))
-    score_samples = np.empty((n_resamples, len(models)))
+    goods_samples = resamples.goods
+    score_samples = np.empty(goods_samples.shape[:2])
     step = max(1, _STEP_CELLS // goods_samples[0].size)
     for start in range(0, n_resamples, step):
-        c = min(step, n_resamples - start)
-        boot = np.zeros((c, len(columns)))
-        for share, dataset_perf in zip(shares, draws.perf, strict=True):
-            boot += share * dataset_perf[start : start + c]
-        if paired:  # the best constant answer of this resample
-            best = boot[:, len(models) :].max(axis=1, keepdims=True)
-            boot = boot[:, : len(models)]
-            above_samples[start : start + c] = boot - best
-        else:
-            above_samples[start : start + c] = boot - (base_estimate or 0.0)
-        goods = np.broadcast_to(normalised.goods, (c, *normalised.goods.shape)).copy()
-        goods[..., perf_col] = offset + direction * boot
-        for at, ks, measured, picks in groups:
-            drawn = np.take_along_axis(measured[:, None, :], picks[:, start : start + c], axis=2)
-            medians = np.median(drawn, axis=2).T
-            goods[:, at, ks] = offset_of[ks] + direction_of[ks] * medians
-        perf_samples[start : start + c] = boot
-        goods_samples[start : start + c] = goods
-        score_samples[start : start + c] = scores_batch(goods, amrs_batch(goods, perf_col), w)
+        stop = start + step
+        score_samples[start:stop] = scores_batch(
+            goods_samples[start:stop], resamples.amrs[start:stop], w
+        )
 
     tail = (1 - level) / 2
-    perf_q = np.quantile(perf_samples, [tail, 1 - tail], axis=0)
+    perf_q = resamples.perf_q
     score_q = np.quantile(score_samples, [tail, 1 - tail], axis=0)
     point = normalised.scores(weights)
-    # The floor compares each model with the baseline on the same resample (paired): a
-    # model answering the majority label everywhere is level with it in every resample.
-    above_low, above_high = np.quantile(above_samples, [tail, 1 - tail], axis=0)
-    flagged = np.array(
-        [
-            int(base_estimate is not None and not_above_baseline(high=above_high[i], baseline=0.0))
-            for i in arange
-        ]
-    )
+    above_low, above_high = resamples.above_q
+    flagged = resamples.flagged
     # The board's order, in the resamples and on the full data: the floor first, then
     # the Dynascore with its tie-breaks (scoring.NormalisedTable.rank).
     ids = np.broadcast_to(arange, score_samples.shape)
@@ -296,17 +296,10 @@ def bootstrap(
     observed_rank = np.empty(len(models), dtype=int)
     observed_rank[observed] = arange + 1
     first_counts = np.bincount(orders[:, 0], minlength=len(models))
-    perf_goods = goods_samples[..., perf_col]
-    # The best perf of each resample, ties to the first model by name (argmax's first).
-    first_perf = (
-        np.lexsort([ids, -perf_goods], axis=-1)[:, 0]
-        if np.isnan(perf_goods).any()
-        else np.argmax(perf_goods, axis=-1)
-    )
-    first_perf_counts = np.bincount(first_perf, minlength=len(models))
+    first_perf_counts = resamples.first_perf_counts
     leader = observed[0]
     gaps = score_samples - score_samples[:, [leader]]
-    gap_q = np.quantile(gaps, [tail, 1 - tail], axis=0)
+    gap_q = np.quantile(gaps, [tail, 1 - tail], axis=0, overwrite_input=True)
 
     return BootstrapResult(
         perf={
@@ -341,6 +334,155 @@ def bootstrap(
             )
             for i, m in enumerate(models)
         },
+    )
+
+
+def resample(
+    examples: Mapping[str, Mapping[str, ArrayLike]],
+    *,
+    metric: str = "accuracy",
+    table: Table | None = None,
+    perf: str = "perf",
+    directions: Mapping[str, float] | None = None,
+    offsets: Mapping[str, float] | None = None,
+    dataset_weights: Mapping[str, float] | None = None,
+    baseline: Sequence[Mapping[str, ArrayLike]] | float | None = None,
+    repeats: Mapping[str, Mapping[str, ArrayLike]] | None = None,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    draws: Draws | None = None,
+    resamples: Resamples | None = None,
+) -> Resamples:
+    """What :func:`bootstrap` with these arguments computes before the metric weights:
+    pass it as ``resamples`` to bootstrap other weights without resampling again.
+
+    Args:
+        examples: model -> dataset -> per-example statistics of the perf metric, an
+            ``(n,)`` or ``(n, s)`` array, the same examples in the same order for every
+            model.
+        metric: the perf metric, whose reduce turns summed statistics into its value.
+        table: model -> the other metrics (already averaged over datasets); ``perf`` in
+            it, if present, is replaced by the value computed from ``examples``.
+        perf, directions, offsets: as for :func:`scoring.dynascore`.
+        dataset_weights: dataset -> weight; default: every dataset of the first model,
+            equally.
+        baseline: the majority-class baseline: for each label, dataset -> the per-example
+            statistics of answering that label everywhere (resampled with the models', so
+            the comparison is paired; in each resample the baseline is the best of them,
+            the resample's majority class), or just the baseline's perf. A model whose
+            ``perf - baseline`` interval does not reach above 0 is flagged and ranked
+            after the others in every resample.
+        repeats: model -> metric of ``table`` -> its repeated measurements; each
+            resample draws them with replacement and takes the median.
+        n_resamples: how many resamples.
+        level: the intervals' coverage, e.g. 0.95.
+        seed: seeds numpy's default generator.
+        draws: what :func:`draw` drew for the same examples, baseline, repeats' sizes,
+            resamples and seed (drawn again when they do not fit).
+        resamples: what this computed for the same arguments but the dataset weights,
+            returned as it is where the models, the dataset shares, the resamples, level
+            and seed are the same.
+    """
+    reduce = get_metric(metric).reduce
+    if n_resamples < 1 or not 0 < level < 1:
+        raise ScoringError(f"Need n_resamples >= 1 and 0 < level < 1, got {n_resamples}, {level}")
+    models, datasets, dataset_w, columns, source = _layout(examples, dataset_weights, baseline)
+    if resamples is not None and resamples.fits(
+        models, dataset_w, n=n_resamples, level=level, seed=seed
+    ):
+        return resamples
+    paired = len(columns) > len(models)
+    shares = _shares(dataset_w)
+    sizes = [len(np.asarray(v).ravel()) for v in _repeated_values(repeats)]
+    if draws is None or not draws.fits(columns, datasets, sizes, n=n_resamples, seed=seed):
+        draws = _draw(source, columns, datasets, reduce, sizes, n_resamples=n_resamples, seed=seed)
+    estimate = np.zeros(len(columns))
+    for share, full in zip(shares, draws.estimate, strict=True):
+        estimate += share * full
+    base_estimate: float | None = (
+        float(estimate[len(models) :].max())
+        if paired
+        else (float(baseline) if isinstance(baseline, (int, float)) else None)
+    )
+    estimate = estimate[: len(models)]
+
+    rows: dict[str, dict[str, float]] = {m: {} for m in models}
+    if table is not None:
+        if set(table) != set(models):
+            raise ScoringError(
+                f"The table's models {sorted(table)} are not the examples' models {models}"
+            )
+        rows = {m: {k: v for k, v in table[m].items() if k != perf} for m in models}
+    for i, model in enumerate(models):
+        rows[model][perf] = float(estimate[i])
+    normalised = normalise(rows, perf=perf, directions=directions, offsets=offsets)
+    perf_col = normalised.metrics.index(perf)
+    direction = (directions or {}).get(perf, 1.0)
+    offset = (offsets or {}).get(perf, 0.0)
+
+    repeated = _repeats(repeats, normalised.models, normalised.metrics, perf)
+    direction_of = per_metric(normalised._matrix, directions, role="directions", default=1.0)
+    offset_of = per_metric(normalised._matrix, offsets, role="offsets", default=0.0)
+    groups = _grouped(repeated, draws.picks)
+    perf_samples = np.empty((n_resamples, len(models)))
+    above_samples = np.empty((n_resamples, len(models)))  # perf minus the baseline's
+    goods_samples = np.empty((n_resamples, *normalised.goods.shape))
+    amrs_samples = np.empty((n_resamples, len(normalised.metrics)))
+    step = max(1, _STEP_CELLS // goods_samples[0].size)
+    for start in range(0, n_resamples, step):
+        c = min(step, n_resamples - start)
+        boot = np.zeros((c, len(columns)))
+        for share, dataset_perf in zip(shares, draws.perf, strict=True):
+            boot += share * dataset_perf[start : start + c]
+        if paired:  # the best constant answer of this resample
+            best = boot[:, len(models) :].max(axis=1, keepdims=True)
+            boot = boot[:, : len(models)]
+            above_samples[start : start + c] = boot - best
+        else:
+            above_samples[start : start + c] = boot - (base_estimate or 0.0)
+        goods = goods_samples[start : start + c]
+        goods[...] = normalised.goods
+        goods[..., perf_col] = offset + direction * boot
+        for at, ks, measured, picks in groups:
+            drawn = np.take_along_axis(measured[:, None, :], picks[:, start : start + c], axis=2)
+            medians = _medians(drawn).T
+            goods[:, at, ks] = offset_of[ks] + direction_of[ks] * medians
+        perf_samples[start : start + c] = boot
+        amrs_samples[start : start + c] = amrs_batch(goods, perf_col)
+
+    tail = (1 - level) / 2
+    # The floor compares each model with the baseline on the same resample (paired): a
+    # model answering the majority label everywhere is level with it in every resample.
+    above_q = np.quantile(above_samples, [tail, 1 - tail], axis=0, overwrite_input=True)
+    flagged = np.array(
+        [
+            int(base_estimate is not None and not_above_baseline(high=above_q[1, i], baseline=0.0))
+            for i in range(len(models))
+        ]
+    )
+    perf_goods = goods_samples[..., perf_col]
+    ids = np.broadcast_to(np.arange(len(models)), perf_goods.shape)
+    # The best perf of each resample, ties to the first model by name (argmax's first).
+    first_perf = (
+        np.lexsort([ids, -perf_goods], axis=-1)[:, 0]
+        if np.isnan(perf_goods).any()
+        else np.argmax(perf_goods, axis=-1)
+    )
+    return Resamples(
+        shares=shares,
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+        normalised=normalised,
+        estimate=estimate,
+        base_estimate=base_estimate,
+        goods=goods_samples,
+        amrs=amrs_samples,
+        perf_q=np.quantile(perf_samples, [tail, 1 - tail], axis=0, overwrite_input=True),
+        above_q=above_q,
+        flagged=flagged,
+        first_perf_counts=np.bincount(first_perf, minlength=len(models)),
     )
 
 
@@ -440,13 +582,26 @@ def _orders(
     (the floor first, then the Dynascore, then its tie-breaks): where no two scores of a
     resample tie, the score and the floor alone decide, so the sort per tie-break key
     (most of a bootstrap's time) is done only where they do."""
-    order = np.argsort(-scores, axis=-1, kind="stable")
+    # Any sort: where two scores tie, the keys decide below.
+    order = np.argsort(-scores, axis=-1)
     ranked = np.take_along_axis(scores, order, axis=-1)
     if np.isnan(scores).any() or np.any(ranked[..., 1:] == ranked[..., :-1]):
         found: NDArray[np.intp] = np.lexsort(keys(), axis=-1)
         return found
+    if not flagged.any():
+        return order
     moved = flagged[order]  # the flagged models after the others, each group in order
     return np.take_along_axis(order, np.argsort(moved, axis=-1, kind="stable"), axis=-1)
+
+
+def _medians(drawn: FloatArray) -> FloatArray:
+    """``np.median(drawn, axis=-1)`` of finite values; for three (the usual timed runs)
+    the middle one by comparisons, the same value at a third of the time."""
+    if drawn.shape[-1] != 3:
+        return np.median(drawn, axis=-1)
+    a, b, c = drawn[..., 0], drawn[..., 1], drawn[..., 2]
+    middle: FloatArray = np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
+    return middle
 
 
 def _grouped(

@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import gc
 import weakref
+from collections import Counter
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -42,16 +43,24 @@ def _uncached(ctx: Context) -> Context:
     return Context.from_settings(settings)
 
 
-def _board(ctx: Context, dataset_weights: dict[str, float] | None = None) -> dict[str, Any]:
+def _board(
+    ctx: Context,
+    dataset_weights: dict[str, float] | None = None,
+    weights: dict[str, float] | None = None,
+) -> dict[str, Any]:
     table = visible_table(load_table(ctx, TASK), ANONYMOUS)
-    board = build_leaderboard(ctx, table, dataset_weights=dataset_weights)
+    board = build_leaderboard(ctx, table, weights, dataset_weights=dataset_weights)
     return board.model_dump(mode="json")
 
 
-def _from_scratch(ctx: Context, dataset_weights: dict[str, float] | None = None) -> dict[str, Any]:
+def _from_scratch(
+    ctx: Context,
+    dataset_weights: dict[str, float] | None = None,
+    weights: dict[str, float] | None = None,
+) -> dict[str, Any]:
     reader = _uncached(ctx)
     try:
-        return _board(reader, dataset_weights)
+        return _board(reader, dataset_weights, weights)
     finally:
         reader.db.dispose()
 
@@ -189,16 +198,16 @@ def test_rankings_the_cache_evicts_are_freed_though_frozen(seeded: Seeded) -> No
         ctx.db.dispose()
 
 
-class _CountedDraws(MemoryCache):
-    """A memory cache that counts the bootstrap draws put in it."""
+class _CountedPuts(MemoryCache):
+    """A memory cache that counts the values put in it by the first part of their key."""
 
     def __init__(self, budget_bytes: int) -> None:
         super().__init__(budget_bytes)
-        self.draws_put = 0
+        self.puts: Counter[str] = Counter()
 
     def put(self, key: Hashable, value: Any, *, size: int | None = None) -> None:
-        if isinstance(key, tuple) and key[:1] == ("bootstrap-draws",):
-            self.draws_put += 1
+        if isinstance(key, tuple) and key and isinstance(key[0], str):
+            self.puts[key[0]] += 1
         super().put(key, value, size=size)
 
 
@@ -206,12 +215,12 @@ def test_kept_bootstrap_draws_serve_new_weights_and_follow_the_models(seeded: Se
     """Weights no request asked for before bootstrap from the draws kept (the examples
     did not change), with the intervals of a board ranked from scratch; a model leaving
     the board draws again."""
-    cache = _CountedDraws(seeded.ctx.settings.cache_bytes)
+    cache = _CountedPuts(seeded.ctx.settings.cache_bytes)
     ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
     try:
         for weight in [0.25, 3.0]:
             assert _board(ctx, {"test": weight}) == _from_scratch(seeded.ctx, {"test": weight})
-        assert cache.draws_put == 1
+        assert cache.puts["bootstrap-draws"] == 1
         roberta = seeded.submissions["roberta-large"]
         with seeded.ctx.db.session() as session:
             session.execute(
@@ -220,6 +229,30 @@ def test_kept_bootstrap_draws_serve_new_weights_and_follow_the_models(seeded: Se
         after = _board(ctx, {"test": 2.0})
         assert after == _from_scratch(seeded.ctx, {"test": 2.0})
         assert roberta not in {r["submission_id"] for r in after["rows"]}
-        assert cache.draws_put == 2
+        assert cache.puts["bootstrap-draws"] == 2
+    finally:
+        ctx.db.dispose()
+
+
+def test_kept_resamples_serve_new_metric_weights_and_follow_the_models(seeded: Seeded) -> None:
+    """Metric weights no request asked for before weigh the resamples kept (their goods
+    and AMRS do not depend on them), with the intervals of a board ranked from scratch; a
+    model leaving the board resamples again."""
+    cache = _CountedPuts(seeded.ctx.settings.cache_bytes)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
+    try:
+        for weights in [{"perf": 1.0}, {"perf": 2.0, "throughput": 1.0, "memory": 0.5}]:
+            board = _board(ctx, weights=weights)
+            assert board == _from_scratch(seeded.ctx, weights=weights)
+            assert any(r["intervals"] for r in board["rows"])
+        assert cache.puts["bootstrap-resamples"] == 1
+        roberta = seeded.submissions["roberta-large"]
+        with seeded.ctx.db.session() as session:
+            session.execute(
+                update(Submission).where(Submission.id == roberta).values(published=False)
+            )
+        weights = {"perf": 3.0, "memory": 1.0}
+        assert _board(ctx, weights=weights) == _from_scratch(seeded.ctx, weights=weights)
+        assert cache.puts["bootstrap-resamples"] == 2
     finally:
         ctx.db.dispose()

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
-from scoring import ScoringError, bootstrap, compute, draw, dynascore, statistics
+from scoring import (
+    ScoringError,
+    bootstrap,
+    compute,
+    draw,
+    dynascore,
+    resample,
+    statistics,
+)
+from scoring.bootstrap import _medians
 from tests.helpers.counting import CountedName
 
 LABELS = ["neg", "neu", "pos"]
@@ -131,22 +142,31 @@ def test_kept_draws_give_what_drawing_again_gives(
 ) -> None:
     # Draws kept from other dataset weights (leaderboard.intervals keeps them): the same
     # result to the last bit, the resampled sums not taken again.
-    table = {m: {"throughput": 10.0 + i, "memory": 4.0 - i} for i, m in enumerate(examples)}
-    repeats = {"good": {"throughput": [9.0, 10.0, 11.5]}, "poor": {"throughput": [12.0, 12.5]}}
+    arguments = _board_arguments(examples, dataset_weights)
     kept = draw(
-        examples, dataset_weights={"r1": 5, "r2": 1}, repeats=repeats, n_resamples=120, seed=4
-    )
-    arguments = dict(
-        table=table,
-        weights={"perf": 4, "throughput": 1, "memory": 1},
-        directions={"memory": -1},
-        offsets={"memory": 16},
-        dataset_weights=dataset_weights,
-        repeats=repeats,
+        examples,
+        dataset_weights={"r1": 5, "r2": 1},
+        repeats=arguments["repeats"],
         n_resamples=120,
         seed=4,
     )
-    assert bootstrap(examples, **arguments, draws=kept) == bootstrap(examples, **arguments)
+    weights = {"perf": 4, "throughput": 1, "memory": 1}
+    assert bootstrap(examples, **arguments, weights=weights, draws=kept) == bootstrap(
+        examples, **arguments, weights=weights
+    )
+
+
+def _board_arguments(examples: dict, dataset_weights: dict[str, float]) -> dict[str, Any]:
+    """A board's other metrics, their directions, offsets and repeated throughputs."""
+    return dict(
+        table={m: {"throughput": 10.0 + i, "memory": 4.0 - i} for i, m in enumerate(examples)},
+        directions={"memory": -1},
+        offsets={"memory": 16},
+        dataset_weights=dataset_weights,
+        repeats={"good": {"throughput": [9.0, 10.0, 11.5]}, "poor": {"throughput": [12.0, 12.5]}},
+        n_resamples=120,
+        seed=4,
+    )
 
 
 def test_draws_of_other_examples_are_not_used(examples: dict) -> None:
@@ -158,3 +178,38 @@ def test_draws_of_other_examples_are_not_used(examples: dict) -> None:
     assert bootstrap(examples, n_resamples=50, seed=2, draws=other_seed) == bootstrap(
         examples, n_resamples=50, seed=2
     )
+
+
+@pytest.mark.parametrize("size", [2, 3, 4, 5])
+def test_medians_are_numpys_to_the_last_bit(size: int) -> None:
+    rng = np.random.default_rng(size)
+    drawn = np.round(rng.random((40, 30, size)) * 4) / 4  # many ties
+    assert np.array_equal(_medians(drawn), np.median(drawn, axis=-1))
+
+
+@pytest.mark.parametrize("weights", [{"perf": 1}, {"perf": 1, "memory": 3}, {"throughput": 1}])
+def test_kept_resamples_give_what_resampling_again_gives(
+    examples: dict, weights: dict[str, float]
+) -> None:
+    # Resamples kept from other metric weights (leaderboard.intervals keeps them): the
+    # same result to the last bit.
+    arguments = _board_arguments(examples, {"r1": 2, "r2": 1})
+    kept = resample(examples, **arguments)
+    assert bootstrap(examples, **arguments, weights=weights, resamples=kept) == bootstrap(
+        examples, **arguments, weights=weights
+    )
+
+
+def test_resamples_of_other_shares_or_models_are_not_used(examples: dict) -> None:
+    kept = resample(examples, dataset_weights={"r1": 2, "r2": 1}, n_resamples=50, seed=2)
+    same_shares = {"r1": 4, "r2": 2}
+    assert kept.fits(examples, same_shares, n=50, level=0.95, seed=2)
+    for dataset_weights in [{"r1": 1, "r2": 1}, {"r1": 2, "r2": 1.5}]:
+        assert not kept.fits(examples, dataset_weights, n=50, level=0.95, seed=2)
+        arguments = dict(dataset_weights=dataset_weights, n_resamples=50, seed=2)
+        assert bootstrap(examples, **arguments, resamples=kept) == bootstrap(examples, **arguments)
+    fewer = {m: examples[m] for m in ["good", "poor"]}
+    assert not kept.fits(fewer, same_shares, n=50, level=0.95, seed=2)
+    assert bootstrap(
+        fewer, dataset_weights=same_shares, n_resamples=50, seed=2, resamples=kept
+    ) == bootstrap(fewer, dataset_weights=same_shares, n_resamples=50, seed=2)
