@@ -12,7 +12,7 @@ import csv
 import io
 import math
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +31,7 @@ from leaderboard.schemas import (
     PendingPublic,
     RowPublic,
 )
-from leaderboard.table import ModelEntry, RankedFigures, TaskTable
+from leaderboard.table import METRIC_COLUMN, ModelEntry, RankedFigures, TaskTable
 from scoring import (
     METRICS,
     WEIGHABLE_METRICS,
@@ -54,7 +54,6 @@ __all__ = [
     "parse_dataset_weights",
     "parse_weights",
     "to_csv",
-    "predictions_only",
     "weighable_metrics",
 ]
 
@@ -89,13 +88,12 @@ def _weighable(figures: RankedFigures, rows: _Rows | None = None) -> list[str]:
     entries = figures.entries
     run = (rows or _Rows.of(entries)).run
     has = ~figures.missing[run]
-    column = {name: k for k, name in enumerate(METRICS)}
     present = [
         name
         for name in WEIGHABLE_METRICS
-        if name == "perf" or (bool(entries) and rankable_present(name, has[:, column[name]]))
+        if name == "perf" or (bool(entries) and rankable_present(name, has[:, METRIC_COLUMN[name]]))
     ]
-    if entries and not has[:, column["perf"]].all():
+    if entries and not has[:, METRIC_COLUMN["perf"]].all():
         present.remove("perf")
     return present
 
@@ -277,8 +275,7 @@ def _rank(
     ranked = figures.entries
     baseline = figures.majority_perf
     found = _Ranking(table=table, figures=figures, requested=requested, metrics=metrics, used=used)
-    column = {name: k for k, name in enumerate(METRICS)}
-    measured = {name for name, k in column.items() if not figures.missing[:, k].all()}
+    measured = {name for name, k in METRIC_COLUMN.items() if not figures.missing[:, k].all()}
     found.shown_metrics = [
         MetricPublic(
             name=name,
@@ -301,7 +298,7 @@ def _rank(
     if not ranked:
         return found
     # A missing figure ranks as the board's worst (scoring.fill_missing, the one rule).
-    columns = [column[name] for name in metrics]
+    columns = [METRIC_COLUMN[name] for name in metrics]
     filled = fill_missing_array(
         [m.key for m in ranked],
         metrics,
@@ -417,11 +414,6 @@ def _board(
         phase=table.phase,
         withheld_sets=table.withheld_sets,
     )
-
-
-def predictions_only(entries: Iterable[ModelEntry]) -> set[str]:
-    """The keys of predictions-only rows: they may lack any figure a run measures."""
-    return {entry.key for entry in entries if entry.predictions_only}
 
 
 def _page_row(ranking: _Ranking, key: str) -> RowPublic:

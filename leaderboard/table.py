@@ -48,6 +48,7 @@ from scoring import (
 )
 
 __all__ = [
+    "METRIC_COLUMN",
     "ModelEntry",
     "RankedFigures",
     "TaskTable",
@@ -58,8 +59,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Each metric's column in :class:`RankedFigures`.
-_COLUMN = {name: k for k, name in enumerate(METRICS)}
+#: Each metric's column in :class:`RankedFigures` (its place in ``METRICS``).
+METRIC_COLUMN = {name: k for k, name in enumerate(METRICS)}
 
 
 @dataclass
@@ -300,7 +301,7 @@ class RankedFigures:
         """Row ``i``'s metric ``name`` (None: it has none), without building its mapping."""
         if not self.fresh:
             return self.entries[i].metrics.get(name)
-        k = _COLUMN[name]
+        k = METRIC_COLUMN[name]
         return None if self.missing[i, k] else float(self.values[i, k])
 
     def entry(self, i: int) -> ModelEntry:

@@ -106,6 +106,8 @@ class Draws:
     a bootstrap's time).
     """
 
+    #: The perf metric whose reduce made ``perf`` and ``estimate``.
+    metric: str
     datasets: tuple[str, ...]
     columns: tuple[str, ...]
     n_resamples: int
@@ -117,10 +119,10 @@ class Draws:
     estimate: tuple[FloatArray, ...]
     #: Per repeated measurement: ``(n_resamples, size)`` positions drawn.
     picks: tuple[NDArray[np.intp], ...]
-    chunk: int
 
     def fits(
         self,
+        metric: str,
         columns: Sequence[str],
         datasets: Sequence[str],
         sizes: Sequence[int],
@@ -128,9 +130,11 @@ class Draws:
         n: int,
         seed: int,
     ) -> bool:
-        """Whether these are the draws of a bootstrap of ``columns`` on ``datasets``."""
+        """Whether these are the draws of a bootstrap of ``metric`` over ``columns`` on
+        ``datasets`` (the examples themselves are the caller's to keep the same)."""
         return (
-            self.columns == tuple(columns)
+            self.metric == metric
+            and self.columns == tuple(columns)
             and self.datasets == tuple(datasets)
             and self.repeat_sizes == tuple(sizes)
             and (self.n_resamples, self.seed) == (n, seed)
@@ -384,7 +388,7 @@ def resample(
             returned as it is where the models, the dataset shares, the resamples, level
             and seed are the same.
     """
-    reduce = get_metric(metric).reduce
+    get_metric(metric)  # an unknown metric is refused before anything is drawn
     if n_resamples < 1 or not 0 < level < 1:
         raise ScoringError(f"Need n_resamples >= 1 and 0 < level < 1, got {n_resamples}, {level}")
     models, datasets, dataset_w, columns, source = _layout(examples, dataset_weights, baseline)
@@ -395,8 +399,8 @@ def resample(
     paired = len(columns) > len(models)
     shares = _shares(dataset_w)
     sizes = [len(np.asarray(v).ravel()) for v in _repeated_values(repeats)]
-    if draws is None or not draws.fits(columns, datasets, sizes, n=n_resamples, seed=seed):
-        draws = _draw(source, columns, datasets, reduce, sizes, n_resamples=n_resamples, seed=seed)
+    if draws is None or not draws.fits(metric, columns, datasets, sizes, n=n_resamples, seed=seed):
+        draws = _draw(source, columns, datasets, metric, sizes, n_resamples=n_resamples, seed=seed)
     estimate = np.zeros(len(columns))
     for share, full in zip(shares, draws.estimate, strict=True):
         estimate += share * full
@@ -502,8 +506,7 @@ def draw(
     again."""
     _, datasets, _, columns, source = _layout(examples, dataset_weights, baseline)
     sizes = [len(np.asarray(v).ravel()) for v in _repeated_values(repeats)]
-    reduce = get_metric(metric).reduce
-    return _draw(source, columns, datasets, reduce, sizes, n_resamples=n_resamples, seed=seed)
+    return _draw(source, columns, datasets, metric, sizes, n_resamples=n_resamples, seed=seed)
 
 
 def _layout(
@@ -533,7 +536,7 @@ def _draw(
     source: Mapping[str, Mapping[str, ArrayLike]],
     columns: list[str],
     datasets: list[str],
-    reduce: Any,
+    metric: str,
     sizes: list[int],
     *,
     n_resamples: int,
@@ -542,6 +545,7 @@ def _draw(
     """The seeded draws: per chunk of resamples, each dataset's examples, then each
     repeated measurement's picks (the order bootstrap has always drawn them in, so a seed
     gives the intervals it gave)."""
+    reduce = get_metric(metric).reduce
     stacked = [_stack(source, columns, d) for d in datasets]
     chunk = max(1, _CHUNK_CELLS // max(len(x) for x in stacked))
     rng = np.random.default_rng(seed)
@@ -561,6 +565,7 @@ def _draw(
         for kept, size in zip(picks, sizes, strict=True):
             kept[start : start + c] = rng.integers(0, size, size=(c, size))
     return Draws(
+        metric=metric,
         datasets=tuple(datasets),
         columns=tuple(columns),
         n_resamples=n_resamples,
@@ -569,7 +574,6 @@ def _draw(
         perf=tuple(perf),
         estimate=tuple(reduce(x.sum(axis=0), len(x)) for x in stacked),
         picks=tuple(picks),
-        chunk=chunk,
     )
 
 

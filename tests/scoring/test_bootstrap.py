@@ -180,6 +180,14 @@ def test_draws_of_other_examples_are_not_used(examples: dict) -> None:
     )
 
 
+def test_draws_of_another_metric_do_not_fit(examples: dict) -> None:
+    # Their perf is the other metric's reduce: a bootstrap given them must draw again.
+    kept = draw(examples, metric="accuracy", n_resamples=20, seed=2)
+    same = (list(kept.columns), list(kept.datasets), list(kept.repeat_sizes))
+    assert kept.fits("accuracy", *same, n=20, seed=2)
+    assert not kept.fits("macro_f1", *same, n=20, seed=2)
+
+
 @pytest.mark.parametrize("size", [2, 3, 4, 5])
 def test_medians_are_numpys_to_the_last_bit(size: int) -> None:
     rng = np.random.default_rng(size)
