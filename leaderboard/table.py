@@ -44,6 +44,7 @@ from scoring import (
     InvalidWeightsError,
     check_weights,
     compute,
+    figure_arrays,
     weighted_mean,
 )
 
@@ -275,12 +276,7 @@ class RankedFigures:
         majority_by_dataset: dict[str, float] | None,
     ) -> RankedFigures:
         """The figures the entries hold."""
-        cells = [[m.metrics.get(name) for name in METRICS] for m in entries]
-        missing = np.array([[v is None for v in row] for row in cells], dtype=bool)
-        missing = missing.reshape(len(entries), len(METRICS))
-        values = np.array(
-            [[np.nan if v is None else v for v in row] for row in cells], dtype=np.float64
-        ).reshape(len(entries), len(METRICS))
+        values, missing = figure_arrays((m.metrics for m in entries), list(METRICS))
         return cls(rows, entries, dataset_weights, majority_by_dataset, values, missing)
 
     @property

@@ -39,6 +39,7 @@ __all__ = [
     "METRICS",
     "WEIGHABLE_METRICS",
     "BoardMetric",
+    "figure_arrays",
     "fill_missing",
     "fill_missing_array",
     "goods_transform",
@@ -259,20 +260,32 @@ def fill_missing(
     """
     wanted = list(names)
     keys = list(table)
-    cells = [[row.get(name) for name in wanted] for row in table.values()]
-    missing = np.array([[v is None for v in row] for row in cells], dtype=bool)
-    values = np.array([[np.nan if v is None else v for v in row] for row in cells], dtype=float)
+    values, missing = figure_arrays(table.values(), wanted)
     filled = fill_missing_array(
         keys,
         wanted,
-        values.reshape(len(keys), len(wanted)),
-        missing.reshape(len(keys), len(wanted)),
+        values,
+        missing,
         may_lack=np.array([key in may_lack for key in keys], dtype=bool),
     )
     return {
         key: dict(zip(wanted, row, strict=True))
         for key, row in zip(keys, filled.tolist(), strict=True)
     }
+
+
+def figure_arrays(
+    rows: Iterable[Mapping[str, float | None]], names: Sequence[str]
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """``rows``' figures ``names`` as arrays, ``(values, missing)`` (rows x names): a figure
+    a row lacks (absent or None) is NaN in ``values`` and True in ``missing``."""
+    cells = [[row.get(name) for name in names] for row in rows]
+    shape = (len(cells), len(names))
+    missing = np.array([[v is None for v in row] for row in cells], dtype=bool).reshape(shape)
+    values = np.array(
+        [[np.nan if v is None else v for v in row] for row in cells], dtype=np.float64
+    ).reshape(shape)
+    return values, missing
 
 
 def fill_missing_array(
