@@ -21,6 +21,7 @@ from typing import Any, Literal
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.scratch import scratch_dir
 from submission_sandbox._failures import ExitInfo, classify
+from submission_sandbox._runner import MANIFEST_KEYS
 from submission_sandbox.bundle import Bundle
 from submission_sandbox.contract import (
     ChannelError,
@@ -77,8 +78,11 @@ class ChannelSandbox(Sandbox):
         ``EVALBOARD_GENERATION`` (docs/contract.md), which the transformers runtime follows;
         and, for the runner, the manifest as validated here (``EVALBOARD_MANIFEST``, JSON:
         the runner then needs no YAML parser)."""
+        manifest = self._bundle().manifest
         environment = {
-            "EVALBOARD_MANIFEST": self._bundle().manifest.model_dump_json(exclude_unset=True)
+            "EVALBOARD_MANIFEST": manifest.model_dump_json(
+                include=set(MANIFEST_KEYS), exclude_unset=True
+            )
         }
         if self.generation is not None:
             environment["EVALBOARD_GENERATION"] = json.dumps(self.generation, sort_keys=True)

@@ -35,6 +35,11 @@ from typing import Any, BinaryIO
 
 CONTRACT_VERSION = 1
 
+#: The manifest's keys this runner reads: all the host passes (EVALBOARD_MANIFEST), so a
+#: model card of 20,000 characters neither reaches the model's environment nor makes it
+#: larger than the kernel allows one variable (128 KiB).
+MANIFEST_KEYS = ("name", "runtime", "entry", "model", "labels", "prompt", "stop", "batch_size")
+
 
 def _manifest(bundle: Path) -> dict[str, Any]:
     # The host validated the manifest and passes it as JSON: no YAML parser to load at

@@ -175,10 +175,15 @@ def explain_example(ctx: Context, example_id: int, *, author_id: int, explanatio
         Conflict: its round is closed.
     """
     note = _explanation(explanation)
-    _editable(ctx, example_id, author_id, "explain", pending=False)
+    # One session: the author and the round are checked where the note is written.
     with ctx.db.session() as session:
         example = session.get(Example, example_id)
-        assert example is not None  # examples are never deleted
+        if example is None:
+            raise NotFound(f"Example {example_id} does not exist")
+        if example.author_id != author_id:
+            raise PermissionDenied(f"Only the author of example {example_id} may explain it")
+        if example.round_id is not None:
+            _check_open(_round_in(session, example.round_id))
         example.explanation = note
         session.flush()
         return example
@@ -204,24 +209,27 @@ def _change_unjudged(session: Session, example_id: int, author_id: int, **values
     return getattr(done, "rowcount", 0) == 1
 
 
-def _editable(
-    ctx: Context, example_id: int, author_id: int, doing: str, *, pending: bool = True
-) -> Example:
-    """The author's own example (``pending``: a pending one), in an open round; else why not."""
+def _editable(ctx: Context, example_id: int, author_id: int, doing: str) -> Example:
+    """The author's own pending example, in an open round; else why not."""
     example = get_example(ctx, example_id)
     if example.author_id != author_id:
         raise PermissionDenied(f"Only the author of example {example_id} may {doing} it")
-    if pending and example.status != ExampleStatus.PENDING:
+    if example.status != ExampleStatus.PENDING:
         raise Conflict(
             f"Example {example_id} is {example.status}; only a pending example (one that "
             f"fooled the target and awaits validation) can be {doing}ed"
         )
     if example.round_id is not None:
         with ctx.db.session() as session:
-            round_ = session.get(Round, example.round_id)
-        if round_ is not None:  # rounds are never deleted
-            _check_open(round_)
+            _check_open(_round_in(session, example.round_id))
     return example
+
+
+def _round_in(session: Session, round_id: int) -> Round:
+    round_ = session.get(Round, round_id)
+    if round_ is None:
+        raise NotFound(f"Round {round_id} does not exist")
+    return round_
 
 
 def _judged_meanwhile(example_id: int) -> Conflict:

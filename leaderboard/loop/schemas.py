@@ -281,7 +281,25 @@ class DriftCheckPublic(BaseModel):
     )
 
 
-#: What only the task owner sees of a check: what it queued, and the inputs themselves.
+#: The stored report's figures everyone sees (a list, so that a figure added to the report
+#: stays hidden until it is named here) and what only the task owner sees: what the
+#: check queued, and the inputs themselves.
+_PUBLIC = (
+    "method",
+    "statistic",
+    "auc",
+    "p_value",
+    "alpha",
+    "shifted",
+    "n_traffic",
+    "n_reference",
+    "n_permutations",
+    "folds",
+    "features",
+    "seed",
+    "reference",
+    "histogram",
+)
 _OWNER_ONLY = ("queued", "duplicates", "not_queued_because", "top")
 
 
@@ -299,8 +317,7 @@ def _verdict(report: dict[str, Any]) -> str:
 def drift_check_public(check: DriftCheck, *, full: bool) -> DriftCheckPublic:
     """The check as the API shows it; ``full`` (the task owner) adds what was queued."""
     report = check.report
-    # The stored report's keys that are no field here (auc_low, auc_high) are ignored.
-    shown = {key: value for key, value in report.items() if full or key not in _OWNER_ONLY}
+    shown = {key: report[key] for key in _PUBLIC + (_OWNER_ONLY if full else ())}
     return DriftCheckPublic.model_validate(
         shown
         | {

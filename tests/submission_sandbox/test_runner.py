@@ -109,8 +109,9 @@ def _bundle(kind: str, root: Path) -> Path:
 def test_the_manifest_the_host_passes_is_the_file_the_runner_would_read(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The host passes the manifest it validated (EVALBOARD_MANIFEST), so the runner loads
-    # no YAML parser; a runner started without it reads evalboard.yaml.
+    # The host passes the manifest it validated (EVALBOARD_MANIFEST), what of it the runner
+    # reads, so the runner loads no YAML parser; a runner started without it reads
+    # evalboard.yaml.
     from evalboard.core.limits import SandboxLimits
     from submission_sandbox import LocalSandbox
 
@@ -119,4 +120,22 @@ def test_the_manifest_the_host_passes_is_the_file_the_runner_would_read(
     from_file = RUNNER._manifest(bundle)
     passed = LocalSandbox(bundle, limits=SandboxLimits())._task_environment()
     monkeypatch.setenv("EVALBOARD_MANIFEST", passed["EVALBOARD_MANIFEST"])
-    assert RUNNER._manifest(tmp_path) == from_file  # tmp_path has no evalboard.yaml
+    read = {key: value for key, value in from_file.items() if key in RUNNER.MANIFEST_KEYS}
+    assert RUNNER._manifest(tmp_path) == read  # tmp_path has no evalboard.yaml
+
+
+def test_a_long_model_card_is_not_passed_to_the_model(tmp_path: Path) -> None:
+    # 20,000 control characters are 120,000 bytes of JSON: with a long description the
+    # variable would pass the kernel's 128 KiB for one and the sandbox could not start.
+    from evalboard.core.limits import SandboxLimits
+    from submission_sandbox import LocalSandbox
+
+    bundle = _bundle("vader_bundle", tmp_path / "bundle")
+    manifest = bundle / "evalboard.yaml"
+    card = "\\x01" * 20_000
+    manifest.write_text(
+        manifest.read_text(encoding="utf-8") + f'card: "{card}"\n', encoding="utf-8"
+    )
+    passed = LocalSandbox(bundle, limits=SandboxLimits())._task_environment()
+    assert "card" not in json.loads(passed["EVALBOARD_MANIFEST"])
+    assert len(passed["EVALBOARD_MANIFEST"]) < 10_000
