@@ -23,12 +23,12 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from evalboard.core.errors import PlatformError
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
-from submission_sandbox._channel_sandbox import ChannelSandbox
+from submission_sandbox._channel_sandbox import ChannelOptions, ChannelSandbox
 from submission_sandbox._failures import ExitInfo
 from submission_sandbox.build import LABEL, SANDBOX_USER, BuiltImage, build_image
 from submission_sandbox.bundle import Bundle
@@ -135,11 +135,8 @@ class DockerSandbox(ChannelSandbox):
         client: a docker client (default: the local engine).
         base_image / torch_image: runtime bases (default: from Settings).
         gpu_available: whether the engine can give a GPU (default: asks the engine).
-        channel: ``unix`` (default; about 3x cheaper per message) or ``stdio``.
-        pin_cpus: run the model on cores of its own where the machine has them free
-            (:mod:`submission_sandbox.cpuset`; ``cpuset_cpus`` beside the CPU quota).
-        generation: a text task's generation settings, given to the model as
-            ``EVALBOARD_GENERATION`` (JSON).
+        channel_options: ``channel``, ``pin_cpus``, ``generation`` (:class:`ChannelOptions`);
+            ``pin_cpus`` sets ``cpuset_cpus`` beside the CPU quota.
     """
 
     isolating = True
@@ -156,7 +153,7 @@ class DockerSandbox(ChannelSandbox):
         base_image: str | None = None,
         torch_image: str | None = None,
         gpu_available: bool | None = None,
-        **channel_options: Any,
+        **channel_options: Unpack[ChannelOptions],
     ) -> None:
         super().__init__(bundle, limits=limits, **channel_options)
         from evalboard.core.settings import get_settings  # not loaded for other sandboxes

@@ -24,13 +24,13 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Unpack
 
 import psutil
 
 from evalboard.core.limits import SandboxLimits
 from evalboard.core.states import FailureReason
-from submission_sandbox._channel_sandbox import ChannelSandbox
+from submission_sandbox._channel_sandbox import ChannelOptions, ChannelSandbox
 from submission_sandbox._failures import ExitInfo
 from submission_sandbox.build import RUNNER_PATH
 from submission_sandbox.bundle import Bundle
@@ -66,11 +66,8 @@ class LocalSandbox(ChannelSandbox):
         bundle: the bundle (loaded), or an unpacked bundle directory read at start.
         limits: only ``timeout_s``, ``max_output_bytes`` and ``max_log_bytes`` apply.
         python: the interpreter to run the model with (default: this one).
-        channel: ``unix`` (default) or ``stdio``.
-        pin_cpus: run the model on cores of its own where the machine has them free
-            (:mod:`submission_sandbox.cpuset`; its CPU affinity, no quota).
-        generation: a text task's generation settings, given to the model as
-            ``EVALBOARD_GENERATION`` (JSON).
+        channel_options: ``channel``, ``pin_cpus``, ``generation`` (:class:`ChannelOptions`);
+            ``pin_cpus`` sets the model's CPU affinity, no quota.
     """
 
     isolating = False
@@ -81,7 +78,7 @@ class LocalSandbox(ChannelSandbox):
         *,
         limits: SandboxLimits,
         python: str | None = None,
-        **channel_options: Any,
+        **channel_options: Unpack[ChannelOptions],
     ) -> None:
         super().__init__(bundle, limits=limits, **channel_options)
         self.python = python or sys.executable
