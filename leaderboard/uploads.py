@@ -54,7 +54,7 @@ from leaderboard.lineages import check_release_of
 from leaderboard.phases import check_phase_limits
 from leaderboard.schemas import UploadCreate, UploadPublic, from_row
 from leaderboard.submissions import check_quota, create_submission, lock_user
-from submission_sandbox import ARCHIVE_SUFFIXES, ArchiveCaps, load_bundle
+from submission_sandbox import ARCHIVE_SUFFIXES, ArchiveCaps, check_bundle_task, load_bundle
 
 __all__ = [
     "CHUNK_SIZE",
@@ -383,12 +383,7 @@ def complete_upload(ctx: Context, principal: Principal, upload_id: str) -> Submi
             local = ctx.artifacts.local_file(key, Path(tmp))
             caps = ArchiveCaps(max_bytes=max(ctx.settings.max_upload_bytes * 4, 1024**2))
             bundle = load_bundle(local, unpack_to=Path(tmp) / "unpacked", caps=caps)
-        if bundle.manifest.task != upload.task_id:
-            raise InvalidBundle(
-                f"The bundle's manifest names task {bundle.manifest.task!r}, but it was "
-                f"uploaded to {upload.task_id!r}; fix `task:` in evalboard.yaml or upload to "
-                "that task"
-            )
+        check_bundle_task(bundle.manifest, upload.task_id)
         check_bundle_fits(bundle.manifest, get_task(ctx, upload.task_id))
         submission = create_submission(
             ctx,

@@ -33,7 +33,15 @@ from submission_sandbox.gvisor_sandbox import (
     runsc_problem,
 )
 from submission_sandbox.local_sandbox import LocalSandbox
-from submission_sandbox.manifest import MANIFEST_NAME, Manifest, ModelCard, Runtime, load_manifest
+from submission_sandbox.manifest import (
+    MANIFEST_NAME,
+    Manifest,
+    ModelCard,
+    Runtime,
+    check_bundle_task,
+    load_manifest,
+    task_mismatch,
+)
 from submission_sandbox.offline_run import run_offline
 from submission_sandbox.sandbox import (
     ModelHello,
@@ -71,6 +79,7 @@ __all__ = [
     "SandboxFailure",
     "build_image",
     "bundle_digest",
+    "check_bundle_task",
     "choose_default_sandbox",
     "docker_client",
     "gvisor_available",
@@ -90,5 +99,6 @@ __all__ = [
     "runsc_problem",
     "sandbox",
     "sandbox_alias",
+    "task_mismatch",
     "unpack_archive",
 ]

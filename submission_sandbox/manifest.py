@@ -27,8 +27,10 @@ __all__ = [
     "Manifest",
     "ModelCard",
     "Runtime",
+    "check_bundle_task",
     "load_manifest",
     "parse_manifest",
+    "task_mismatch",
 ]
 
 MANIFEST_NAME = "evalboard.yaml"
@@ -226,6 +228,28 @@ def parse_manifest(data: Any, *, source: str = MANIFEST_NAME) -> Manifest:
         raise InvalidBundle(
             f"{source} is not a valid manifest:\n{describe_validation_error(exc)}"
         ) from None
+
+
+def task_mismatch(manifest: Manifest, task_id: str) -> str | None:
+    """Why a bundle with this manifest is not for task ``task_id``; None where it is (its
+    ``task:`` names it). The one wording of that rule, for errors and warnings alike."""
+    if manifest.task == task_id:
+        return None
+    return (
+        f"The bundle is a model of task {manifest.task!r} (`task:` in its {MANIFEST_NAME}), "
+        f"not of task {task_id!r}: a model is made for one task's inputs and outputs; use it "
+        f"with task {manifest.task!r}, or fix `task:` if it was made for {task_id!r}"
+    )
+
+
+def check_bundle_task(manifest: Manifest, task_id: str) -> None:
+    """Check that a bundle is for task ``task_id`` before it is used there.
+
+    Raises:
+        InvalidBundle: its manifest names another task (:func:`task_mismatch` says how).
+    """
+    if (mismatch := task_mismatch(manifest, task_id)) is not None:
+        raise InvalidBundle(mismatch)
 
 
 def load_manifest(bundle_dir: Path) -> Manifest:

@@ -260,7 +260,7 @@ def evaluate(
         from datasets_registry import load_task_spec
         from evaluator import RunOptions, TestSet
         from evaluator import evaluate as run_evaluation
-        from submission_sandbox import load_bundle
+        from submission_sandbox import load_bundle, task_mismatch
 
         loaded = load_bundle(bundle, unpack_to=Path(tmp) / "bundle")
         if task_file is not None:
@@ -270,8 +270,8 @@ def evaluate(
             test_sets = [TestSet.from_jsonl(path) for path in datasets]
         else:
             spec, test_sets = _registered(task or loaded.manifest.task)
-        if spec.id != loaded.manifest.task:
-            warn(f"the bundle says task {loaded.manifest.task!r}; evaluating on {spec.id!r}")
+        if (mismatch := task_mismatch(loaded.manifest, spec.id)) is not None:
+            warn(mismatch)
         kind = chosen_sandbox(requested, manifest=loaded.manifest, limits=spec.limits)
         if kind == "local":
             warn("the local sandbox does not isolate the model: run only code you trust")

@@ -17,7 +17,7 @@ from evalboard.cli._templates import (
     write_trained_template,
     write_transformers_template,
 )
-from evalboard.core.errors import InvalidBundle, UsageError
+from evalboard.core.errors import UsageError
 from evalboard.core.scratch import scratch_tree
 
 if TYPE_CHECKING:
@@ -200,15 +200,12 @@ def test(
     """Run the bundle in the server's sandbox on sample inputs and check every output."""
     from datasets_registry import OutputProblem
     from evaluator import check_bundle_fits, measure
-    from submission_sandbox import SandboxFailure, load_bundle, open_sandbox
+    from submission_sandbox import SandboxFailure, check_bundle_task, load_bundle, open_sandbox
 
     with scratch_tree("evalboard-test") as scratch:
         bundle = load_bundle(directory, unpack_to=Path(scratch) / "bundle")
         spec = _task(task_id or (None if task_file else bundle.manifest.task), task_file)
-        if spec.id != bundle.manifest.task:
-            raise InvalidBundle(
-                f"the bundle is for task {bundle.manifest.task!r} but the task is {spec.id!r}"
-            )
+        check_bundle_task(bundle.manifest, spec.id)
         check_bundle_fits(bundle.manifest, spec)
         limits = spec.limits.tightened(timeout_s=min(timeout_s, spec.limits.timeout_s))
         sandbox = chosen_sandbox(sandbox, manifest=bundle.manifest, limits=limits)

@@ -25,17 +25,9 @@ from leaderboard.loop.cases import dataset_cases, gate_datasets
 from leaderboard.loop.gate import GateReport, compare_history, evaluate_candidate, judge
 from leaderboard.loop.history import CaseHistory
 from leaderboard.loop.suite_file import Suite
-from submission_sandbox import Bundle, load_bundle
+from submission_sandbox import Bundle, check_bundle_task, load_bundle
 
 __all__ = ["run_lineage_gate", "run_suite_gate", "suite_lineage"]
-
-
-def _same_task(bundle: Bundle, task_id: str, source: str) -> None:
-    if bundle.manifest.task != task_id:
-        raise UsageError(
-            f"The candidate is a model of task {bundle.manifest.task!r} (its evalboard.yaml), "
-            f"but {source} is of task {task_id!r}; gate it against its own task's"
-        )
 
 
 def _gated(
@@ -102,7 +94,7 @@ def run_lineage_gate(
     )
     with scratch_tree("evalboard-gate") as tmp:
         bundle = load_bundle(candidate, unpack_to=Path(tmp) / "candidate")
-        _same_task(bundle, found.task_id, f"lineage {found.id}")
+        check_bundle_task(bundle.manifest, found.task_id)
         kind = sandbox or ctx.settings.sandbox
         return _gated(report, task, bundle, test_sets, histories, labels, kind, Path(tmp))
 
@@ -153,7 +145,7 @@ def run_suite_gate(
     labels = {r.id: r.label for r in suite.releases}
     with scratch_tree("evalboard-gate") as tmp:
         bundle = load_bundle(candidate, unpack_to=Path(tmp) / "candidate")
-        _same_task(bundle, task.id, source)
+        check_bundle_task(bundle.manifest, task.id)
         chosen = suite_lineage(suite, bundle, lineage)
         histories = suite.histories(chosen)
         report = GateReport(

@@ -11,8 +11,15 @@ from typing import Any
 
 import pytest
 
-from evalboard.core.errors import UsageError
-from leaderboard.loop import CaseHistory, Suite, Verdict, compare_history, parse_suite
+from evalboard.core.errors import InvalidBundle, UsageError
+from leaderboard.loop import (
+    CaseHistory,
+    Suite,
+    Verdict,
+    compare_history,
+    parse_suite,
+    run_suite_gate,
+)
 from leaderboard.loop.gate import Regression
 from leaderboard.loop.suite_file import (
     MAX_SUITE_BYTES,
@@ -182,3 +189,14 @@ def test_the_lineage_gate_fails_on_a_case_any_earlier_release_passed() -> None:
 def test_the_task_spec_in_a_suite_is_the_servers() -> None:
     assert _suite().task_spec == sentiment_spec()
     assert _suite().task["id"] == SENTIMENT["id"]
+
+
+def test_the_suite_gate_refuses_a_candidate_of_another_task_before_running_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "evalboard.yaml").write_text(
+        "name: other\ntask: qa\nruntime: python\nentry: handler:Model\n"
+    )
+    (tmp_path / "handler.py").write_text("class Model: ...\n")
+    with pytest.raises(InvalidBundle, match=f"model of task 'qa' .* not of task '{TASK.id}'"):
+        run_suite_gate(_suite(), tmp_path, sandbox="no-such-sandbox")

@@ -106,7 +106,8 @@ def test_a_bundle_for_another_task_is_bad_input(
         "test", str(bundle), "--sandbox", "local", "--task-file", str(task_files["qa"])
     )
     assert result.exit_code != 0
-    assert "for task 'sentiment'" in str(result.exception)
+    message = str(result.exception)
+    assert "model of task 'sentiment'" in message and "not of task 'qa'" in message
     assert getattr(result.exception, "exit_code", None) == 2
 
 

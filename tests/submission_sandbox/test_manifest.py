@@ -5,7 +5,13 @@ from pathlib import Path
 import pytest
 
 from evalboard.core.errors import InvalidBundle
-from submission_sandbox.manifest import Runtime, load_manifest, parse_manifest
+from submission_sandbox.manifest import (
+    Runtime,
+    check_bundle_task,
+    load_manifest,
+    parse_manifest,
+    task_mismatch,
+)
 
 BASE = {"name": "bow", "task": "sentiment", "runtime": "python", "entry": "handler:Model"}
 
@@ -52,3 +58,20 @@ def test_invalid_yaml_is_refused(tmp_path: Path) -> None:
     (tmp_path / "evalboard.yaml").write_text("name: [unclosed\n")
     with pytest.raises(InvalidBundle, match="not valid YAML"):
         load_manifest(tmp_path)
+
+
+def test_a_bundle_for_another_task_is_refused_naming_both_tasks_and_the_fix() -> None:
+    manifest = parse_manifest(BASE)
+    assert task_mismatch(manifest, "sentiment") is None
+    check_bundle_task(manifest, "sentiment")
+    with pytest.raises(InvalidBundle) as caught:
+        check_bundle_task(manifest, "qa")
+    assert (
+        caught.value.message
+        == task_mismatch(manifest, "qa")
+        == (
+            "The bundle is a model of task 'sentiment' (`task:` in its evalboard.yaml), not of "
+            "task 'qa': a model is made for one task's inputs and outputs; use it with task "
+            "'sentiment', or fix `task:` if it was made for 'qa'"
+        )
+    )
