@@ -370,9 +370,7 @@ def get_dataset(ctx: Context, *, task_id: str, name: str) -> Dataset:
             known = session.scalars(
                 select(Dataset.name).where(Dataset.task_id == task_id).order_by(Dataset.name)
             ).all()
-            raise NotFound(
-                f"Task {task_id!r} has no dataset {name!r}; known: {', '.join(known) or 'none'}"
-            )
+            raise NotFound.among(f"Dataset {name!r} of task {task_id!r}", known)
         return dataset
 
 

@@ -159,9 +159,7 @@ def get_phase(session: Session, task_id: str, name: str) -> Phase:
         known = session.scalars(
             select(Phase.name).where(Phase.task_id == task_id).order_by(Phase.id)
         ).all()
-        raise NotFound(
-            f"Task {task_id!r} has no phase {name!r}; phases: {', '.join(known) or 'none yet'}"
-        )
+        raise NotFound.among(f"Phase {name!r} of task {task_id!r}", known)
     return phase
 
 

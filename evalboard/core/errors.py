@@ -22,6 +22,8 @@ the HTTP layer map them to exit codes and statuses in one place each.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "Busy",
     "Conflict",
@@ -92,6 +94,24 @@ class NotFound(EvalboardError):
     """The named thing does not exist."""
 
     http_status = 404
+
+    #: How many known names :meth:`among` lists before it only counts the rest.
+    LISTED = 10
+
+    @classmethod
+    def among(cls, what: str, known: Iterable[object], *, fix: str = "") -> NotFound:
+        """The one wording of "``what`` not found; known: a, b, c", then ``fix`` if given.
+
+        Past :attr:`LISTED` names the rest are counted, not listed:
+
+        >>> NotFound.among("Round 13", range(1, 13), fix="Open one").message
+        'Round 13 not found; known: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 (and 2 more). Open one'
+        """
+        names = [str(name) for name in known]
+        listed = ", ".join(names[: cls.LISTED]) or "none yet"
+        if len(names) > cls.LISTED:
+            listed += f" (and {len(names) - cls.LISTED} more)"
+        return cls(f"{what} not found; known: {listed}" + (f". {fix}" if fix else ""))
 
 
 class Conflict(EvalboardError):

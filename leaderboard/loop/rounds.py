@@ -78,10 +78,10 @@ def get_round(ctx: Context, task_id: str, number: int) -> Round:
             known = session.scalars(
                 select(Round.number).where(Round.task_id == task_id).order_by(Round.number)
             ).all()
-            raise NotFound(
-                f"Task {task_id!r} has no round {number}; rounds: "
-                f"{', '.join(map(str, known)) or 'none yet'}. Open one with "
-                f"`evalboard promote --task {task_id} --top 1`"
+            raise NotFound.among(
+                f"Round {number} of task {task_id!r}",
+                known,
+                fix=f"Open one with `evalboard promote --task {task_id} --top 1`",
             )
         return found
 

@@ -10,6 +10,7 @@ from datasets_registry import (
     add_dataset,
     create_task,
     export_examples,
+    get_dataset,
     get_task,
     list_datasets,
     read_examples,
@@ -39,6 +40,14 @@ def test_create_task_twice_is_a_noop_and_a_changed_spec_a_conflict(any_ctx: Cont
 def test_unknown_task_lists_known_ones(task_ctx: Context) -> None:
     with pytest.raises(NotFound, match="Unknown task 'nope'; known: sentiment"):
         get_task(task_ctx, "nope")
+
+
+def test_unknown_dataset_lists_the_tasks_known_ones(task_ctx: Context, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "r1.jsonl", sentiment_rows())
+    add_dataset(task_ctx, task_id="sentiment", name="r1", path=path, round=1, perturb=False)
+    with pytest.raises(NotFound) as caught:
+        get_dataset(task_ctx, task_id="sentiment", name="r9")
+    assert caught.value.message == "Dataset 'r9' of task 'sentiment' not found; known: r1"
 
 
 def test_add_is_content_addressed_and_idempotent(task_ctx: Context, tmp_path: Path) -> None:

@@ -103,6 +103,15 @@ async def test_a_private_phase_leaves_its_sets_off_the_board_until_revealed(app,
     } == old
 
 
+async def test_revealing_an_unknown_phase_names_the_known_ones(app, seeded):
+    await _phase(app, seeded)
+    unknown = await _post(
+        app, f"/tasks/{TASK}/phases/finale/reveal", {"public": False}, "owner", seeded
+    )
+    assert unknown.status_code == 404, unknown.text
+    assert f"Phase 'finale' of task '{TASK}' not found; known: final" in unknown.json()["detail"]
+
+
 async def test_the_submitter_sees_hidden_scores_only_once_the_phase_is_revealed(app, seeded):
     await _phase(app, seeded)
     sid = seeded.submissions["bow-logreg"]  # alice's

@@ -213,5 +213,5 @@ def test_failures_captured_between_rounds_join_the_next(
 
 def test_unknown_round_lists_the_known(ctx: Context, targets: list[int]) -> None:
     open_round(ctx, "sentiment", submission_ids=targets[:1])
-    with pytest.raises(NotFound, match="no round 7; rounds: 1"):
+    with pytest.raises(NotFound, match="Round 7 of task 'sentiment' not found; known: 1. Open one"):
         get_round(ctx, "sentiment", 7)
