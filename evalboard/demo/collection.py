@@ -21,6 +21,7 @@ from evalboard.demo.data import data_path, read_jsonl
 from evalboard.demo.seed import DemoAccounts
 from leaderboard.loop import (
     BundleSandboxes,
+    RoundVmer,
     TargetPool,
     close_round,
     collect_example,
@@ -56,10 +57,8 @@ class RoundSummary:
 
 
 def _summary(
-    ctx: Context, task_id: str, round_: Round, dataset: str | None, *, rows: int | None, jobs: int
+    round_: Round, vmer: RoundVmer, dataset: str | None, *, rows: int, jobs: int, reused: bool
 ) -> RoundSummary:
-    """``rows`` None: a round an earlier run closed, its dataset as big as its verified set."""
-    vmer = round_vmer(ctx, task_id, round_.number)
     return RoundSummary(
         number=round_.number,
         target_ids=tuple(int(i) for i in round_.target_submission_ids),
@@ -67,9 +66,9 @@ def _summary(
         fooled=vmer.fooled,
         verified=vmer.verified,
         dataset=dataset,
-        dataset_rows=vmer.verified if rows is None else rows,
+        dataset_rows=rows,
         jobs=jobs,
-        reused=rows is None,
+        reused=reused,
     )
 
 
@@ -81,7 +80,9 @@ def simulate_round(
     if closed:
         last = closed[-1]
         dataset = f"round-{last.number}" if last.dataset_id else None
-        return _summary(ctx, task_id, last, dataset, rows=None, jobs=0)
+        vmer = round_vmer(ctx, task_id, last.number)
+        # Closed by an earlier run: its dataset is as big as its verified set.
+        return _summary(last, vmer, dataset, rows=vmer.verified, jobs=0, reused=True)
     round_ = current_round(ctx, task_id) or open_round(ctx, task_id, top=1)
     factory = BundleSandboxes(ctx, kind=sandbox)
     targets = TargetPool(factory)
@@ -118,4 +119,5 @@ def simulate_round(
         factory.cleanup()
     made = close_round(ctx, task_id, round_.number)
     dataset = made.dataset.name if made.dataset is not None else None
-    return _summary(ctx, task_id, round_, dataset, rows=made.examples, jobs=len(made.jobs))
+    vmer = round_vmer(ctx, task_id, round_.number)
+    return _summary(round_, vmer, dataset, rows=made.examples, jobs=len(made.jobs), reused=False)
