@@ -294,9 +294,7 @@ def bootstrap(
 
     tail = (1 - level) / 2
     perf_q = resamples.perf_q
-    score_q = np.quantile(score_samples, [tail, 1 - tail], axis=0)
     point = normalised.scores(weights)
-    above_low, above_high = resamples.above_q
     flagged = resamples.flagged
     # The board's order, in the resamples and on the full data: the floor first, then
     # the Dynascore with its tie-breaks (scoring.NormalisedTable.rank).
@@ -322,18 +320,14 @@ def bootstrap(
     leader = observed[0]
     gaps = score_samples - score_samples[:, [leader]]
     gap_q = np.quantile(gaps, [tail, 1 - tail], axis=0, overwrite_input=True)
+    # Last, as it reorders the scores in place.
+    score_q = np.quantile(score_samples, [tail, 1 - tail], axis=0, overwrite_input=True)
 
     return BootstrapResult(
-        perf={
-            m: Interval(float(estimate[i]), float(perf_q[0, i]), float(perf_q[1, i]))
-            for i, m in enumerate(models)
-        },
-        dynascore={
-            m: Interval(float(point[i]), float(score_q[0, i]), float(score_q[1, i]))
-            for i, m in enumerate(models)
-        },
-        p_first={m: float(first_counts[i] / n_resamples) for i, m in enumerate(models)},
-        p_first_perf={m: float(first_perf_counts[i] / n_resamples) for i, m in enumerate(models)},
+        perf=_intervals(models, estimate, perf_q),
+        dynascore=_intervals(models, point, score_q),
+        p_first=dict(zip(models, (first_counts / n_resamples).tolist(), strict=True)),
+        p_first_perf=dict(zip(models, (first_perf_counts / n_resamples).tolist(), strict=True)),
         n_resamples=n_resamples,
         level=level,
         seed=seed,
@@ -341,22 +335,23 @@ def bootstrap(
         rank_interval=dict(
             zip(models, rank_intervals(ranks, observed=observed_rank, level=level), strict=True)
         ),
-        gap_to_leader={
-            m: Interval(float(point[i] - point[leader]), float(gap_q[0, i]), float(gap_q[1, i]))
-            for i, m in enumerate(models)
-        },
-        not_above_baseline={m: bool(flagged[i]) for i, m in enumerate(models)},
+        gap_to_leader=_intervals(models, point - point[leader], gap_q),
+        not_above_baseline=dict(zip(models, flagged.astype(bool).tolist(), strict=True)),
         above_baseline={}
         if base_estimate is None
-        else {
-            m: Interval(
-                float(estimate[i] - base_estimate),
-                float(above_low[i]),
-                float(above_high[i]),
-            )
-            for i, m in enumerate(models)
-        },
+        else _intervals(models, estimate - base_estimate, resamples.above_q),
     )
+
+
+def _intervals(
+    models: Sequence[str], estimates: FloatArray, ends: FloatArray
+) -> dict[str, Interval]:
+    """Each model's estimate with the low and high ``ends`` ``(2, models)`` of its interval."""
+    low, high = ends.tolist()
+    return {
+        m: Interval(e, lo, hi)
+        for m, e, lo, hi in zip(models, estimates.tolist(), low, high, strict=True)
+    }
 
 
 def resample(
