@@ -5,16 +5,19 @@ SQLite in a temporary folder): one task, one 500-example scoring round and its p
 copies, and ``n`` finished submissions with a result on each. Each request goes through
 the whole app in process (httpx's ASGI transport): ``GET /tasks/T/leaderboard`` (the API)
 and ``GET /ui/tasks/T`` (the page, time to the last byte, which bounds its first byte since
-the page is rendered in one piece). Cold: the first request after a fresh
-:class:`~evalboard.core.context.Context` (empty derived-data cache); warm: the requests
-after it, with default weights, with new dataset weights asked for again
-(``api_new_weights``, the cached ranking after its first request) and with dataset
-weights no request asked for before (``api_fresh_weights``, ranked anew each time). One
-request's time is also split into loading the table, ranking and JSON, so the figure says
-where the time goes.
+the page is rendered in one piece). Cold: the first request after seeding, which derives
+and stores every row (a backfill, as after an upgrade that changes the rows' format);
+restart: the first requests of a new :class:`~evalboard.core.context.Context` on the
+stored rows (empty derived-data cache); warm: the requests after it, with default
+weights, with new dataset weights asked for again (``api_new_weights``, the cached ranking
+after its first request), with dataset or metric weights no request asked for before
+(``api_fresh_weights``, ``api_fresh_metric_weights``, ranked anew each time);
+after_new_result: the first request after one more submission finished (a new version of
+the board: ranked, and with predictions bootstrapped, again). One request's time is also
+split into loading the table, ranking and JSON, so the figure says where the time goes.
 
 Run: ``.venv/bin/python benchmarks/bench_leaderboard.py [--sizes 1000 10000 100000]
-[--interval-sizes 1000] [--repeats N]``.
+[--interval-sizes 1000 10000] [--repeats N]``.
 Writes ``benchmarks/results/leaderboard.json``.
 """
 
@@ -38,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from sqlalchemy import insert, select  # noqa: E402
+from sqlalchemy import insert  # noqa: E402
 
 from datasets_registry import (  # noqa: E402
     add_dataset,
@@ -135,26 +138,33 @@ def seed_board(
     ``predictions``, so the board bootstraps intervals). Returns the count of rows."""
     create_task(ctx, parse_task_spec(TASK))
     add_dataset(ctx, task_id=TASK_ID, name="r1-test", path=_dataset_file(folder), round=1)
+    return add_submissions(ctx, range(submissions), predictions=predictions)
+
+
+def add_submissions(ctx: Context, numbers: range, *, predictions: bool = False) -> dict[str, int]:
+    """Finished models ``model-<n>`` for each of ``numbers``, with a result on every
+    dataset of the task, as finished jobs leave them (bulk inserts)."""
     datasets = list_datasets(ctx, TASK_ID)
     now = utcnow()
     with ctx.db.session() as session:
-        session.execute(
-            insert(Submission),
-            [
-                {
-                    "task_id": TASK_ID,
-                    "name": f"model-{i:06d}",
-                    "bundle_sha256": "0" * 64,
-                    "artifact_key": f"bundles/{i}.tar.gz",
-                    "manifest": {"name": f"model-{i:06d}", "task": TASK_ID},
-                    "is_baseline": False,
-                }
-                for i in range(submissions)
-            ],
+        ids = list(
+            session.scalars(
+                insert(Submission).returning(Submission.id),
+                [
+                    {
+                        "task_id": TASK_ID,
+                        "name": f"model-{i:06d}",
+                        "bundle_sha256": "0" * 64,
+                        "artifact_key": f"bundles/{i}.tar.gz",
+                        "manifest": {"name": f"model-{i:06d}", "task": TASK_ID},
+                        "is_baseline": False,
+                    }
+                    for i in numbers
+                ],
+            )
         )
-        ids = list(session.scalars(select(Submission.id).order_by(Submission.id)))
-        session.execute(
-            insert(Job),
+        jobs = session.execute(
+            insert(Job).returning(Job.id, Job.submission_id, Job.dataset_id),
             [
                 {
                     "submission_id": sid,
@@ -167,8 +177,7 @@ def seed_board(
                 for sid in ids
                 for d in datasets
             ],
-        )
-        jobs = session.execute(select(Job.id, Job.submission_id, Job.dataset_id)).all()
+        ).all()
         by_id = {d.id: d for d in datasets}
         examples = list(read_examples(ctx, datasets[0])) if predictions else []
         session.execute(
@@ -217,7 +226,9 @@ async def _timed(client: httpx.AsyncClient, url: str) -> tuple[float, int]:
     return seconds, len(response.content)
 
 
-async def _measure(settings: Settings, repeats: int) -> dict[str, Any]:
+async def _measure(
+    settings: Settings, repeats: int, *, submissions: int, predictions: bool
+) -> dict[str, Any]:
     ctx = Context.from_settings(settings)
     app = create_app(ctx)
     transport = httpx.ASGITransport(app=app)
@@ -233,6 +244,7 @@ async def _measure(settings: Settings, repeats: int) -> dict[str, Any]:
             "page": [],
             "api_new_weights": [],
             "api_fresh_weights": [],
+            "api_fresh_metric_weights": [],
         }
         for i in range(repeats):  # interleaved, so a neighbour's load falls on all alike
             runs["api"].append((await _timed(client, api))[0])
@@ -241,8 +253,17 @@ async def _measure(settings: Settings, repeats: int) -> dict[str, Any]:
             # Weights no request asked for before: ranked again, not read from the cache.
             fresh = f"{api}?dataset_weights=r1-test:{0.6 + i / 100:g}"
             runs["api_fresh_weights"].append((await _timed(client, fresh))[0])
+            metric_weights = f"{api}?weights=perf:4,throughput:{1 + i / 100:g},memory:1"
+            runs["api_fresh_metric_weights"].append((await _timed(client, metric_weights))[0])
+        # A job finishes: the next request ranks (and bootstraps) the board's new version.
+        after: list[float] = []
+        for i in range(min(repeats, 5)):
+            added = range(submissions + i, submissions + i + 1)
+            add_submissions(ctx, added, predictions=predictions)
+            after.append((await _timed(client, api))[0])
     out["cold"] = {"api_ms": round(cold_api * 1000, 1), "page_ms": round(cold_page * 1000, 1)}
     out["warm"] = {name: _summary(seconds) for name, seconds in runs.items()}
+    out["after_new_result"] = _summary(after)
     out["bytes"] = {"api": api_bytes, "page": page_bytes}
     out["split_ms"] = _split(ctx)
     ctx.db.dispose()
@@ -276,8 +297,22 @@ def run_size(submissions: int, repeats: int, *, predictions: bool = False) -> di
         counts = seed_board(ctx, folder, submissions, predictions=predictions)
         seeded_s = time.perf_counter() - start
         ctx.db.dispose()
-        result = asyncio.run(_measure(settings, repeats))
-        return {"rows": counts, "seed_s": round(seeded_s, 1), **result}
+        result = asyncio.run(
+            _measure(settings, repeats, submissions=submissions, predictions=predictions)
+        )
+        restart = asyncio.run(_restart(settings))
+        return {"rows": counts, "seed_s": round(seeded_s, 1), **result, "restart": restart}
+
+
+async def _restart(settings: Settings) -> dict[str, float]:
+    """The first requests of a server started again: its rows stored, nothing in memory."""
+    ctx = Context.from_settings(settings)
+    transport = httpx.ASGITransport(app=create_app(ctx))
+    async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+        api, _ = await _timed(client, f"/tasks/{TASK_ID}/leaderboard")
+        page, _ = await _timed(client, f"/ui/tasks/{TASK_ID}")
+    ctx.db.dispose()
+    return {"api_ms": round(api * 1000, 1), "page_ms": round(page * 1000, 1)}
 
 
 def main() -> None:
@@ -288,7 +323,7 @@ def main() -> None:
         "--interval-sizes",
         type=int,
         nargs="*",
-        default=[1_000],
+        default=[1_000, 10_000],
         help="sizes also run with per-example predictions, so the board bootstraps intervals",
     )
     args = parser.parse_args()
@@ -297,7 +332,10 @@ def main() -> None:
         "what": "GET /tasks/T/leaderboard (default page of 100) and GET /ui/tasks/T in "
         "process, SQLite; sizes: no predictions, with_intervals: predictions on the original; "
         "api_new_weights: the same new dataset weights each time, api_fresh_weights: "
-        "weights not asked for before",
+        "dataset weights not asked for before, api_fresh_metric_weights: metric weights not "
+        "asked for before; cold: the first requests after seeding (every row derived and "
+        "stored); restart: the first requests of a new server on those rows; "
+        "after_new_result: the first request after one more submission finished",
         "repeats": args.repeats,
         "sizes": {str(n): run_size(n, args.repeats) for n in args.sizes},
         "with_intervals": {

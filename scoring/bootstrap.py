@@ -36,7 +36,8 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import hashlib
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict, Unpack
 
@@ -95,15 +96,19 @@ class BootstrapResult:
 
 @dataclass(frozen=True, eq=False)
 class Draws:
-    """What a seeded bootstrap draws before anything is weighed: each dataset's perf
-    (the metric's reduce of the resampled statistics) in every resample and on the full
-    data, for every column (the models by name, then the baseline's labels), and the
-    picks of each repeated measurement (:func:`draw`).
+    """What a seeded bootstrap draws before anything is weighed (:func:`draw`): how often
+    each resample draws each example, each dataset's perf (the metric's reduce of the
+    resampled statistics) in every resample and on the full data, for every column (the
+    models by name, then the baseline's labels), and the picks of each repeated
+    measurement.
 
     Nothing here depends on the dataset or metric weights, nor on the other metrics'
     values: :func:`bootstrap` given them computes what drawing again with the same seed
     gives, to the last bit, at the cost of its arithmetic (the resampled sums are most of
-    a bootstrap's time).
+    a bootstrap's time). Nor does a column depend on the other columns: the examples'
+    draws come from the seed alone and each measurement's picks from the seed and its
+    model's and metric's names, so draws for a board with one more model take the kept
+    columns as they are (``draw(..., previous=, kept=)``).
     """
 
     #: The perf metric whose reduce made ``perf`` and ``estimate``.
@@ -112,32 +117,42 @@ class Draws:
     columns: tuple[str, ...]
     n_resamples: int
     seed: int
-    #: The length of each repeated measurement, in the order ``repeats`` names them.
-    repeat_sizes: tuple[int, ...]
+    #: Per dataset: ``(n_resamples, examples)``, how often each resample draws each example.
+    counts: tuple[NDArray[np.unsignedinteger], ...]
     #: Per dataset: ``(n_resamples, columns)`` resampled perf; ``(columns,)`` on the full data.
     perf: tuple[FloatArray, ...]
     estimate: tuple[FloatArray, ...]
-    #: Per repeated measurement: ``(n_resamples, size)`` positions drawn.
-    picks: tuple[NDArray[np.intp], ...]
+    #: Per repeated measurement, by (model, metric): ``(n_resamples, size)`` positions drawn.
+    picks: Mapping[tuple[str, str], NDArray[np.integer]]
 
     def fits(
         self,
         metric: str,
         columns: Sequence[str],
         datasets: Sequence[str],
-        sizes: Sequence[int],
+        sizes: Mapping[tuple[str, str], int],
         *,
         n: int,
         seed: int,
     ) -> bool:
         """Whether these are the draws of a bootstrap of ``metric`` over ``columns`` on
-        ``datasets`` (the examples themselves are the caller's to keep the same)."""
+        ``datasets`` with repeated measurements of ``sizes`` (the examples themselves are
+        the caller's to keep the same)."""
         return (
-            self.metric == metric
+            self._drawn_alike(metric, datasets, n=n, seed=seed)
             and self.columns == tuple(columns)
-            and self.datasets == tuple(datasets)
-            and self.repeat_sizes == tuple(sizes)
-            and (self.n_resamples, self.seed) == (n, seed)
+            and all(
+                key in self.picks and self.picks[key].shape[1] == size
+                for key, size in sizes.items()
+            )
+        )
+
+    def _drawn_alike(self, metric: str, datasets: Sequence[str], *, n: int, seed: int) -> bool:
+        return (self.metric, self.datasets, self.n_resamples, self.seed) == (
+            metric,
+            tuple(datasets),
+            n,
+            seed,
         )
 
 
@@ -183,8 +198,11 @@ class Resamples:
     #: Perf on the full data, and the baseline's (None: no baseline).
     estimate: FloatArray
     base_estimate: float | None
-    #: ``(n_resamples, models, metrics)`` goods and ``(n_resamples, metrics)`` their AMRS.
-    goods: FloatArray
+    #: Each metric's goods in every resample: ``(n_resamples, models)`` for perf and the
+    #: repeated measurements, ``(models,)`` for a metric no resample changes (a tenth of the
+    #: memory at 10,000 models, where a full ``(n_resamples, models, metrics)`` is 400 MB).
+    columns: tuple[FloatArray, ...]
+    #: ``(n_resamples, metrics)``: the AMRS of each resample.
     amrs: FloatArray
     #: ``(2, models)``: the low and high ends of perf and of perf minus the baseline's.
     perf_q: FloatArray
@@ -265,31 +283,29 @@ def bootstrap(
         weights = default_weights(normalised.metrics, perf=normalised.perf)
     w = normalised.weight_vector(weights)
     arange = np.arange(len(models))
-    goods_samples = resamples.goods
-    score_samples = np.empty(goods_samples.shape[:2])
-    step = max(1, _STEP_CELLS // goods_samples[0].size)
+    columns = resamples.columns
+    score_samples = np.empty((n_resamples, len(models)))
+    step = max(1, _STEP_CELLS // (len(models) * len(columns)))
     for start in range(0, n_resamples, step):
         stop = start + step
         score_samples[start:stop] = scores_batch(
-            goods_samples[start:stop], resamples.amrs[start:stop], w
+            [c if c.ndim == 1 else c[start:stop] for c in columns], resamples.amrs[start:stop], w
         )
 
     tail = (1 - level) / 2
     perf_q = resamples.perf_q
-    score_q = np.quantile(score_samples, [tail, 1 - tail], axis=0)
     point = normalised.scores(weights)
-    above_low, above_high = resamples.above_q
     flagged = resamples.flagged
     # The board's order, in the resamples and on the full data: the floor first, then
     # the Dynascore with its tie-breaks (scoring.NormalisedTable.rank).
     ids = np.broadcast_to(arange, score_samples.shape)
-    resampled = replace(normalised, goods=goods_samples)
     orders = _orders(
         score_samples,
         flagged,
         lambda: [
             ids,
-            *resampled.tiebreak_keys()[1:],
+            # Ties are rare: only then every resample's goods at once.
+            *replace(normalised, goods=_goods(columns, n_resamples)).tiebreak_keys()[1:],
             -score_samples,
             np.broadcast_to(flagged, ids.shape),
         ],
@@ -304,18 +320,14 @@ def bootstrap(
     leader = observed[0]
     gaps = score_samples - score_samples[:, [leader]]
     gap_q = np.quantile(gaps, [tail, 1 - tail], axis=0, overwrite_input=True)
+    # Last, as it reorders the scores in place.
+    score_q = np.quantile(score_samples, [tail, 1 - tail], axis=0, overwrite_input=True)
 
     return BootstrapResult(
-        perf={
-            m: Interval(float(estimate[i]), float(perf_q[0, i]), float(perf_q[1, i]))
-            for i, m in enumerate(models)
-        },
-        dynascore={
-            m: Interval(float(point[i]), float(score_q[0, i]), float(score_q[1, i]))
-            for i, m in enumerate(models)
-        },
-        p_first={m: float(first_counts[i] / n_resamples) for i, m in enumerate(models)},
-        p_first_perf={m: float(first_perf_counts[i] / n_resamples) for i, m in enumerate(models)},
+        perf=_intervals(models, estimate, perf_q),
+        dynascore=_intervals(models, point, score_q),
+        p_first=dict(zip(models, (first_counts / n_resamples).tolist(), strict=True)),
+        p_first_perf=dict(zip(models, (first_perf_counts / n_resamples).tolist(), strict=True)),
         n_resamples=n_resamples,
         level=level,
         seed=seed,
@@ -323,22 +335,23 @@ def bootstrap(
         rank_interval=dict(
             zip(models, rank_intervals(ranks, observed=observed_rank, level=level), strict=True)
         ),
-        gap_to_leader={
-            m: Interval(float(point[i] - point[leader]), float(gap_q[0, i]), float(gap_q[1, i]))
-            for i, m in enumerate(models)
-        },
-        not_above_baseline={m: bool(flagged[i]) for i, m in enumerate(models)},
+        gap_to_leader=_intervals(models, point - point[leader], gap_q),
+        not_above_baseline=dict(zip(models, flagged.astype(bool).tolist(), strict=True)),
         above_baseline={}
         if base_estimate is None
-        else {
-            m: Interval(
-                float(estimate[i] - base_estimate),
-                float(above_low[i]),
-                float(above_high[i]),
-            )
-            for i, m in enumerate(models)
-        },
+        else _intervals(models, estimate - base_estimate, resamples.above_q),
     )
+
+
+def _intervals(
+    models: Sequence[str], estimates: FloatArray, ends: FloatArray
+) -> dict[str, Interval]:
+    """Each model's estimate with the low and high ``ends`` ``(2, models)`` of its interval."""
+    low, high = ends.tolist()
+    return {
+        m: Interval(e, lo, hi)
+        for m, e, lo, hi in zip(models, estimates.tolist(), low, high, strict=True)
+    }
 
 
 def resample(
@@ -382,8 +395,9 @@ def resample(
         n_resamples: how many resamples.
         level: the intervals' coverage, e.g. 0.95.
         seed: seeds numpy's default generator.
-        draws: what :func:`draw` drew for the same examples, baseline, repeats' sizes,
-            resamples and seed (drawn again when they do not fit).
+        draws: what :func:`draw` drew for the same examples of each column they have
+            (a model of the same name answered the same); what they lack (other models,
+            other measurements, other resamples or seed) is drawn here.
         resamples: what this computed for the same arguments but the dataset weights,
             returned as it is where the models, the dataset shares, the resamples, level
             and seed are the same.
@@ -398,9 +412,19 @@ def resample(
         return resamples
     paired = len(columns) > len(models)
     shares = _shares(dataset_w)
-    sizes = [len(np.asarray(v).ravel()) for v in _repeated_values(repeats)]
+    sizes = _repeat_sizes(repeats)
     if draws is None or not draws.fits(metric, columns, datasets, sizes, n=n_resamples, seed=seed):
-        draws = _draw(source, columns, datasets, metric, sizes, n_resamples=n_resamples, seed=seed)
+        draws = _draw(
+            source,
+            columns,
+            datasets,
+            metric,
+            sizes,
+            n_resamples=n_resamples,
+            seed=seed,
+            previous=draws,
+            kept=draws.columns if draws is not None else (),
+        )
     estimate = np.zeros(len(columns))
     for share, full in zip(shares, draws.estimate, strict=True):
         estimate += share * full
@@ -428,12 +452,21 @@ def resample(
     repeated = _repeats(repeats, normalised.models, normalised.metrics, perf)
     direction_of = per_metric(normalised._matrix, directions, role="directions", default=1.0)
     offset_of = per_metric(normalised._matrix, offsets, role="offsets", default=0.0)
-    groups = _grouped(repeated, draws.picks)
+    groups = _grouped(repeated, normalised, draws.picks)
     perf_samples = np.empty((n_resamples, len(models)))
     above_samples = np.empty((n_resamples, len(models)))  # perf minus the baseline's
-    goods_samples = np.empty((n_resamples, *normalised.goods.shape))
+    resampled = {perf_col, *(int(k) for _, ks, _, _ in groups for k in ks)}
+    metric_columns = [
+        np.empty((n_resamples, len(models)))
+        if k in resampled
+        else np.ascontiguousarray(normalised.goods[:, k])
+        for k in range(len(normalised.metrics))
+    ]
     amrs_samples = np.empty((n_resamples, len(normalised.metrics)))
-    step = max(1, _STEP_CELLS // goods_samples[0].size)
+    step = max(1, _STEP_CELLS // normalised.goods.size)
+    # One buffer for every chunk: the metrics no resample changes are written once.
+    chunk_goods = np.empty((min(step, n_resamples), *normalised.goods.shape))
+    chunk_goods[...] = normalised.goods
     for start in range(0, n_resamples, step):
         c = min(step, n_resamples - start)
         boot = np.zeros((c, len(columns)))
@@ -445,8 +478,7 @@ def resample(
             above_samples[start : start + c] = boot - best
         else:
             above_samples[start : start + c] = boot - (base_estimate or 0.0)
-        goods = goods_samples[start : start + c]
-        goods[...] = normalised.goods
+        goods = chunk_goods[:c]
         goods[..., perf_col] = offset + direction * boot
         for at, ks, measured, picks in groups:
             drawn = np.take_along_axis(measured[:, None, :], picks[:, start : start + c], axis=2)
@@ -454,6 +486,8 @@ def resample(
             goods[:, at, ks] = offset_of[ks] + direction_of[ks] * medians
         perf_samples[start : start + c] = boot
         amrs_samples[start : start + c] = amrs_batch(goods, perf_col)
+        for k in resampled:
+            metric_columns[k][start : start + c] = goods[..., k]
 
     tail = (1 - level) / 2
     # The floor compares each model with the baseline on the same resample (paired): a
@@ -465,7 +499,7 @@ def resample(
             for i in range(len(models))
         ]
     )
-    perf_goods = goods_samples[..., perf_col]
+    perf_goods = metric_columns[perf_col]
     ids = np.broadcast_to(np.arange(len(models)), perf_goods.shape)
     # The best perf of each resample, ties to the first model by name (argmax's first).
     first_perf = (
@@ -481,7 +515,7 @@ def resample(
         normalised=normalised,
         estimate=estimate,
         base_estimate=base_estimate,
-        goods=goods_samples,
+        columns=tuple(metric_columns),
         amrs=amrs_samples,
         perf_q=np.quantile(perf_samples, [tail, 1 - tail], axis=0, overwrite_input=True),
         above_q=above_q,
@@ -499,14 +533,32 @@ def draw(
     repeats: Mapping[str, Mapping[str, ArrayLike]] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
+    previous: Draws | None = None,
+    kept: Collection[str] = (),
 ) -> Draws:
     """What :func:`bootstrap` with these arguments draws (only which datasets
     ``dataset_weights`` names counts, not their weights; only how many measurements each
     of ``repeats`` has): pass it as ``draws`` to bootstrap other weights without drawing
-    again."""
+    again.
+
+    Args:
+        previous, kept: draws of the same metric, datasets, resamples and seed for other
+            columns: those named in ``kept`` (whose statistics and measurements the caller
+            knows to be the same) are taken from them, not drawn again; the result is what
+            drawing every column gives, to the last bit.
+    """
     _, datasets, _, columns, source = _layout(examples, dataset_weights, baseline)
-    sizes = [len(np.asarray(v).ravel()) for v in _repeated_values(repeats)]
-    return _draw(source, columns, datasets, metric, sizes, n_resamples=n_resamples, seed=seed)
+    return _draw(
+        source,
+        columns,
+        datasets,
+        metric,
+        _repeat_sizes(repeats),
+        n_resamples=n_resamples,
+        seed=seed,
+        previous=previous,
+        kept=kept,
+    )
 
 
 def _layout(
@@ -537,44 +589,97 @@ def _draw(
     columns: list[str],
     datasets: list[str],
     metric: str,
-    sizes: list[int],
+    sizes: Mapping[tuple[str, str], int],
     *,
     n_resamples: int,
     seed: int,
+    previous: Draws | None = None,
+    kept: Collection[str] = (),
 ) -> Draws:
-    """The seeded draws: per chunk of resamples, each dataset's examples, then each
-    repeated measurement's picks (the order bootstrap has always drawn them in, so a seed
-    gives the intervals it gave)."""
+    """The seeded draws: the examples' counts (``previous``'s where drawn alike), each
+    column's perf from them (``previous``'s ``kept`` columns copied; the baseline's few
+    columns are always summed again), each repeated measurement's picks."""
     reduce = get_metric(metric).reduce
-    stacked = [_stack(source, columns, d) for d in datasets]
-    chunk = max(1, _CHUNK_CELLS // max(len(x) for x in stacked))
-    rng = np.random.default_rng(seed)
-    perf = [np.empty((n_resamples, len(columns))) for _ in datasets]
-    # Positions into a handful of measurements: one byte each where they fit.
-    picks = [
-        np.empty((n_resamples, size), dtype=np.uint8 if size <= 256 else np.intp) for size in sizes
-    ]
-    for start in range(0, n_resamples, chunk):
-        c = min(chunk, n_resamples - start)
-        for resampled, x in zip(perf, stacked, strict=True):
-            n = len(x)
-            drawn = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
-            counts = np.bincount(drawn.ravel(), minlength=c * n).reshape(c, n)
-            sums = (counts.astype(np.float64) @ x.reshape(n, -1)).reshape(c, len(columns), -1)
-            resampled[start : start + c] = reduce(sums, n)
-        for kept, size in zip(picks, sizes, strict=True):
-            kept[start : start + c] = rng.integers(0, size, size=(c, size))
+    if previous is None or not previous._drawn_alike(metric, datasets, n=n_resamples, seed=seed):
+        previous, kept = None, ()
+    old = {name: i for i, name in enumerate(previous.columns)} if previous else {}
+    copied = [i for i, name in enumerate(columns) if name in old and name in kept]
+    fresh = [i for i, name in enumerate(columns) if not (name in old and name in kept)]
+    # Every column copied: the first one's statistics still say each dataset's length.
+    stacked = [_stack(source, [columns[i] for i in fresh or [0]], d) for d in datasets]
+    counts = (
+        previous.counts
+        if previous is not None
+        else _counts([len(x) for x in stacked], n_resamples=n_resamples, seed=seed)
+    )
+    perf, estimate = [], []
+    for d, (drawn, x) in enumerate(zip(counts, stacked, strict=True)):
+        n = drawn.shape[1]
+        if len(x) != n:
+            raise ScoringError(
+                f"Dataset {datasets[d]!r}: {len(x)} examples, where the kept draws have {n}"
+            )
+        resampled = np.empty((n_resamples, len(columns)))
+        full = np.empty(len(columns))
+        if previous is not None:
+            at = [old[columns[i]] for i in copied]
+            resampled[:, copied] = previous.perf[d][:, at]
+            full[copied] = previous.estimate[d][at]
+        if fresh:
+            chunk = max(1, _CHUNK_CELLS // n)
+            for start in range(0, n_resamples, chunk):
+                block = drawn[start : start + chunk].astype(np.float64)
+                sums = (block @ x.reshape(n, -1)).reshape(len(block), len(fresh), -1)
+                resampled[start : start + chunk, fresh] = reduce(sums, n)
+            full[fresh] = reduce(x.sum(axis=0), n)
+        perf.append(resampled)
+        estimate.append(full)
+    kept_picks = previous.picks if previous is not None else {}
+    picks = {
+        key: (
+            kept_picks[key]  # positions: the same for any values of the same size
+            if key in kept_picks and kept_picks[key].shape[1] == size
+            else _picks(key, size, n_resamples=n_resamples, seed=seed)
+        )
+        for key, size in sizes.items()
+    }
     return Draws(
         metric=metric,
         datasets=tuple(datasets),
         columns=tuple(columns),
         n_resamples=n_resamples,
         seed=seed,
-        repeat_sizes=tuple(sizes),
+        counts=tuple(counts),
         perf=tuple(perf),
-        estimate=tuple(reduce(x.sum(axis=0), len(x)) for x in stacked),
-        picks=tuple(picks),
+        estimate=tuple(estimate),
+        picks=picks,
     )
+
+
+def _counts(
+    lengths: Sequence[int], *, n_resamples: int, seed: int
+) -> list[NDArray[np.unsignedinteger]]:
+    """How often each resample draws each example of each dataset: from the seed alone,
+    per chunk of resamples each dataset in turn."""
+    rng = np.random.default_rng(seed)
+    # A count is at most the dataset's length: the smallest type that holds it.
+    found = [np.empty((n_resamples, n), dtype=np.min_scalar_type(n)) for n in lengths]
+    chunk = max(1, _CHUNK_CELLS // max(lengths))
+    for start in range(0, n_resamples, chunk):
+        c = min(chunk, n_resamples - start)
+        for counts, n in zip(found, lengths, strict=True):
+            drawn = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
+            counts[start : start + c] = np.bincount(drawn.ravel(), minlength=c * n).reshape(c, n)
+    return found
+
+
+def _picks(key: tuple[str, str], size: int, *, n_resamples: int, seed: int) -> NDArray[np.integer]:
+    """One repeated measurement's picks, ``(n_resamples, size)``: from the seed and the
+    model's and metric's names, so they stay the same when another model joins the board."""
+    words = [int.from_bytes(hashlib.blake2b(name.encode()).digest()[:16], "big") for name in key]
+    rng = np.random.default_rng([seed, *words])
+    # Positions into a handful of measurements: one byte each where they fit.
+    return rng.integers(0, size, size=(n_resamples, size), dtype=np.min_scalar_type(size - 1))
 
 
 def _orders(
@@ -598,6 +703,11 @@ def _orders(
     return np.take_along_axis(order, np.argsort(moved, axis=-1, kind="stable"), axis=-1)
 
 
+def _goods(columns: Sequence[FloatArray], n_resamples: int) -> FloatArray:
+    """``(n_resamples, models, metrics)``: every resample's goods, from their columns."""
+    return np.stack([np.broadcast_to(c, (n_resamples, c.shape[-1])) for c in columns], axis=-1)
+
+
 def _medians(drawn: FloatArray) -> FloatArray:
     """``np.median(drawn, axis=-1)`` of finite values; for three (the usual timed runs)
     the middle one by comparisons, the same value at a third of the time."""
@@ -609,14 +719,17 @@ def _medians(drawn: FloatArray) -> FloatArray:
 
 
 def _grouped(
-    repeated: Mapping[tuple[int, int], FloatArray], picks: Sequence[NDArray[np.integer]]
+    repeated: Mapping[tuple[int, int], FloatArray],
+    normalised: NormalisedTable,
+    picks: Mapping[tuple[str, str], NDArray[np.integer]],
 ) -> list[tuple[NDArray[np.intp], NDArray[np.intp], FloatArray, NDArray[np.integer]]]:
     """The repeated measurements by how many there are, so that a resample takes the
     medians of 1,000 models at once: per size, the (model, metric) positions, the
     measurements ``(m, size)`` and their picks ``(m, n_resamples, size)``."""
     by_size: dict[int, list[tuple[tuple[int, int], FloatArray, NDArray[np.integer]]]] = {}
-    for (place, values), drawn in zip(repeated.items(), picks, strict=True):
-        by_size.setdefault(len(values), []).append((place, values, drawn))
+    for (i, k), values in repeated.items():
+        drawn = picks[normalised.models[i], normalised.metrics[k]]
+        by_size.setdefault(len(values), []).append(((i, k), values, drawn))
     return [
         (
             np.array([i for (i, _), _, _ in group], dtype=np.intp),
@@ -628,17 +741,16 @@ def _grouped(
     ]
 
 
-def _repeated_values(
+def _repeat_sizes(
     repeats: Mapping[str, Mapping[str, ArrayLike]] | None,
-) -> list[ArrayLike]:
-    """The repeated measurements a bootstrap resamples (two or more), in the order
-    :func:`_repeats` finds them."""
-    return [
-        values
-        for measured in (repeats or {}).values()
-        for values in measured.values()
-        if len(np.asarray(values).ravel()) >= 2
-    ]
+) -> dict[tuple[str, str], int]:
+    """(model, metric) -> how many measurements a bootstrap resamples (two or more)."""
+    return {
+        (model, metric): size
+        for model, measured in (repeats or {}).items()
+        for metric, values in measured.items()
+        if (size := len(np.asarray(values).ravel())) >= 2
+    }
 
 
 def _repeats(

@@ -169,16 +169,23 @@ def amrs_batch(goods: FloatArray, perf_col: int) -> FloatArray:
     return amrs
 
 
-def scores_batch(goods: FloatArray, amrs: FloatArray, weights: FloatArray) -> FloatArray:
-    """``sum_M w_M * M / AMRS(M)`` per model, in metric order; unusable AMRS adds 0."""
+def scores_batch(
+    columns: Sequence[FloatArray], amrs: FloatArray, weights: FloatArray
+) -> FloatArray:
+    """``sum_M w_M * M / AMRS(M)`` per model, in metric order; unusable AMRS adds 0.
+
+    ``columns[k]`` holds metric ``k``'s goods, ``(..., models)`` like ``amrs``'s leading
+    axes, or ``(models,)`` where every table has the same (a bootstrap keeps the metrics it
+    does not resample once, not once per resample).
+    """
     usable = np.isfinite(amrs) & (amrs > 0)
     safe = np.where(usable, amrs, 1.0)
-    total = np.zeros(goods.shape[:-1], dtype=np.float64)
+    total = np.zeros(np.broadcast_shapes((*amrs.shape[:-1], 1), *(c.shape for c in columns)))
     for k, weight in enumerate(weights):
         if weight == 0:  # also keeps 0 * inf out, should a good / AMRS overflow
             continue
         with np.errstate(over="ignore"):
-            term = weight * (goods[..., k] / safe[..., k, None])
+            term = weight * (columns[k] / safe[..., k, None])
         total = total + np.where(usable[..., k, None], term, 0.0)
     return total
 
@@ -213,7 +220,7 @@ class NormalisedTable:
 
     def scores(self, weights: Mapping[str, float]) -> FloatArray:
         """Dynascores aligned with :attr:`models`; unnamed metrics weigh 0."""
-        return scores_batch(self.goods, self.amrs, self.weight_vector(weights))
+        return scores_batch(list(self.goods.T), self.amrs, self.weight_vector(weights))
 
     def rank(self, weights: Mapping[str, float]) -> list[str]:
         """Models from best to worst.

@@ -84,6 +84,11 @@ def rank_intervals(
 ) -> list[tuple[int, int]]:
     """:func:`rank_interval` of every column of ``(resamples, models)`` ranks at once."""
     tail = (1 - level) / 2
-    best = np.minimum(np.quantile(samples, tail, axis=0, method="lower"), observed)
-    worst = np.maximum(np.quantile(samples, 1 - tail, axis=0, method="higher"), observed)
-    return [(int(b), int(w)) for b, w in zip(best, worst, strict=True)]
+    # np.quantile's "lower" and "higher" ranks (the same order statistics), from one
+    # partition instead of one per end: 10,000 models' ranks are 10 million numbers.
+    n = len(samples)
+    low, high = int(np.floor((n - 1) * tail)), int(np.ceil((n - 1) * (1 - tail)))
+    ends = np.partition(samples, [low, high], axis=0)
+    best = np.minimum(ends[low], observed)
+    worst = np.maximum(ends[high], observed)
+    return list(zip(best.tolist(), worst.tolist(), strict=True))

@@ -226,12 +226,32 @@ def test_kept_bootstrap_draws_serve_new_weights_and_follow_the_models(seeded: Se
             session.execute(
                 update(Submission).where(Submission.id == roberta).values(published=False)
             )
+        _, before = _kept(cache, "bootstrap-draws")
         after = _board(ctx, {"test": 2.0})
         assert after == _from_scratch(seeded.ctx, {"test": 2.0})
         assert roberta not in {r["submission_id"] for r in after["rows"]}
         assert cache.puts["bootstrap-draws"] == 2
+        # The models that stayed keep their columns: the examples' draws (and any
+        # measurement's picks) are the same objects, not drawn again.
+        _, now = _kept(cache, "bootstrap-draws")
+        assert now.counts is before.counts
+        assert all(now.picks[key] is before.picks[key] for key in now.picks)
+        assert set(now.columns) < set(before.columns)
+        with seeded.ctx.db.session() as session:
+            session.execute(
+                update(Submission).where(Submission.id == roberta).values(published=True)
+            )
+        back = _board(ctx, {"test": 2.0})  # the model back: its column alone drawn anew
+        assert back == _from_scratch(seeded.ctx, {"test": 2.0})
+        assert roberta in {r["submission_id"] for r in back["rows"]}
     finally:
         ctx.db.dispose()
+
+
+def _kept(cache: MemoryCache, kind: str) -> Any:
+    """The value ``cache`` keeps under the key starting with ``kind`` (there is one)."""
+    (value,) = [value for key, (value, _) in cache._entries.items() if key[0] == kind]
+    return value
 
 
 def test_kept_resamples_serve_new_metric_weights_and_follow_the_models(seeded: Seeded) -> None:

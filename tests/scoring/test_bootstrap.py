@@ -183,9 +183,48 @@ def test_draws_of_other_examples_are_not_used(examples: dict) -> None:
 def test_draws_of_another_metric_do_not_fit(examples: dict) -> None:
     # Their perf is the other metric's reduce: a bootstrap given them must draw again.
     kept = draw(examples, metric="accuracy", n_resamples=20, seed=2)
-    same = (list(kept.columns), list(kept.datasets), list(kept.repeat_sizes))
+    sizes = {key: picks.shape[1] for key, picks in kept.picks.items()}
+    same = (list(kept.columns), list(kept.datasets), sizes)
     assert kept.fits("accuracy", *same, n=20, seed=2)
     assert not kept.fits("macro_f1", *same, n=20, seed=2)
+
+
+def test_draws_for_one_more_model_copy_the_kept_columns(examples: dict) -> None:
+    # A board that gains a model (leaderboard.intervals): the others' columns and picks
+    # are copied, and the whole is what drawing every column again gives, to the last bit.
+    arguments = _board_arguments(examples, {"r1": 2, "r2": 1})
+    repeats = arguments["repeats"]
+    options = dict(repeats=repeats, n_resamples=120, seed=4)
+    without = {m: v for m, v in examples.items() if m != "close"}
+    earlier = draw(without, **options)
+    extended = draw(examples, **options, previous=earlier, kept={"good", "poor"})
+    again = draw(examples, **options)
+    assert extended.columns == again.columns == ("close", "good", "poor")
+    for got, expected in zip(
+        extended.perf + extended.estimate, again.perf + again.estimate, strict=True
+    ):
+        assert np.array_equal(got, expected)
+    assert extended.picks.keys() == again.picks.keys()
+    assert all(np.array_equal(extended.picks[k], again.picks[k]) for k in again.picks)
+    assert extended.picks["good", "throughput"] is earlier.picks["good", "throughput"]
+    weights = {"perf": 4, "throughput": 1, "memory": 1}
+    assert bootstrap(examples, **arguments, weights=weights, draws=extended) == bootstrap(
+        examples, **arguments, weights=weights
+    )
+
+
+def test_columns_not_kept_are_drawn_again(examples: dict) -> None:
+    # "poor" answered otherwise before (a re-run): not named as kept, it is drawn anew.
+    before = {**examples, "poor": {"r1": examples["good"]["r1"], "r2": examples["good"]["r2"]}}
+    earlier = draw(before, n_resamples=60, seed=1)
+    extended = draw(examples, n_resamples=60, seed=1, previous=earlier, kept={"good", "close"})
+    again = draw(examples, n_resamples=60, seed=1)
+    assert all(np.array_equal(a, b) for a, b in zip(extended.perf, again.perf, strict=True))
+    other_seed = draw(examples, n_resamples=60, seed=2, previous=earlier, kept=set(examples))
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(other_seed.perf, draw(examples, n_resamples=60, seed=2).perf, strict=True)
+    )
 
 
 @pytest.mark.parametrize("size", [2, 3, 4, 5])

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoring import bootstrap, floor_order, not_above_baseline, rank_interval
+from scoring.floor import rank_intervals
 
 DIRECTIONS = {"memory": -1.0}
 OFFSETS = {"memory": 16.0}
@@ -203,3 +204,18 @@ def test_floor_helpers() -> None:
     assert not_above_baseline(high=50.1, baseline=50.0) is False
     assert floor_order(["a", "b", "c", "d"], {"a", "c"}) == ["b", "d", "a", "c"]
     assert rank_interval(np.array([2] * 99 + [5]), observed=1, level=0.95) == (1, 2)
+
+
+@pytest.mark.parametrize("resamples", [1, 2, 7, 40, 999, 1000])
+@pytest.mark.parametrize("level", [0.5, 0.9, 0.95, 0.99])
+def test_rank_intervals_are_numpys_lower_and_higher_quantiles(resamples: int, level: float) -> None:
+    # One partition for both ends: the same order statistics as np.quantile's methods.
+    rng = np.random.default_rng(resamples)
+    samples = rng.integers(1, 30, size=(resamples, 9))
+    observed = rng.integers(1, 30, size=9)
+    tail = (1 - level) / 2
+    best = np.minimum(np.quantile(samples, tail, axis=0, method="lower"), observed)
+    worst = np.maximum(np.quantile(samples, 1 - tail, axis=0, method="higher"), observed)
+    assert rank_intervals(samples, observed=observed, level=level) == [
+        (int(b), int(w)) for b, w in zip(best, worst, strict=True)
+    ]
