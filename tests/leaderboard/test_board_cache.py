@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, update
+from sqlalchemy import delete, select, update
 
 from datasets_registry import add_dataset, set_dataset_weight
+from evalboard.core.artifacts import ArtifactStore
 from evalboard.core.cache import MemoryCache
 from evalboard.core.context import Context
+from evalboard.core.errors import PlatformError
 from evalboard.core.settings import Settings
-from evalboard.core.tables import Submission
+from evalboard.core.tables import Result, Submission
 from evaluator import summarize
 from leaderboard.accounts import ANONYMOUS
 from leaderboard.cards import visible_table
@@ -276,3 +278,53 @@ def test_kept_resamples_serve_new_metric_weights_and_follow_the_models(seeded: S
         assert cache.puts["bootstrap-resamples"] == 2
     finally:
         ctx.db.dispose()
+
+
+def _prediction_keys(ctx: Context) -> list[str]:
+    with ctx.db.session() as session:
+        return [k for k in session.scalars(select(Result.predictions_key)) if k is not None]
+
+
+def test_a_restarted_server_reads_the_kept_statistics_not_the_predictions(
+    seeded: Seeded,
+) -> None:
+    """Each prediction file's statistics are derived once and stored beside it: a new
+    server (nothing in memory) bootstraps the same intervals without reading one."""
+    first = _board(seeded.ctx)
+    assert any(r["intervals"] for r in first["rows"])
+    for key in _prediction_keys(seeded.ctx):  # the drill-down's files, gone
+        seeded.ctx.artifacts.put_bytes(key, b"not JSON\n")
+    restarted = Context.from_settings(seeded.ctx.settings)
+    try:
+        assert _board(restarted) == first
+    finally:
+        restarted.db.dispose()
+
+
+def test_a_store_that_cannot_keep_statistics_costs_nothing_but_time(
+    seeded: Seeded, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A full or read-only store: the statistics are derived for the request all the
+    same (and again next time); a kept file that is not ours is derived again."""
+    full = Context.from_settings(seeded.ctx.settings)
+    full = dataclasses.replace(full, artifacts=_FullStore(full.artifacts.url))
+    try:
+        on_full_disk = _board(full)
+        assert "interval statistics not stored" in caplog.text
+    finally:
+        full.db.dispose()
+    expected = _from_scratch(seeded.ctx)
+    assert on_full_disk == expected
+    local = [seeded.ctx.artifacts.local_path(key) for key in _prediction_keys(seeded.ctx)]
+    # Only the originals' files are bootstrapped, so only they have statistics kept.
+    kept = next(k for path in local if path for k in path.parent.glob(f"{path.name}.*.statistics"))
+    kept.write_bytes(b"\x00" * 80)
+    assert _from_scratch(seeded.ctx) == expected
+    assert kept.read_bytes() != b"\x00" * 80  # derived and kept again
+
+
+class _FullStore(ArtifactStore):
+    """An artifact store whose disk is full: every write fails as the real one reports it."""
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        raise PlatformError(f"The artifact store at {self.url} is full")
