@@ -124,6 +124,11 @@ class Draws:
     estimate: tuple[FloatArray, ...]
     #: Per repeated measurement, by (model, metric): ``(n_resamples, size)`` positions drawn.
     picks: Mapping[tuple[str, str], NDArray[np.integer]]
+    #: Whether every statistic is a whole number (0/1 indicators: accuracy, macro-F1's
+    #: counts), so that sums over resampled counts are exact however they are blocked:
+    #: only then are columns copied into other draws (fractional statistics summed for
+    #: another set of columns may round otherwise in the last bit).
+    whole: bool = False
 
     def fits(
         self,
@@ -601,12 +606,18 @@ def _draw(
     columns are always summed again), each repeated measurement's picks."""
     reduce = get_metric(metric).reduce
     if previous is None or not previous._drawn_alike(metric, datasets, n=n_resamples, seed=seed):
-        previous, kept = None, ()
+        previous = None
     old = {name: i for i, name in enumerate(previous.columns)} if previous else {}
     copied = [i for i, name in enumerate(columns) if name in old and name in kept]
-    fresh = [i for i, name in enumerate(columns) if not (name in old and name in kept)]
+    fresh = [i for i, name in enumerate(columns) if i not in set(copied)]
     # Every column copied: the first one's statistics still say each dataset's length.
     stacked = [_stack(source, [columns[i] for i in fresh or [0]], d) for d in datasets]
+    whole = all(np.array_equal(x, np.round(x)) for x in stacked)
+    if copied and not (whole and previous is not None and previous.whole):
+        # Fractional statistics: every column summed again (the counts kept all the same).
+        copied, fresh = [], list(range(len(columns)))
+        stacked = [_stack(source, columns, d) for d in datasets]
+        whole = False
     counts = (
         previous.counts
         if previous is not None
@@ -626,11 +637,18 @@ def _draw(
             resampled[:, copied] = previous.perf[d][:, at]
             full[copied] = previous.estimate[d][at]
         if fresh:
-            chunk = max(1, _CHUNK_CELLS // n)
+            # Resamples summed at once: their counts and their sums both bounded (the sums
+            # of 1,000 resamples of 10,000 models' macro-F1 counts would be 720 MB).
+            flat = x.reshape(n, -1)
+            chunk = max(1, _CHUNK_CELLS // max(n, flat.shape[1]))
+            every_column = len(fresh) == len(columns)
             for start in range(0, n_resamples, chunk):
                 block = drawn[start : start + chunk].astype(np.float64)
-                sums = (block @ x.reshape(n, -1)).reshape(len(block), len(fresh), -1)
-                resampled[start : start + chunk, fresh] = reduce(sums, n)
+                sums = (block @ flat).reshape(len(block), len(fresh), -1)
+                if every_column:
+                    resampled[start : start + chunk] = reduce(sums, n)
+                else:
+                    resampled[start : start + chunk, fresh] = reduce(sums, n)
             full[fresh] = reduce(x.sum(axis=0), n)
         perf.append(resampled)
         estimate.append(full)
@@ -653,6 +671,7 @@ def _draw(
         perf=tuple(perf),
         estimate=tuple(estimate),
         picks=picks,
+        whole=whole,
     )
 
 

@@ -227,6 +227,18 @@ def test_columns_not_kept_are_drawn_again(examples: dict) -> None:
     )
 
 
+def test_fractional_statistics_are_summed_again_for_every_column() -> None:
+    # Per-example F1 in [0, 1]: a model's sums taken with other columns may round
+    # otherwise in the last bit, so kept columns are not copied, and the result is still
+    # what drawing again gives.
+    rng = np.random.default_rng(5)
+    scores = {f"m{i:02d}": {"d": rng.random(300)} for i in range(40)}
+    earlier = draw({m: v for m, v in scores.items() if m != "m07"}, n_resamples=200, seed=3)
+    assert not earlier.whole
+    extended = draw(scores, n_resamples=200, seed=3, previous=earlier, kept=set(scores))
+    assert np.array_equal(extended.perf[0], draw(scores, n_resamples=200, seed=3).perf[0])
+
+
 @pytest.mark.parametrize("size", [2, 3, 4, 5])
 def test_medians_are_numpys_to_the_last_bit(size: int) -> None:
     rng = np.random.default_rng(size)
