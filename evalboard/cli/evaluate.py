@@ -249,14 +249,9 @@ def evaluate(
     requested = chosen_sandbox(sandbox, choose=False)  # chosen once the bundle is read
     if pin_cpus is None:
         pin_cpus = _pinning_setting()
-    # Imported here, not at the top: the evaluator, the sandboxes and their dependencies
-    # load only when a bundle is evaluated, not for --help or a usage error.
-    from evaluator import EnergyMeter
-
-    # The evaluation's one energy meter starts first: codecarbon's import and first start
-    # (a hardware probe of about 1.5 s where none is kept) run in its thread while the
-    # evaluator loads and the bundle is unpacked.
-    with EnergyMeter(country, enabled=energy) as meter, scratch_tree("evalboard-evaluate") as tmp:
+    with scratch_tree("evalboard-evaluate") as tmp:
+        # Imported here, not at the top: the evaluator, the sandboxes and their
+        # dependencies load only when a bundle is evaluated, not for --help or a usage error.
         from datasets_registry import load_task_spec
         from evaluator import RunOptions, TestSet
         from evaluator import evaluate as run_evaluation
@@ -275,6 +270,9 @@ def evaluate(
         kind = chosen_sandbox(requested, manifest=loaded.manifest, limits=spec.limits)
         if kind == "local":
             warn("the local sandbox does not isolate the model: run only code you trust")
+        # The evaluation's one energy meter is evaluate()'s, started once the bundle fits
+        # the task: an error before then waits for no codecarbon set-up (a first one after
+        # a boot probes the hardware, about 1.5 s, which the process's exit would wait for).
         with progress() as display:
             result = run_evaluation(
                 loaded,
@@ -290,7 +288,6 @@ def evaluate(
                 ),
                 predictions_dir=predictions,
                 progress=_Bars(display),
-                energy_meter=meter,
             )
     if json_out is not None and str(json_out) == "-":
         print_json(result.model_dump(mode="json"))

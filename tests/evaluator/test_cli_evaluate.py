@@ -196,6 +196,53 @@ def test_an_unknown_sandbox_exits_2_listing_the_known_ones(
     assert "Unknown sandbox 'vm'; known: auto, docker, gvisor, local" in " ".join(stderr.split())
 
 
+_EARLY_ERRORS = """
+import contextlib, io, json, sys
+from evalboard.cli import main
+
+codes = []
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        codes.append(main(argv))
+print(json.dumps({"codes": codes, "meter": "codecarbon" in sys.modules}))
+"""
+
+
+def test_an_early_error_with_energy_starts_no_energy_meter(
+    tmp_path: Path, keyword_bundle: BundleFactory
+) -> None:
+    # A bad bundle or task is told at once, with no codecarbon set-up to wait for: a first
+    # one after a boot probes the hardware (about 1.5 s), and the process's exit waits.
+    data = write_jsonl(tmp_path / "mini.jsonl", sentiment_rows())
+    task_file = _task_file(tmp_path)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "evalboard.yaml").write_text("name: bad\ntask: sentiment\n")
+    misfit = tmp_path / "misfit"  # its prompt names {review}; the task's input is `statement`
+    (misfit / "model").mkdir(parents=True)
+    (misfit / "model" / "config.json").write_text("{}")
+    (misfit / "evalboard.yaml").write_text(
+        'name: g\ntask: sentiment\nruntime: transformers\nmodel: model\nprompt: "{review}"\n'
+    )
+    bundle = keyword_bundle()
+    cases = [
+        [bad, "--task-file", task_file, "--dataset", data],  # not a valid manifest
+        [bundle, "--task-file", task_file],  # no dataset
+        [bundle, "--task", "no-such-task"],  # not registered
+        [misfit, "--task-file", task_file, "--dataset", data],  # evaluate()'s own check
+    ]
+    argvs = [["evaluate", *map(str, case), "--sandbox", "local", "--energy"] for case in cases]
+    done = subprocess.run(
+        [sys.executable, "-c", _EARLY_ERRORS, json.dumps(argvs)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "EVALBOARD_DATA_DIR": str(tmp_path / "data")},
+        timeout=300,
+        check=True,
+    )
+    assert json.loads(done.stdout) == {"codes": [2, 2, 2, 2], "meter": False}
+
+
 def _evaluate_in_a_process(
     tmp_path: Path, bundle: Path, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
