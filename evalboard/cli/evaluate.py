@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,18 +56,6 @@ def _registered(task_id: str) -> tuple[TaskSpec, list[TestSet]]:
             f"`evalboard dataset add --task {task_id} --name NAME FILE`"
         )
     return spec, sets
-
-
-def _pinning_setting() -> bool:
-    """``EVALBOARD_CPU_PINNING`` as the settings read it (``auto``: pin). Unset, it is the
-    settings' default, ``off``, known without building them: pydantic-settings (asyncio
-    with it) is about 25 ms of evaluate's start (see _sandbox for ``--sandbox``)."""
-    # pydantic-settings matches the variable's name in any case.
-    if "evalboard_cpu_pinning" not in {name.lower() for name in os.environ}:
-        return False
-    from evalboard.core.settings import get_settings
-
-    return get_settings().cpu_pinning == "auto"
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -248,7 +235,9 @@ def evaluate(
         raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
     requested = chosen_sandbox(sandbox, choose=False)  # chosen once the bundle is read
     if pin_cpus is None:
-        pin_cpus = _pinning_setting()
+        from evalboard.core.settings import get_settings  # only when not given (see _sandbox)
+
+        pin_cpus = get_settings().cpu_pinning == "auto"
     with scratch_tree("evalboard-evaluate") as tmp:
         # Imported here, not at the top: the evaluator, the sandboxes and their
         # dependencies load only when a bundle is evaluated, not for --help or a usage error.

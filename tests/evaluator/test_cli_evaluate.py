@@ -304,18 +304,28 @@ def test_the_summary_in_a_pipe_is_tab_separated_and_whole(
     assert "…" not in result.stdout
 
 
-@pytest.mark.parametrize(("value", "pinned"), [(None, False), ("auto", True), ("off", False)])
-def test_the_pinning_default_is_the_settings(
-    monkeypatch: pytest.MonkeyPatch, value: str | None, pinned: bool
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("EVALBOARD_WORKER_CONCURRENCY", "0"), ("EVALBOARD_ENVIRONMENT", "production")],
+)
+def test_a_bad_setting_exits_2_as_every_command_reports_it(
+    cli: Run,
+    tmp_path: Path,
+    keyword_bundle: BundleFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
 ) -> None:
-    # evaluate reads an unset EVALBOARD_CPU_PINNING without building the settings.
-    from evalboard.cli.evaluate import _pinning_setting
-    from evalboard.core.settings import Settings
-
-    monkeypatch.delenv("EVALBOARD_CPU_PINNING", raising=False)
-    if value is not None:
-        monkeypatch.setenv("EVALBOARD_CPU_PINNING", value)
+    # --sandbox given, --pin-cpus not: evaluate still reads the settings, and refuses them.
+    data = write_jsonl(tmp_path / "mini.jsonl", sentiment_rows())
+    argv = ["--task-file", _task_file(tmp_path), "--dataset", data, "--sandbox", "local"]
+    with monkeypatch.context() as env:
+        env.setenv(variable, value)
+        env.delenv("EVALBOARD_SECRET_KEY", raising=False)
+        get_settings.cache_clear()
+        code, stdout, stderr = cli("evaluate", keyword_bundle(), *argv, "--no-energy")
+        elsewhere = cli("task", "list")
     get_settings.cache_clear()
-    assert _pinning_setting() is pinned
-    assert (Settings().cpu_pinning == "auto") is pinned
-    get_settings.cache_clear()
+    assert (code, stdout, stderr) == elsewhere
+    assert code == 2 and stderr.count("error:") == 1 and "Traceback" not in stderr
+    assert stderr.startswith("error: An EVALBOARD_* setting cannot be used")
