@@ -33,7 +33,7 @@ def test_all_names_exist_and_are_public(name: str) -> None:
 
 
 #: The facades whose names load on first use (evalboard.core.lazy).
-LAZY = ["evalboard.core", "datasets_registry", "evaluator"]
+LAZY = ["evalboard.core", "evalboard.cli", "datasets_registry", "evaluator"]
 
 
 def _type_checking_imports(module: ModuleType) -> set[tuple[str, str]]:
