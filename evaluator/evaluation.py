@@ -474,6 +474,7 @@ def evaluate(
             then the meter's. Without one the evaluation runs its own.
     """
     started_at = datetime.now(UTC)
+    provenance.look_up_machine()
     limits = _within(task, options.limits)
     loaded = _loaded(bundle)
     manifest = loaded.manifest if isinstance(loaded, Bundle) else None

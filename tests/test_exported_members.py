@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -33,7 +35,7 @@ def test_all_names_exist_and_are_public(name: str) -> None:
 
 
 #: The facades whose names load on first use (evalboard.core.lazy).
-LAZY = ["evalboard.core", "datasets_registry", "evaluator"]
+LAZY = ["evalboard.core", "evalboard.cli", "datasets_registry", "evaluator", "scoring"]
 
 
 def _type_checking_imports(module: ModuleType) -> set[tuple[str, str]]:
@@ -63,3 +65,22 @@ def test_lazy_facade_shows_mypy_what_it_exports(name: str) -> None:
         assert getattr(module, member) is getattr(importlib.import_module(home), member), (
             f"{name}.{member} does not come from {home}, which the TYPE_CHECKING import names"
         )
+
+
+_SUBMODULE_FIRST = """
+import sys
+import scoring
+board_loaded = "scoring.bootstrap" in sys.modules
+import scoring.shift  # imports the module scoring.bootstrap, home of the function bootstrap
+from scoring import bootstrap
+print(board_loaded, callable(bootstrap), scoring.bootstrap is bootstrap)
+"""
+
+
+def test_a_lazy_export_keeps_its_name_when_its_module_loads_first() -> None:
+    # A lazy facade loads a name's module when the name is read; a submodule imported
+    # before then (scoring.shift imports scoring.bootstrap) leaves the export its name.
+    done = subprocess.run(
+        [sys.executable, "-c", _SUBMODULE_FIRST], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["False", "True", "True"]

@@ -6,6 +6,15 @@ web service) it imports inside the command, so that ``evalboard --help`` and a u
 error start in a fraction of a second (tests/cli/test_startup.py checks it).
 """
 
-from evalboard.cli._main import app, entry, main
+from typing import TYPE_CHECKING
 
-__all__ = ["app", "entry", "main"]
+from evalboard.core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from evalboard.cli._main import app, entry, main
+
+# ``app`` is made on first read (every command's module imported): the console script's
+# ``entry`` imports only the command its command line names (evalboard.cli._main).
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__, {"evalboard.cli._main": ("app", "entry", "main")}
+)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,18 +56,6 @@ def _registered(task_id: str) -> tuple[TaskSpec, list[TestSet]]:
             f"`evalboard dataset add --task {task_id} --name NAME FILE`"
         )
     return spec, sets
-
-
-def _pinning_setting() -> bool:
-    """``EVALBOARD_CPU_PINNING`` as the settings read it (``auto``: pin). Unset, it is the
-    settings' default, ``off``, known without building them: pydantic-settings (asyncio
-    with it) is about 25 ms of evaluate's start (see _sandbox for ``--sandbox``)."""
-    # pydantic-settings matches the variable's name in any case.
-    if "evalboard_cpu_pinning" not in {name.lower() for name in os.environ}:
-        return False
-    from evalboard.core.settings import get_settings
-
-    return get_settings().cpu_pinning == "auto"
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -248,15 +235,12 @@ def evaluate(
         raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
     requested = chosen_sandbox(sandbox, choose=False)  # chosen once the bundle is read
     if pin_cpus is None:
-        pin_cpus = _pinning_setting()
-    # Imported here, not at the top: the evaluator, the sandboxes and their dependencies
-    # load only when a bundle is evaluated, not for --help or a usage error.
-    from evaluator import EnergyMeter
+        from evalboard.core.settings import get_settings  # only when not given (see _sandbox)
 
-    # The evaluation's one energy meter starts first: codecarbon's import and first start
-    # (a hardware probe of about 1.5 s where none is kept) run in its thread while the
-    # evaluator loads and the bundle is unpacked.
-    with EnergyMeter(country, enabled=energy) as meter, scratch_tree("evalboard-evaluate") as tmp:
+        pin_cpus = get_settings().cpu_pinning == "auto"
+    with scratch_tree("evalboard-evaluate") as tmp:
+        # Imported here, not at the top: the evaluator, the sandboxes and their
+        # dependencies load only when a bundle is evaluated, not for --help or a usage error.
         from datasets_registry import load_task_spec
         from evaluator import RunOptions, TestSet
         from evaluator import evaluate as run_evaluation
@@ -275,6 +259,9 @@ def evaluate(
         kind = chosen_sandbox(requested, manifest=loaded.manifest, limits=spec.limits)
         if kind == "local":
             warn("the local sandbox does not isolate the model: run only code you trust")
+        # The evaluation's one energy meter is evaluate()'s, started once the bundle fits
+        # the task: an error before then waits for no codecarbon set-up (a first one after
+        # a boot probes the hardware, about 1.5 s, which the process's exit would wait for).
         with progress() as display:
             result = run_evaluation(
                 loaded,
@@ -290,7 +277,6 @@ def evaluate(
                 ),
                 predictions_dir=predictions,
                 progress=_Bars(display),
-                energy_meter=meter,
             )
     if json_out is not None and str(json_out) == "-":
         print_json(result.model_dump(mode="json"))

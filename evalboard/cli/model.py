@@ -277,3 +277,10 @@ def package(
         raise UsageError(f"{directory} is not a bundle directory")
     archive, digest = package_bundle(directory, output)
     console.print(f"{archive}\nsha256 {digest}", highlight=False)
+
+
+# The group's commands that live in modules of their own.
+from evalboard.cli import card, upload  # noqa: E402 - after the group they join
+
+app.command("upload")(upload.upload)
+app.command("card")(card.card)

@@ -14,8 +14,24 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Mapping
+from types import ModuleType
 
 __all__ = ["lazy_exports"]
+
+#: Each lazy facade's exported names.
+_EXPORTS: dict[str, frozenset[str]] = {}
+
+
+class _Facade(ModuleType):
+    """A lazy facade's module. Importing a submodule binds it on its package; where the
+    facade exports a name alike (``scoring.bootstrap``, home of the function ``bootstrap``),
+    the export keeps the name, as an eager ``from scoring.bootstrap import bootstrap``
+    would have left it, whichever of the two loads first."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if isinstance(value, ModuleType) and name in _EXPORTS.get(self.__name__, ()):
+            return
+        super().__setattr__(name, value)
 
 
 def lazy_exports(
@@ -28,6 +44,8 @@ def lazy_exports(
         homes: module (absolute) -> the names the facade takes from it.
     """
     home_of = {name: module for module, names in homes.items() for name in names}
+    _EXPORTS[package] = frozenset(home_of)
+    sys.modules[package].__class__ = _Facade
 
     def __getattr__(name: str) -> object:
         home = home_of.get(name)

@@ -75,3 +75,42 @@ def test_help_and_usage_errors_load_no_heavy_module() -> None:
     }
     assert {code for argv, code in codes.items() if not argv.endswith("--help")} == {2}
     assert report["heavy"] == []
+
+
+_ONE_COMMAND = textwrap.dedent(
+    """
+    import contextlib, io, json, sys
+
+    from evalboard.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(sys.argv[1:])
+    commands = sorted(
+        name.rpartition(".")[2]
+        for name in sys.modules
+        if name.startswith("evalboard.cli.") and not name.rpartition(".")[2].startswith("_")
+    )
+    print(json.dumps({"code": code, "commands": commands}))
+    """
+)
+
+
+def test_a_command_line_imports_only_the_command_it_names() -> None:
+    # The other commands' modules are about 15 ms of evaluate's start; --help lists them all.
+    def loaded(*argv: str) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-c", _ONE_COMMAND, *argv],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "80"},
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+            check=True,
+        )
+        return dict(json.loads(done.stdout))
+
+    assert loaded("evaluate", "--help") == {"code": 0, "commands": ["evaluate"]}
+    assert loaded("model", "--help") == {"code": 0, "commands": ["card", "model", "upload"]}
+    everything = loaded("--help")
+    assert everything["code"] == 0 and "evaluate" in everything["commands"]
+    assert len(everything["commands"]) > 10

@@ -196,6 +196,53 @@ def test_an_unknown_sandbox_exits_2_listing_the_known_ones(
     assert "Unknown sandbox 'vm'; known: auto, docker, gvisor, local" in " ".join(stderr.split())
 
 
+_EARLY_ERRORS = """
+import contextlib, io, json, sys
+from evalboard.cli import main
+
+codes = []
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        codes.append(main(argv))
+print(json.dumps({"codes": codes, "meter": "codecarbon" in sys.modules}))
+"""
+
+
+def test_an_early_error_with_energy_starts_no_energy_meter(
+    tmp_path: Path, keyword_bundle: BundleFactory
+) -> None:
+    # A bad bundle or task is told at once, with no codecarbon set-up to wait for: a first
+    # one after a boot probes the hardware (about 1.5 s), and the process's exit waits.
+    data = write_jsonl(tmp_path / "mini.jsonl", sentiment_rows())
+    task_file = _task_file(tmp_path)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "evalboard.yaml").write_text("name: bad\ntask: sentiment\n")
+    misfit = tmp_path / "misfit"  # its prompt names {review}; the task's input is `statement`
+    (misfit / "model").mkdir(parents=True)
+    (misfit / "model" / "config.json").write_text("{}")
+    (misfit / "evalboard.yaml").write_text(
+        'name: g\ntask: sentiment\nruntime: transformers\nmodel: model\nprompt: "{review}"\n'
+    )
+    bundle = keyword_bundle()
+    cases = [
+        [bad, "--task-file", task_file, "--dataset", data],  # not a valid manifest
+        [bundle, "--task-file", task_file],  # no dataset
+        [bundle, "--task", "no-such-task"],  # not registered
+        [misfit, "--task-file", task_file, "--dataset", data],  # evaluate()'s own check
+    ]
+    argvs = [["evaluate", *map(str, case), "--sandbox", "local", "--energy"] for case in cases]
+    done = subprocess.run(
+        [sys.executable, "-c", _EARLY_ERRORS, json.dumps(argvs)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "EVALBOARD_DATA_DIR": str(tmp_path / "data")},
+        timeout=300,
+        check=True,
+    )
+    assert json.loads(done.stdout) == {"codes": [2, 2, 2, 2], "meter": False}
+
+
 def _evaluate_in_a_process(
     tmp_path: Path, bundle: Path, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
@@ -257,18 +304,28 @@ def test_the_summary_in_a_pipe_is_tab_separated_and_whole(
     assert "…" not in result.stdout
 
 
-@pytest.mark.parametrize(("value", "pinned"), [(None, False), ("auto", True), ("off", False)])
-def test_the_pinning_default_is_the_settings(
-    monkeypatch: pytest.MonkeyPatch, value: str | None, pinned: bool
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("EVALBOARD_WORKER_CONCURRENCY", "0"), ("EVALBOARD_ENVIRONMENT", "production")],
+)
+def test_a_bad_setting_exits_2_as_every_command_reports_it(
+    cli: Run,
+    tmp_path: Path,
+    keyword_bundle: BundleFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
 ) -> None:
-    # evaluate reads an unset EVALBOARD_CPU_PINNING without building the settings.
-    from evalboard.cli.evaluate import _pinning_setting
-    from evalboard.core.settings import Settings
-
-    monkeypatch.delenv("EVALBOARD_CPU_PINNING", raising=False)
-    if value is not None:
-        monkeypatch.setenv("EVALBOARD_CPU_PINNING", value)
+    # --sandbox given, --pin-cpus not: evaluate still reads the settings, and refuses them.
+    data = write_jsonl(tmp_path / "mini.jsonl", sentiment_rows())
+    argv = ["--task-file", _task_file(tmp_path), "--dataset", data, "--sandbox", "local"]
+    with monkeypatch.context() as env:
+        env.setenv(variable, value)
+        env.delenv("EVALBOARD_SECRET_KEY", raising=False)
+        get_settings.cache_clear()
+        code, stdout, stderr = cli("evaluate", keyword_bundle(), *argv, "--no-energy")
+        elsewhere = cli("task", "list")
     get_settings.cache_clear()
-    assert _pinning_setting() is pinned
-    assert (Settings().cpu_pinning == "auto") is pinned
-    get_settings.cache_clear()
+    assert (code, stdout, stderr) == elsewhere
+    assert code == 2 and stderr.count("error:") == 1 and "Traceback" not in stderr
+    assert stderr.startswith("error: An EVALBOARD_* setting cannot be used")
