@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import importlib
 import sys
 from functools import cache
 from typing import TYPE_CHECKING
@@ -13,6 +12,7 @@ import typer
 from evalboard import __version__
 from evalboard.cli._output import err_console
 from evalboard.core.errors import EvalboardError
+from evalboard.core.lazy import load
 
 __all__ = ["app", "main"]
 
@@ -71,7 +71,7 @@ def _app(command: str | None = None) -> typer.Typer:
     made.callback()(_root)
     for name, (module, attribute) in _COMMANDS.items():
         if command in (None, name):
-            target = getattr(importlib.import_module(f"evalboard.cli.{module}"), attribute)
+            target = getattr(load(f"evalboard.cli.{module}"), attribute)
             if isinstance(target, typer.Typer):
                 made.add_typer(target, name=name)
             else:
