@@ -144,12 +144,17 @@ def _ranked_rows(ctx: Context, table: TaskTable, entries: list[ModelEntry]) -> _
 
 
 def _usable_weights(
-    table: TaskTable, requested: Mapping[str, float] | None, metrics: list[str]
+    table: TaskTable,
+    requested: Mapping[str, float] | None,
+    figures: RankedFigures,
+    metrics: list[str],
 ) -> dict[str, float]:
     """The requested weights (None: the owner's), through the one weight check, with at
-    least one of the board's ``metrics`` weighing above 0 when a model is ranked."""
+    least one of the board's ``metrics`` weighing above 0 when a model is ranked (one of
+    ``figures``' rows)."""
     weights = requested if requested is not None else table.default_weights
-    return check_weights(weights, known=WEIGHABLE_METRICS, usable=metrics if table.ranked else None)
+    usable = metrics if figures.entries else None
+    return check_weights(weights, known=WEIGHABLE_METRICS, usable=usable)
 
 
 @dataclass
@@ -269,7 +274,7 @@ def _rank(
     figures = table.ranked_figures(dataset_weights, cache=ctx.cache if ctx is not None else None)
     layout = _ranked_rows(ctx, table, figures.entries)
     metrics = _weighable(figures, layout)
-    requested = _usable_weights(table, weights, metrics)
+    requested = _usable_weights(table, weights, figures, metrics)
     used = {k: v for k, v in requested.items() if k in metrics}
     directions, offsets = goods_transform(metrics, memory_cap_gib=table.task.memory_cap_gib)
     ranked = figures.entries

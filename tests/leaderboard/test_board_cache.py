@@ -328,3 +328,26 @@ class _FullStore(ArtifactStore):
 
     def put_bytes(self, key: str, data: bytes) -> None:
         raise PlatformError(f"The artifact store at {self.url} is full")
+
+
+def test_new_metric_weights_rank_the_figures_kept_per_version(seeded: Seeded) -> None:
+    """Metric weights no request asked for before rank the board's own figures kept as
+    arrays under its version (not read from every row again), as a board ranked from
+    scratch does; a model leaving the board keeps them anew."""
+    cache = _CountedPuts(seeded.ctx.settings.cache_bytes)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
+    try:
+        for weights in [None, {"perf": 1.0}, {"perf": 3.0, "throughput": 1.0}]:
+            assert _board(ctx, weights=weights) == _from_scratch(seeded.ctx, weights=weights)
+        assert cache.puts["own-figures"] == 1
+        roberta = seeded.submissions["roberta-large"]
+        with seeded.ctx.db.session() as session:
+            session.execute(
+                update(Submission).where(Submission.id == roberta).values(published=False)
+            )
+        after = _board(ctx, weights={"perf": 2.0, "memory": 1.0})
+        assert after == _from_scratch(seeded.ctx, weights={"perf": 2.0, "memory": 1.0})
+        assert roberta not in {r["submission_id"] for r in after["rows"]}
+        assert cache.puts["own-figures"] == 2
+    finally:
+        ctx.db.dispose()
