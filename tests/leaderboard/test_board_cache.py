@@ -28,7 +28,7 @@ from evalboard.core.errors import PlatformError
 from evalboard.core.settings import Settings
 from evalboard.core.tables import Result, Submission
 from evaluator import summarize
-from leaderboard.accounts import ANONYMOUS
+from leaderboard.accounts import ANONYMOUS, Principal, principal_for_token
 from leaderboard.cards import visible_table
 from leaderboard.paging import BoardQuery
 from leaderboard.ranking import build_leaderboard
@@ -49,8 +49,9 @@ def _board(
     ctx: Context,
     dataset_weights: dict[str, float] | None = None,
     weights: dict[str, float] | None = None,
+    principal: Principal = ANONYMOUS,
 ) -> dict[str, Any]:
-    table = visible_table(load_table(ctx, TASK), ANONYMOUS)
+    table = visible_table(load_table(ctx, TASK), principal, cache=ctx.cache)
     board = build_leaderboard(ctx, table, weights, dataset_weights=dataset_weights)
     return board.model_dump(mode="json")
 
@@ -59,10 +60,11 @@ def _from_scratch(
     ctx: Context,
     dataset_weights: dict[str, float] | None = None,
     weights: dict[str, float] | None = None,
+    principal: Principal = ANONYMOUS,
 ) -> dict[str, Any]:
     reader = _uncached(ctx)
     try:
-        return _board(reader, dataset_weights, weights)
+        return _board(reader, dataset_weights, weights, principal)
     finally:
         reader.db.dispose()
 
@@ -349,5 +351,53 @@ def test_new_metric_weights_rank_the_figures_kept_per_version(seeded: Seeded) ->
         assert after == _from_scratch(seeded.ctx, weights={"perf": 2.0, "memory": 1.0})
         assert roberta not in {r["submission_id"] for r in after["rows"]}
         assert cache.puts["own-figures"] == 2
+    finally:
+        ctx.db.dispose()
+
+
+def test_every_viewer_sees_the_warm_visible_rows_a_board_from_scratch_shows(
+    seeded: Seeded,
+) -> None:
+    """The rows a viewer may see are kept per board version and grants: each viewer's
+    warm board (anonymous, submitter, other researcher, task owner, admin, annotator)
+    equals one ranked from scratch, with unpublished and anonymous models; the kept rows
+    are made once per viewer, and again after a change."""
+    roberta, minilm = seeded.submissions["roberta-large"], seeded.submissions["minilm-head"]
+    with seeded.ctx.db.session() as session:
+        session.execute(update(Submission).where(Submission.id == roberta).values(published=False))
+        session.execute(
+            update(Submission).where(Submission.id == minilm).values(card={"anonymous": True})
+        )
+    cache = _CountedPuts(seeded.ctx.settings.cache_bytes)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
+    viewers: dict[str | None, Principal] = {None: ANONYMOUS}
+    for name, token in seeded.tokens.items():
+        found = principal_for_token(ctx, token)
+        assert found is not None
+        viewers[name] = found
+    try:
+        seen: dict[str | None, dict[str, str | None]] = {}
+        for _ in range(2):
+            for name, principal in viewers.items():
+                board = _board(ctx, principal=principal)
+                assert board == _from_scratch(seeded.ctx, principal=principal), name
+                seen[name] = {r["name"]: r["user"] for r in board["rows"] if r["rank"]}
+        assert cache.puts["visible-rows"] == len(viewers)
+        for name in (None, "bob", "carol", "annie"):
+            assert "roberta-large" not in seen[name], name
+        for name in ("alice", "owner", "admin"):
+            assert seen[name]["roberta-large"] == "alice", name
+        for name in (None, "alice", "carol"):
+            assert seen[name]["minilm-head"] is None, name
+        for name in ("bob", "owner", "admin"):
+            assert seen[name]["minilm-head"] == "bob", name
+        with seeded.ctx.db.session() as session:
+            session.execute(
+                update(Submission).where(Submission.id == roberta).values(published=True)
+            )
+        after = _board(ctx, principal=viewers["bob"])
+        assert after == _from_scratch(seeded.ctx, principal=viewers["bob"])
+        assert "roberta-large" in {r["name"] for r in after["rows"]}
+        assert cache.puts["visible-rows"] == len(viewers) + 1
     finally:
         ctx.db.dispose()
