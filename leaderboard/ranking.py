@@ -14,11 +14,12 @@ import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from evalboard.core.cache import approximate_size, sampled_size
+from evalboard.core.cache import approximate_size, read_only, sampled_size
 from evalboard.core.context import Context
 from evalboard.core.heap import keep_long_lived
 from evaluator import CONTENDED_SHARE
@@ -113,6 +114,9 @@ class _Rows:
     may_lack: NDArray[np.bool_]
     run: NDArray[np.intp]
 
+    def __post_init__(self) -> None:
+        read_only(self.at, self.may_lack, self.run)  # kept per version, shared
+
     @classmethod
     def of(cls, entries: list[ModelEntry]) -> _Rows:
         at = sorted(range(len(entries)), key=[m.key for m in entries].__getitem__)
@@ -206,12 +210,17 @@ class _Ranking:
             return float(self.scores[i])
         return self.figures.value(int(self.at[i]), name)
 
+    @property
+    def arrays(self) -> tuple[NDArray[Any], ...]:
+        """The arrays it holds of its own (the figures' are theirs)."""
+        return (self.at, self.grid, self.scores, self.terms, self.flagged, self.positions)
+
     def approximate_size(self) -> int:
         """About how much memory it holds of its own, for the cache's byte budget: its
         arrays, and a sample of its per-row mappings measured and scaled (walking 10,000
         rows would cost more than ranking them). The rows' entries are the board's
         (``leaderboard.aggregates``, counted there)."""
-        arrays = (self.figures.values, self.figures.missing, self.grid, self.scores, self.terms)
+        arrays = (self.figures.values, self.figures.missing, *self.arrays)
         # The keys and names are the entries' strings; the mappings and lists are new.
         per_row = sum(map(sys.getsizeof, (self.keys, self.index, self.names, self.order)))
         return (
@@ -257,6 +266,7 @@ def build_leaderboard(
     ranking = ctx.cache.get(cache_key) if table.version else None
     if ranking is None:
         ranking = _rank(ctx, table, weights, dataset_weights=dataset_weights, intervals=intervals)
+        read_only(*ranking.arrays)  # every page of it is cut from these, shared
         if table.version:
             ctx.cache.put(cache_key, ranking, size=ranking.approximate_size())
             keep_long_lived()

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from datasets_registry import TaskSpec, get_task, list_datasets, read_examples, scoring_datasets
-from evalboard.core.cache import MISSING, MemoryCache, approximate_size
+from evalboard.core.cache import MISSING, MemoryCache, approximate_size, read_only
 from evalboard.core.context import Context
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Task
@@ -232,6 +232,9 @@ class _Counted:
     own: np.ndarray
     figures: np.ndarray
 
+    def __post_init__(self) -> None:
+        read_only(self.key_of, self.own, self.figures)  # kept per version, shared
+
     def means(self, weights: Mapping[str, float]) -> FloatArray:
         """Each row's averages with ``weights`` (rows x ``METRICS``), NaN where no figure
         counted: the summary's None."""
@@ -268,6 +271,9 @@ class RankedFigures:
     values: FloatArray
     missing: NDArray[np.bool_]
     fresh: bool = False
+
+    def __post_init__(self) -> None:
+        read_only(self.values, self.missing)  # kept with the rankings, shared
 
     @classmethod
     def of(

@@ -27,7 +27,14 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import FunctionType, ModuleType
 from typing import Any
 
-__all__ = ["DEFAULT_CACHE_BYTES", "MISSING", "MemoryCache", "approximate_size", "sampled_size"]
+__all__ = [
+    "DEFAULT_CACHE_BYTES",
+    "MISSING",
+    "MemoryCache",
+    "approximate_size",
+    "read_only",
+    "sampled_size",
+]
 
 #: A miss, for :meth:`MemoryCache.get` where None is a cached value.
 MISSING: Any = object()
@@ -76,6 +83,22 @@ def _key_size(key: Hashable) -> int:
     if isinstance(key, tuple):
         return sampled_size(key, measure=_key_size)
     return approximate_size(key)
+
+
+def read_only(*arrays: Any) -> None:
+    """Make these numpy arrays refuse writes: what the cache keeps is shared between
+    requests, so a write fails loudly rather than changing another request's figures.
+
+    >>> import numpy as np
+    >>> kept = np.zeros(3)
+    >>> read_only(kept)
+    >>> kept[0] = 1.0
+    Traceback (most recent call last):
+    ...
+    ValueError: assignment destination is read-only
+    """
+    for array in arrays:
+        array.setflags(write=False)
 
 
 def _size(value: Any, seen: set[int]) -> int:

@@ -17,6 +17,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import delete, select, update
 
@@ -208,10 +209,12 @@ class _CountedPuts(MemoryCache):
     def __init__(self, budget_bytes: int) -> None:
         super().__init__(budget_bytes)
         self.puts: Counter[str] = Counter()
+        self.values: dict[str, list[Any]] = {}
 
     def put(self, key: Hashable, value: Any, *, size: int | None = None) -> None:
         if isinstance(key, tuple) and key and isinstance(key[0], str):
             self.puts[key[0]] += 1
+            self.values.setdefault(key[0], []).append(value)
         super().put(key, value, size=size)
 
 
@@ -399,5 +402,29 @@ def test_every_viewer_sees_the_warm_visible_rows_a_board_from_scratch_shows(
         assert after == _from_scratch(seeded.ctx, principal=viewers["bob"])
         assert "roberta-large" in {r["name"] for r in after["rows"]}
         assert cache.puts["visible-rows"] == len(viewers) + 1
+    finally:
+        ctx.db.dispose()
+
+
+def test_the_arrays_kept_for_the_rankings_refuse_writes(seeded: Seeded) -> None:
+    """Kept arrays are shared by every request that reads them: a write fails loudly
+    rather than changing another request's board."""
+    cache = _CountedPuts(seeded.ctx.settings.cache_bytes)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
+    try:
+        _board(ctx)
+        _board(ctx, weights={"perf": 3.0, "throughput": 1.0})
+        _board(ctx, {"test": 0.25})
+        kept = [v for name in ("own-figures", "counted", "ranked-rows") for v in cache.values[name]]
+        rankings = cache.values["ranking"]
+        assert len(kept) == 3 and len(rankings) == 3
+        holders = [*kept, *rankings, *(r.figures for r in rankings)]
+        arrays = [a for h in holders for a in vars(h).values() if isinstance(a, np.ndarray)]
+        assert len(arrays) >= 3 * 2 + 3 * 6
+        assert not any(a.flags.writeable for a in arrays)
+        for array in (a for a in arrays if a.size):
+            with pytest.raises(ValueError, match="read-only"):
+                array.flat[0] = array.flat[0]
+        assert _board(ctx) == _from_scratch(seeded.ctx)
     finally:
         ctx.db.dispose()
