@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -147,6 +148,7 @@ def load_board(
     datasets' digest still being those the cached board was read under means no fact has
     changed since. The counter is read before the query, so a write in between leaves
     the cached board under the older counter, and the next request reads it all again.
+    The list of rows is kept with them, shared between requests: never changed.
     """
     # Which sets count changes when a phase is revealed to the public, not the datasets.
     digest = source_digest(datasets_digest(datasets), sorted(d.id for d in scoring))
@@ -154,7 +156,7 @@ def load_board(
     with ctx.db.session() as session:
         stored = session.scalar(select(BoardVersion.version).where(BoardVersion.task_id == task_id))
         if cached is not None and cached[2] == (stored, digest):
-            return cached[0], [entry for _, entry in cached[1].values()]
+            return cached[0], cached[3]
         # Core, not the ORM: plain rows, no per-row ORM bookkeeping.
         rows = session.connection().execute(_board_query(task_id)).all()
     # Every column but the stored row's own digest, which follows from the others.
@@ -166,12 +168,13 @@ def load_board(
     else:
         previous: dict[int, tuple[str, ModelEntry]] = cached[1] if cached is not None else {}
         entries = _entries(ctx, task_id, rows, digest, previous, datasets=datasets, scoring=scoring)
+    models = [entry for _, entry in entries.values()]
     ctx.cache.put(
         ("board", task_id),
-        (version, entries, (stored, digest)),
-        size=sampled_size(list(entries.items())),
+        (version, entries, (stored, digest), models),
+        size=sampled_size(list(entries.items())) + sys.getsizeof(models),
     )
-    return version, [entry for _, entry in entries.values()]
+    return version, models
 
 
 def _entries(

@@ -12,6 +12,7 @@ over the manifest. Two rules live here and everything that shows a submission as
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,6 +22,7 @@ from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import update
 
+from evalboard.core.cache import MemoryCache, sampled_size
 from evalboard.core.context import Context
 from evalboard.core.errors import PermissionDenied, UsageError
 from evalboard.core.tables import Submission
@@ -80,12 +82,42 @@ def shown_user(
     return name
 
 
-def visible_table(table: TaskTable, principal: Principal) -> TaskTable:
+def visible_table(
+    table: TaskTable, principal: Principal, *, cache: MemoryCache | None = None
+) -> TaskTable:
     """``table`` as ``principal`` may see it: unpublished models only for those allowed,
     anonymous submitters' names blanked for the others. Rank among what is left, so the
-    public board never depends on a model it does not show."""
+    public board never depends on a model it does not show.
+
+    With a ``cache``, a versioned table's visible rows are kept under the visible version,
+    so a warm request walks no row. The list is shared between requests: never changed.
+    """
+    # Who may see what follows from the principal's grants: the same grants, the same rows.
+    seen_by = [
+        principal.user_id,
+        principal.is_admin,
+        sorted(map(repr, principal.roles)),
+        sorted(principal.owned_tasks),
+    ]
+    version = source_digest(table.version, seen_by) if table.version else ""
+    if cache is None or not version:
+        return replace(table, models=_visible_models(table, principal)[0], version=version)
+    cache_key = ("visible-rows", version)
+    models: list[ModelEntry] | None = cache.get(cache_key)
+    if models is None:
+        models, renamed = _visible_models(table, principal)
+        # The entries are the board's (counted there) but for those made anew here.
+        cache.put(cache_key, models, size=sys.getsizeof(models) + sampled_size(renamed))
+    return replace(table, models=models, version=version)
+
+
+def _visible_models(
+    table: TaskTable, principal: Principal
+) -> tuple[list[ModelEntry], list[ModelEntry]]:
+    """The table's models ``principal`` sees, and those of them made anew (a name blanked)."""
     task_id = table.task.id
     models: list[ModelEntry] = []
+    renamed: list[ModelEntry] = []
     for entry in table.models:
         if entry.published and not entry.card.anonymous:  # what may_see and shown_user allow
             models.append(entry)
@@ -101,22 +133,17 @@ def visible_table(table: TaskTable, principal: Principal) -> TaskTable:
             name=entry.user,
             anonymous=entry.card.anonymous,
         )
-        models.append(entry if user == entry.user else replace(entry, user=user, user_id=None))
-    # Who may see what follows from the principal's grants: the same grants, the same rows.
-    seen_by = [
-        principal.user_id,
-        principal.is_admin,
-        sorted(map(repr, principal.roles)),
-        sorted(principal.owned_tasks),
-    ]
-    version = source_digest(table.version, seen_by) if table.version else ""
-    return replace(table, models=models, version=version)
+        if user != entry.user:
+            entry = replace(entry, user=user, user_id=None)
+            renamed.append(entry)
+        models.append(entry)
+    return models, renamed
 
 
 def public_table(ctx: Context, task_id: str) -> TaskTable:
     """The task's table as an anonymous visitor sees it: what the CLI prints, snapshots
     freeze and ``promote --top`` picks targets from."""
-    return visible_table(load_table(ctx, task_id), ANONYMOUS)
+    return visible_table(load_table(ctx, task_id), ANONYMOUS, cache=ctx.cache)
 
 
 def update_card(

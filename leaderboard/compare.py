@@ -265,7 +265,7 @@ def compare_models(
         NotFound: a model the task does not have, or that the viewer may not see (the
             same answer, so that an unpublished model's existence does not leak).
     """
-    table = visible_table(load_table(ctx, task_id), principal)
+    table = visible_table(load_table(ctx, task_id), principal, cache=ctx.cache)
     models = []
     for submission_id in submission_ids:
         entry = table.entry(submission_id)

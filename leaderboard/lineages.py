@@ -244,7 +244,7 @@ def lineage_public(ctx: Context, principal: Principal, submission_id: int) -> Li
         NotFound: no such submission, or one ``principal`` may not see.
     """
     lineage = lineage_of(ctx, principal, submission_id)
-    table = visible_table(load_table(ctx, lineage.task_id), principal)
+    table = visible_table(load_table(ctx, lineage.task_id), principal, cache=ctx.cache)
     see_hidden = principal.owns(lineage.task_id)
     releases = []
     for release in lineage.releases:

@@ -14,11 +14,12 @@ import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from evalboard.core.cache import approximate_size, sampled_size
+from evalboard.core.cache import approximate_size, read_only, sampled_size
 from evalboard.core.context import Context
 from evalboard.core.heap import keep_long_lived
 from evaluator import CONTENDED_SHARE
@@ -113,6 +114,9 @@ class _Rows:
     may_lack: NDArray[np.bool_]
     run: NDArray[np.intp]
 
+    def __post_init__(self) -> None:
+        read_only(self.at, self.may_lack, self.run)  # kept per version, shared
+
     @classmethod
     def of(cls, entries: list[ModelEntry]) -> _Rows:
         at = sorted(range(len(entries)), key=[m.key for m in entries].__getitem__)
@@ -144,12 +148,17 @@ def _ranked_rows(ctx: Context, table: TaskTable, entries: list[ModelEntry]) -> _
 
 
 def _usable_weights(
-    table: TaskTable, requested: Mapping[str, float] | None, metrics: list[str]
+    table: TaskTable,
+    requested: Mapping[str, float] | None,
+    figures: RankedFigures,
+    metrics: list[str],
 ) -> dict[str, float]:
     """The requested weights (None: the owner's), through the one weight check, with at
-    least one of the board's ``metrics`` weighing above 0 when a model is ranked."""
+    least one of the board's ``metrics`` weighing above 0 when a model is ranked (one of
+    ``figures``' rows)."""
     weights = requested if requested is not None else table.default_weights
-    return check_weights(weights, known=WEIGHABLE_METRICS, usable=metrics if table.ranked else None)
+    usable = metrics if figures.entries else None
+    return check_weights(weights, known=WEIGHABLE_METRICS, usable=usable)
 
 
 @dataclass
@@ -201,12 +210,17 @@ class _Ranking:
             return float(self.scores[i])
         return self.figures.value(int(self.at[i]), name)
 
+    @property
+    def arrays(self) -> tuple[NDArray[Any], ...]:
+        """The arrays it holds of its own (the figures' are theirs)."""
+        return (self.at, self.grid, self.scores, self.terms, self.flagged, self.positions)
+
     def approximate_size(self) -> int:
         """About how much memory it holds of its own, for the cache's byte budget: its
         arrays, and a sample of its per-row mappings measured and scaled (walking 10,000
         rows would cost more than ranking them). The rows' entries are the board's
         (``leaderboard.aggregates``, counted there)."""
-        arrays = (self.figures.values, self.figures.missing, self.grid, self.scores, self.terms)
+        arrays = (self.figures.values, self.figures.missing, *self.arrays)
         # The keys and names are the entries' strings; the mappings and lists are new.
         per_row = sum(map(sys.getsizeof, (self.keys, self.index, self.names, self.order)))
         return (
@@ -252,6 +266,7 @@ def build_leaderboard(
     ranking = ctx.cache.get(cache_key) if table.version else None
     if ranking is None:
         ranking = _rank(ctx, table, weights, dataset_weights=dataset_weights, intervals=intervals)
+        read_only(*ranking.arrays)  # every page of it is cut from these, shared
         if table.version:
             ctx.cache.put(cache_key, ranking, size=ranking.approximate_size())
             keep_long_lived()
@@ -269,7 +284,7 @@ def _rank(
     figures = table.ranked_figures(dataset_weights, cache=ctx.cache if ctx is not None else None)
     layout = _ranked_rows(ctx, table, figures.entries)
     metrics = _weighable(figures, layout)
-    requested = _usable_weights(table, weights, metrics)
+    requested = _usable_weights(table, weights, figures, metrics)
     used = {k: v for k, v in requested.items() if k in metrics}
     directions, offsets = goods_transform(metrics, memory_cap_gib=table.task.memory_cap_gib)
     ranked = figures.entries

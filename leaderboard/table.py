@@ -22,6 +22,7 @@ follows its original's weight.
 from __future__ import annotations
 
 import logging
+import sys
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from datasets_registry import TaskSpec, get_task, list_datasets, read_examples, scoring_datasets
-from evalboard.core.cache import MISSING, MemoryCache
+from evalboard.core.cache import MISSING, MemoryCache, approximate_size, read_only
 from evalboard.core.context import Context
 from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Task
@@ -132,13 +133,14 @@ class TaskTable:
         :meth:`reweighted`; None: the table's own), as arrays: what ranking 10,000 rows
         needs, without a new entry per row (:meth:`RankedFigures.entry` makes one).
 
+        With a ``cache``, a versioned table's own figures are kept under its version, so
+        new metric weights rank them without reading every row's metrics again.
+
         Raises:
             scoring.InvalidWeightsError: as :meth:`reweighted`.
         """
         if weights is None:
-            rows = [r for r, m in enumerate(self.models) if m.complete]
-            entries = [self.models[r] for r in rows]
-            return RankedFigures.of(rows, entries, self.dataset_weights, self.majority_by_dataset)
+            return _own_figures(self, cache)
         chosen = check_weights(weights, known=self.weighable_datasets, what="dataset", partial=True)
         merged = {**self.dataset_weights, **chosen}
         if not sum(merged.values()) > 0:
@@ -230,6 +232,9 @@ class _Counted:
     own: np.ndarray
     figures: np.ndarray
 
+    def __post_init__(self) -> None:
+        read_only(self.key_of, self.own, self.figures)  # kept per version, shared
+
     def means(self, weights: Mapping[str, float]) -> FloatArray:
         """Each row's averages with ``weights`` (rows x ``METRICS``), NaN where no figure
         counted: the summary's None."""
@@ -267,6 +272,9 @@ class RankedFigures:
     missing: NDArray[np.bool_]
     fresh: bool = False
 
+    def __post_init__(self) -> None:
+        read_only(self.values, self.missing)  # kept with the rankings, shared
+
     @classmethod
     def of(
         cls,
@@ -283,6 +291,13 @@ class RankedFigures:
     def majority_perf(self) -> float | None:
         """The baseline's perf averaged with :attr:`dataset_weights`."""
         return _weighted_mean(self.majority_by_dataset, self.dataset_weights)
+
+    def approximate_size(self) -> int:
+        """About how much memory it holds of its own, for the cache's byte budget: its
+        arrays and lists. The entries are the board's (``leaderboard.aggregates``, counted
+        there)."""
+        lists = sys.getsizeof(self.rows) + sys.getsizeof(self.entries)
+        return approximate_size((self.values, self.missing)) + lists
 
     def metrics(self, i: int) -> dict[str, float | None]:
         """Row ``i``'s metrics, as its entry holds them once re-weighed."""
@@ -310,6 +325,21 @@ class RankedFigures:
         entry.__dict__.update(self.entries[i].__dict__)
         entry.metrics = self.metrics(i)
         return entry
+
+
+def _own_figures(table: TaskTable, cache: MemoryCache | None) -> RankedFigures:
+    """The :class:`RankedFigures` of the table's own averages, kept in ``cache`` under its
+    version."""
+    kept = cache if table.version else None  # a table built by hand is not cached
+    cache_key = ("own-figures", table.version)
+    found: RankedFigures | None = kept.get(cache_key) if kept is not None else None
+    if found is None:
+        rows = [r for r, m in enumerate(table.models) if m.complete]
+        entries = [table.models[r] for r in rows]
+        found = RankedFigures.of(rows, entries, table.dataset_weights, table.majority_by_dataset)
+        if kept is not None:
+            kept.put(cache_key, found, size=found.approximate_size())
+    return found
 
 
 def _counted(table: TaskTable, cache: MemoryCache) -> _Counted | None:

@@ -23,11 +23,18 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import FunctionType, ModuleType
 from typing import Any
 
-__all__ = ["DEFAULT_CACHE_BYTES", "MISSING", "MemoryCache", "approximate_size", "sampled_size"]
+__all__ = [
+    "DEFAULT_CACHE_BYTES",
+    "MISSING",
+    "MemoryCache",
+    "approximate_size",
+    "read_only",
+    "sampled_size",
+]
 
 #: A miss, for :meth:`MemoryCache.get` where None is a cached value.
 MISSING: Any = object()
@@ -46,10 +53,12 @@ def approximate_size(value: Any) -> int:
     return _size(value, set())
 
 
-def sampled_size(items: Sequence[Any], *, sample: int = 16) -> int:
+def sampled_size(
+    items: Sequence[Any], *, sample: int = 16, measure: Callable[[Any], int] = approximate_size
+) -> int:
     """About the bytes held by a long list of alike items: ``sample`` of them, evenly
-    spaced, measured and scaled, since walking 10,000 board rows costs more than deriving
-    them.
+    spaced, measured (by ``measure``) and scaled, since walking 10,000 board rows costs
+    more than deriving them.
 
     >>> rows = [f"{i:04d}" for i in range(1_000)]
     >>> sampled_size(rows) == approximate_size(rows)
@@ -58,8 +67,38 @@ def sampled_size(items: Sequence[Any], *, sample: int = 16) -> int:
     if not items:
         return sys.getsizeof(items)
     picked = items[:: max(1, len(items) // sample)]
-    measured = sum(approximate_size(item) for item in picked)
+    measured = sum(measure(item) for item in picked)
     return sys.getsizeof(items) + measured * len(items) // len(picked)
+
+
+def _key_size(key: Hashable) -> int:
+    """About the bytes held by a cache key: a tuple's from a sample of its items, at every
+    depth (:func:`sampled_size`), as :meth:`MemoryCache.put` measures a key on every put
+    and a key may name 10,000 files; a short key is measured whole.
+
+    >>> key = ("statistics", tuple(f"predictions/{i}.jsonl" for i in range(10_000)))
+    >>> abs(_key_size(key) - approximate_size(key)) < approximate_size(key) // 100
+    True
+    """
+    if isinstance(key, tuple):
+        return sampled_size(key, measure=_key_size)
+    return approximate_size(key)
+
+
+def read_only(*arrays: Any) -> None:
+    """Make these numpy arrays refuse writes: what the cache keeps is shared between
+    requests, so a write fails loudly rather than changing another request's figures.
+
+    >>> import numpy as np
+    >>> kept = np.zeros(3)
+    >>> read_only(kept)
+    >>> kept[0] = 1.0
+    Traceback (most recent call last):
+    ...
+    ValueError: assignment destination is read-only
+    """
+    for array in arrays:
+        array.setflags(write=False)
 
 
 def _size(value: Any, seen: set[int]) -> int:
@@ -113,9 +152,10 @@ class MemoryCache:
         """Keep ``value``, evicting the least recently used until it fits.
 
         ``size``: the value's bytes where the caller knows them better or cheaper
-        (:func:`sampled_size`); measured with :func:`approximate_size` otherwise.
+        (:func:`sampled_size`); measured with :func:`approximate_size` otherwise. The key
+        counts too (:func:`_key_size`).
         """
-        size = approximate_size(key) + (approximate_size(value) if size is None else size)
+        size = _key_size(key) + (approximate_size(value) if size is None else size)
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:

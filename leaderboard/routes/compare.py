@@ -95,7 +95,7 @@ def compare_page(
     if m is not None:
         # The picker's checkboxes (``m=3&m=7``) become the permalink (``models=3,7``).
         return redirect(f"{request.url.path}?models={quote(','.join(m), safe=',')}")
-    table = visible_table(load_table(ctx, task_id), principal)
+    table = visible_table(load_table(ctx, task_id), principal, cache=ctx.cache)
     context: dict[str, Any] = {
         "task": task_public(ctx, task_id),
         "candidates": [e for e in table.models if e.per_dataset],

@@ -103,7 +103,7 @@ def visible_board(
     """The board ``principal`` may see, ranked for the weights' texts, and the table it ranks."""
     # What the principal may see is ranked; the card filter then picks among those ranked
     # rows (before paging and ``total``), so a row keeps its rank on the whole visible board.
-    table = visible_table(load_table(ctx, task_id), principal)
+    table = visible_table(load_table(ctx, task_id), principal, cache=ctx.cache)
     return table, build_leaderboard(
         ctx,
         table,

@@ -139,7 +139,7 @@ def _examples(
 def _model(
     ctx: Context, principal: Principal, task_id: str, submission_id: int
 ) -> tuple[TaskTable, ModelEntry]:
-    table = visible_table(load_table(ctx, task_id), principal)
+    table = visible_table(load_table(ctx, task_id), principal, cache=ctx.cache)
     entry = table.entry(submission_id)
     if entry is None:
         raise NotFound(f"Task {task_id!r} has no submission {submission_id}")

@@ -49,3 +49,29 @@ def test_threads_putting_at_once_stay_within_the_budget() -> None:
     for thread in threads:
         thread.join()
     assert 0 < cache.held_bytes <= cache.budget_bytes
+
+
+class _MeasuredName(str):
+    """A key part that counts how often the cache measures it (``sys.getsizeof``)."""
+
+    measured = 0
+
+    __hash__ = str.__hash__
+
+    def __sizeof__(self) -> int:
+        _MeasuredName.measured += 1
+        return str.__sizeof__(self)
+
+
+def test_a_long_key_is_measured_from_a_sample_and_still_counted() -> None:
+    names = tuple(_MeasuredName(f"predictions/{i}/test.jsonl") for i in range(10_000))
+    key = ("statistics", ("macro_f1", names))
+    whole = approximate_size(key)
+    _MeasuredName.measured = 0
+    cache = MemoryCache(budget_bytes=10 * whole)
+    cache.put(key, "v")
+    assert 0 < _MeasuredName.measured <= 40  # a sample, not 10,000
+    assert abs(cache.held_bytes - whole) < whole // 20  # the key's bytes still count
+    small = MemoryCache(budget_bytes=whole // 2)
+    small.put(key, "v")  # a key beyond the budget is not kept
+    assert not small.has(key) and small.held_bytes == 0

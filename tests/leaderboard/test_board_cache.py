@@ -17,6 +17,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import delete, select, update
 
@@ -28,7 +29,7 @@ from evalboard.core.errors import PlatformError
 from evalboard.core.settings import Settings
 from evalboard.core.tables import Result, Submission
 from evaluator import summarize
-from leaderboard.accounts import ANONYMOUS
+from leaderboard.accounts import ANONYMOUS, Principal, principal_for_token
 from leaderboard.cards import visible_table
 from leaderboard.paging import BoardQuery
 from leaderboard.ranking import build_leaderboard
@@ -49,8 +50,9 @@ def _board(
     ctx: Context,
     dataset_weights: dict[str, float] | None = None,
     weights: dict[str, float] | None = None,
+    principal: Principal = ANONYMOUS,
 ) -> dict[str, Any]:
-    table = visible_table(load_table(ctx, TASK), ANONYMOUS)
+    table = visible_table(load_table(ctx, TASK), principal, cache=ctx.cache)
     board = build_leaderboard(ctx, table, weights, dataset_weights=dataset_weights)
     return board.model_dump(mode="json")
 
@@ -59,10 +61,11 @@ def _from_scratch(
     ctx: Context,
     dataset_weights: dict[str, float] | None = None,
     weights: dict[str, float] | None = None,
+    principal: Principal = ANONYMOUS,
 ) -> dict[str, Any]:
     reader = _uncached(ctx)
     try:
-        return _board(reader, dataset_weights, weights)
+        return _board(reader, dataset_weights, weights, principal)
     finally:
         reader.db.dispose()
 
@@ -206,10 +209,12 @@ class _CountedPuts(MemoryCache):
     def __init__(self, budget_bytes: int) -> None:
         super().__init__(budget_bytes)
         self.puts: Counter[str] = Counter()
+        self.values: dict[str, list[Any]] = {}
 
     def put(self, key: Hashable, value: Any, *, size: int | None = None) -> None:
         if isinstance(key, tuple) and key and isinstance(key[0], str):
             self.puts[key[0]] += 1
+            self.values.setdefault(key[0], []).append(value)
         super().put(key, value, size=size)
 
 
@@ -328,3 +333,98 @@ class _FullStore(ArtifactStore):
 
     def put_bytes(self, key: str, data: bytes) -> None:
         raise PlatformError(f"The artifact store at {self.url} is full")
+
+
+def test_new_metric_weights_rank_the_figures_kept_per_version(seeded: Seeded) -> None:
+    """Metric weights no request asked for before rank the board's own figures kept as
+    arrays under its version (not read from every row again), as a board ranked from
+    scratch does; a model leaving the board keeps them anew."""
+    cache = _CountedPuts(seeded.ctx.settings.cache_bytes)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
+    try:
+        for weights in [None, {"perf": 1.0}, {"perf": 3.0, "throughput": 1.0}]:
+            assert _board(ctx, weights=weights) == _from_scratch(seeded.ctx, weights=weights)
+        assert cache.puts["own-figures"] == 1
+        roberta = seeded.submissions["roberta-large"]
+        with seeded.ctx.db.session() as session:
+            session.execute(
+                update(Submission).where(Submission.id == roberta).values(published=False)
+            )
+        after = _board(ctx, weights={"perf": 2.0, "memory": 1.0})
+        assert after == _from_scratch(seeded.ctx, weights={"perf": 2.0, "memory": 1.0})
+        assert roberta not in {r["submission_id"] for r in after["rows"]}
+        assert cache.puts["own-figures"] == 2
+    finally:
+        ctx.db.dispose()
+
+
+def test_every_viewer_sees_the_warm_visible_rows_a_board_from_scratch_shows(
+    seeded: Seeded,
+) -> None:
+    """The rows a viewer may see are kept per board version and grants: each viewer's
+    warm board (anonymous, submitter, other researcher, task owner, admin, annotator)
+    equals one ranked from scratch, with unpublished and anonymous models; the kept rows
+    are made once per viewer, and again after a change."""
+    roberta, minilm = seeded.submissions["roberta-large"], seeded.submissions["minilm-head"]
+    with seeded.ctx.db.session() as session:
+        session.execute(update(Submission).where(Submission.id == roberta).values(published=False))
+        session.execute(
+            update(Submission).where(Submission.id == minilm).values(card={"anonymous": True})
+        )
+    cache = _CountedPuts(seeded.ctx.settings.cache_bytes)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
+    viewers: dict[str | None, Principal] = {None: ANONYMOUS}
+    for name, token in seeded.tokens.items():
+        found = principal_for_token(ctx, token)
+        assert found is not None
+        viewers[name] = found
+    try:
+        seen: dict[str | None, dict[str, str | None]] = {}
+        for _ in range(2):
+            for name, principal in viewers.items():
+                board = _board(ctx, principal=principal)
+                assert board == _from_scratch(seeded.ctx, principal=principal), name
+                seen[name] = {r["name"]: r["user"] for r in board["rows"] if r["rank"]}
+        assert cache.puts["visible-rows"] == len(viewers)
+        for name in (None, "bob", "carol", "annie"):
+            assert "roberta-large" not in seen[name], name
+        for name in ("alice", "owner", "admin"):
+            assert seen[name]["roberta-large"] == "alice", name
+        for name in (None, "alice", "carol"):
+            assert seen[name]["minilm-head"] is None, name
+        for name in ("bob", "owner", "admin"):
+            assert seen[name]["minilm-head"] == "bob", name
+        with seeded.ctx.db.session() as session:
+            session.execute(
+                update(Submission).where(Submission.id == roberta).values(published=True)
+            )
+        after = _board(ctx, principal=viewers["bob"])
+        assert after == _from_scratch(seeded.ctx, principal=viewers["bob"])
+        assert "roberta-large" in {r["name"] for r in after["rows"]}
+        assert cache.puts["visible-rows"] == len(viewers) + 1
+    finally:
+        ctx.db.dispose()
+
+
+def test_the_arrays_kept_for_the_rankings_refuse_writes(seeded: Seeded) -> None:
+    """Kept arrays are shared by every request that reads them: a write fails loudly
+    rather than changing another request's board."""
+    cache = _CountedPuts(seeded.ctx.settings.cache_bytes)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
+    try:
+        _board(ctx)
+        _board(ctx, weights={"perf": 3.0, "throughput": 1.0})
+        _board(ctx, {"test": 0.25})
+        kept = [v for name in ("own-figures", "counted", "ranked-rows") for v in cache.values[name]]
+        rankings = cache.values["ranking"]
+        assert len(kept) == 3 and len(rankings) == 3
+        holders = [*kept, *rankings, *(r.figures for r in rankings)]
+        arrays = [a for h in holders for a in vars(h).values() if isinstance(a, np.ndarray)]
+        assert len(arrays) >= 3 * 2 + 3 * 6
+        assert not any(a.flags.writeable for a in arrays)
+        for array in (a for a in arrays if a.size):
+            with pytest.raises(ValueError, match="read-only"):
+                array.flat[0] = array.flat[0]
+        assert _board(ctx) == _from_scratch(seeded.ctx)
+    finally:
+        ctx.db.dispose()
