@@ -167,7 +167,10 @@ def load_board(
         entries = cached[1]
     else:
         previous: dict[int, tuple[str, ModelEntry]] = cached[1] if cached is not None else {}
-        entries = _entries(ctx, task_id, rows, digest, previous, datasets=datasets, scoring=scoring)
+        with paused_collection():  # 10,000 rows made: see evalboard.core.heap
+            entries = _entries(
+                ctx, task_id, rows, digest, previous, datasets=datasets, scoring=scoring
+            )
     models = [entry for _, entry in entries.values()]
     ctx.cache.put(
         ("board", task_id),
@@ -189,20 +192,6 @@ def _entries(
 ) -> dict[int, tuple[str, ModelEntry]]:
     """Each row's digest and entry, in submission order: from ``previous`` where the digest
     matches, else the stored row where it matches, else derived now (and stored)."""
-    with paused_collection():  # 10,000 rows made: see evalboard.core.heap
-        return _entries_of(ctx, task_id, rows, digest, previous, datasets=datasets, scoring=scoring)
-
-
-def _entries_of(
-    ctx: Context,
-    task_id: str,
-    rows: Sequence[Row[Any]],
-    digest: str,
-    previous: dict[int, tuple[str, ModelEntry]],
-    *,
-    datasets: list[Dataset],
-    scoring: list[Dataset],
-) -> dict[int, tuple[str, ModelEntry]]:
     by_id = {d.id: d for d in datasets}
     sources = {row.id: source_digest(digest, _facts(row)) for row in rows}
     with ctx.db.session() as session:
