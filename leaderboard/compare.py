@@ -35,7 +35,7 @@ from evalboard.core.tables import Dataset
 from evaluator import model_inputs
 from leaderboard.accounts import Principal
 from leaderboard.cards import visible_table
-from leaderboard.intervals import load_records
+from leaderboard.example_statistics import load_records
 from leaderboard.schemas import from_row
 from leaderboard.table import ModelEntry, TaskTable, load_table
 from scoring import METRICS
@@ -137,7 +137,7 @@ def parse_models(text: str | None) -> list[int]:
         InvalidQuery: not ids, too few, too many, or one named twice.
     """
     parts = [p.strip() for p in (text or "").split(",") if p.strip()]
-    if not all(p.isdigit() and len(p) <= 10 for p in parts):
+    if not all(p.isascii() and p.isdigit() and len(p) <= 10 for p in parts):
         raise InvalidQuery(
             f"models={text!r}: give submission ids separated by commas, e.g. models=3,7"
         )

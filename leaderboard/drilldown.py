@@ -16,7 +16,7 @@ from evalboard.core.errors import InvalidQuery, NotFound
 from evalboard.core.states import Access
 from evalboard.core.tables import Job, Submission
 from leaderboard.accounts import Principal
-from leaderboard.intervals import load_records
+from leaderboard.example_statistics import load_records
 
 __all__ = ["EXAMPLE_SORTS", "ExamplesPage", "drilldown_page", "example_sort", "visible_job"]
 

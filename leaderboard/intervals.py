@@ -1,135 +1,62 @@
-"""Bootstrap intervals for the leaderboard, from the per-example predictions kept per result.
+"""Bootstrap intervals for the leaderboard: a board's resamples kept, each weighting's rows
+ranked when a page sends them.
 
-Each ranked model's drill-down file (``Result.predictions_key``, one JSON record per
-example with ``uid``, ``output`` and ``gold``) gives the perf metric's per-example
-statistics; :func:`scoring.bootstrap` resamples the same examples for every model. When a
-model lacks a file, or the models answered different examples, there are no intervals
-(shown as such), never made-up ones.
+:func:`scoring.resample` resamples the same examples for every ranked model (their
+per-example statistics, :mod:`leaderboard.example_statistics`), which no weight changes;
+:func:`scoring.weigh` turns them into one weighting's order, floor and ``p_first``; each
+row's rank interval and gap to the leader are ranked when a page first sends the row
+(:class:`BoardIntervals`), as ranking every resample of 10,000 models for a page of 100
+costs five times what the rest of the request does. When a model lacks a file, or the
+models answered different examples, there are no intervals (shown as such), never
+made-up ones.
 
-A file's statistics are derived once and stored beside it (prediction files never change
-once written): a server started again reads 10,000 small arrays, not 5 million JSON
-records.
+What is kept, per task, in the context's cache: the draws (the examples' resampled
+counts and each model's resampled perf), which a new model extends by its own column;
+the resamples of the latest dataset weights; each weighting's :class:`BoardIntervals`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from datasets_registry import read_examples
 from evalboard.core.cache import MISSING, approximate_size, sampled_size
 from evalboard.core.context import Context
-from evalboard.core.errors import PlatformError
-from evaluator import read_records
+from leaderboard.example_statistics import Statistics, Unpaired, constant_statistics
 from leaderboard.table import ModelEntry, TaskTable
 from scoring import (
-    BootstrapResult,
+    FloatArray,
+    Interval,
+    Resamples,
     ScoringError,
-    bootstrap,
+    Weighed,
     draw,
     resample,
-    statistics,
+    weigh,
 )
 
-__all__ = ["N_RESAMPLES", "bootstrap_size", "leaderboard_intervals", "load_records"]
+__all__ = [
+    "LEVEL",
+    "N_RESAMPLES",
+    "BoardIntervals",
+    "IntervalInputs",
+    "RowFigures",
+    "board_intervals",
+    "has_predictions",
+    "interval_inputs",
+]
 
 logger = logging.getLogger(__name__)
 
 N_RESAMPLES = 1000
 LEVEL = 0.95
-
-
-def load_records(ctx: Context, key: str) -> list[dict[str, Any]]:
-    """The per-example records of one result (its drill-down file)."""
-    return read_records(ctx.artifacts.read_bytes(key))
-
-
-def _statistics(ctx: Context, table: TaskTable, key: str) -> tuple[str, Any]:
-    """A prediction file's per-example statistics in its examples' uid order, with a
-    digest of that order (two files answered the same examples where the digests match)."""
-    labels = tuple(table.task.output.labels or ())
-    cache_key = ("interval-statistics", table.task.perf_metric, labels, key)
-    cached = ctx.cache.get(cache_key)
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
-    stored = f"{key}.{_digest(table.task.perf_metric, labels)[:16]}.statistics"
-    result = _read_kept(ctx, stored)
-    if result is None:  # not derived yet
-        records = sorted(load_records(ctx, key), key=lambda r: str(r["uid"]))
-        predictions = [table.task.prediction(r["output"]) for r in records]
-        golds = [r["gold"] for r in records]
-        stats = statistics(table.task.perf_metric, predictions, golds, labels=labels or None)
-        result = (_uids_digest(str(r["uid"]) for r in records), stats)
-        _keep(ctx, stored, *result)
-    ctx.cache.put(cache_key, result, size=result[1].nbytes + 200)
-    return result
-
-
-# A kept file: the uids' digest (64 hex characters), then the statistics as a .npy array
-# (np.load of one small .npy is a fifth of an .npz's time: 10,000 at a server's start).
-_DIGEST_BYTES = 64
-
-
-def _keep(ctx: Context, key: str, uids: str, stats: Any) -> None:
-    """Store a file's statistics; a store that cannot take them (full, read-only) costs
-    deriving them again next time, never the request."""
-    buffer = io.BytesIO()
-    buffer.write(uids.encode("ascii"))
-    np.save(buffer, stats, allow_pickle=False)
-    try:
-        ctx.artifacts.put_bytes(key, buffer.getvalue())
-    except PlatformError as exc:
-        logger.warning("interval statistics not stored at %s: %s", key, exc)
-
-
-def _read_kept(ctx: Context, key: str) -> tuple[str, Any] | None:
-    """What :func:`_keep` stored under ``key``; None where nothing (readable) is."""
-    try:
-        data = ctx.artifacts.read_bytes(key)
-        stats = np.load(io.BytesIO(data[_DIGEST_BYTES:]), allow_pickle=False)
-        return data[:_DIGEST_BYTES].decode("ascii"), stats
-    except (OSError, ValueError, UnicodeDecodeError):  # absent, or not ours
-        return None
-
-
-def _uids_digest(uids: Iterable[str]) -> str:
-    return hashlib.sha256("\x00".join(uids).encode()).hexdigest()
-
-
-def _constant_statistics(
-    ctx: Context, table: TaskTable, uids: Mapping[str, str]
-) -> list[dict[str, Any]] | None:
-    """For each label, the per-example statistics of answering it everywhere, on each
-    original in the models' example order: the majority-class baseline of every resample
-    is the best of them. None when the models did not answer exactly the datasets'
-    examples, or the task has no labels."""
-    labels = table.task.output.labels
-    if table.majority_label is None or not labels:
-        return None
-    found: list[dict[str, Any]] = [{} for _ in labels]
-    for dataset in table.originals:
-        cache_key = ("constant-statistics", table.task.perf_metric, dataset.sha256)
-        cached = ctx.cache.get(cache_key)
-        if cached is None:
-            rows = sorted(read_examples(ctx, dataset), key=lambda e: str(e["uid"]))
-            golds = [str(table.task.gold(e)) for e in rows]
-            per_label = [
-                statistics(table.task.perf_metric, [label] * len(golds), golds, labels=labels)
-                for label in labels
-            ]
-            cached = (_uids_digest(str(e["uid"]) for e in rows), per_label)
-            ctx.cache.put(cache_key, cached)
-        ids, per_label = cached
-        if uids.get(dataset.name) != ids:
-            return None
-        for i, stats in enumerate(per_label):
-            found[i][dataset.name] = stats
-    return found
+SEED = 0
 
 
 def has_predictions(table: TaskTable, models: list[ModelEntry]) -> bool:
@@ -139,136 +66,278 @@ def has_predictions(table: TaskTable, models: list[ModelEntry]) -> bool:
     return bool(originals) and all(d.name in m.predictions for m in models for d in originals)
 
 
-def leaderboard_intervals(
-    ctx: Context,
+@dataclass(frozen=True, eq=False)
+class IntervalInputs:
+    """What a board's resamples are taken from, whatever the metric weights (made by
+    :func:`interval_inputs`, kept per board version and dataset weights by
+    ``leaderboard.ranking``)."""
+
+    #: Model key -> its prediction file on each original, in the table's order.
+    files: dict[str, tuple[str, ...]]
+    other_metrics: Mapping[str, Mapping[str, float]]
+    directions: Mapping[str, float]
+    offsets: Mapping[str, float]
+    #: The majority-class baseline's perf (None: no floor).
+    baseline: float | None
+    dataset_weights: dict[str, float]
+    repeats: Mapping[str, Mapping[str, list[float]]]
+    #: A digest of everything above and the table's facts the resamples depend on.
+    identity: str
+
+    def approximate_size(self) -> int:
+        return sum(
+            sampled_size(list(part.items()))
+            for part in (self.files, self.other_metrics, self.repeats)
+        )
+
+
+def interval_inputs(
     table: TaskTable,
     models: list[ModelEntry],
     *,
     other_metrics: Mapping[str, Mapping[str, float]],
-    weights: Mapping[str, float],
     directions: Mapping[str, float],
     offsets: Mapping[str, float],
-    baseline: float | None = None,
-    dataset_weights: Mapping[str, float] | None = None,
-    repeats: Mapping[str, Mapping[str, list[float]]] | None = None,
-) -> BootstrapResult | None:
-    """Perf intervals, gaps to the leader, rank intervals and ``p_first`` of ``models``,
-    with the baseline floor at ``baseline`` and the originals weighed by
-    ``dataset_weights`` (None: the table's); None when they cannot be computed."""
+    baseline: float | None,
+    dataset_weights: Mapping[str, float],
+    repeats: Mapping[str, Mapping[str, list[float]]],
+) -> IntervalInputs:
+    """The :class:`IntervalInputs` of ``models`` (each with predictions on every original,
+    :func:`has_predictions`), the originals weighed by ``dataset_weights``."""
     originals = table.originals
-    dataset_weights = table.dataset_weights if dataset_weights is None else dataset_weights
-    if not models or not has_predictions(table, models):
-        return None
-    files = tuple((m.key, tuple(m.predictions[d.name] for d in originals)) for m in models)
-    # What the resamples depend on besides the examples and the dataset weights. Keys as
-    # digests: the cache measures and hashes a key at every request, and these name every
-    # model's figures (repr gives each float exactly).
-    figures = _digest(
+    files = {m.key: tuple(m.predictions[d.name] for d in originals) for m in models}
+    chosen = {d.name: dataset_weights[d.name] for d in originals}
+    # A digest (repr gives each float exactly): the cache hashes a key at every request.
+    identity = _digest(
+        tuple(files.items()),
         tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),
         tuple(sorted(directions.items())),
         tuple(sorted(offsets.items())),
         baseline,
         table.majority_label,
+        tuple(sorted(chosen.items())),
         tuple(
             sorted(
                 (k, tuple(sorted((m, tuple(v)) for m, v in measured.items())))
-                for k, measured in (repeats or {}).items()
+                for k, measured in repeats.items()
             )
         ),
     )
-    cache_key = (
-        "bootstrap",
-        _digest(
-            files, figures, tuple(sorted(weights.items())), tuple(sorted(dataset_weights.items()))
-        ),
+    return IntervalInputs(
+        files=files,
+        other_metrics=other_metrics,
+        directions=directions,
+        offsets=offsets,
+        baseline=baseline,
+        dataset_weights=chosen,
+        repeats=repeats,
+        identity=identity,
     )
+
+
+@dataclass(frozen=True)
+class RowFigures:
+    """One row's bootstrap figures, as the board shows them."""
+
+    perf: Interval
+    #: None where the board's resamples could not be taken again to rank this row.
+    gap_to_leader: Interval | None
+    rank_interval: tuple[int, int] | None
+    p_first: float
+    #: Perf minus the baseline's (None: no baseline).
+    above_baseline: Interval | None
+
+
+@dataclass(eq=False)
+class BoardIntervals:
+    """A board's intervals under one weighting (:func:`board_intervals`): what every row
+    needs at once from weighing the kept resamples (the order, the floor, ``p_first``),
+    and each row's rank interval and gap to the leader ranked when a page first asks for
+    it (:meth:`prepare`), then kept: a page sent again costs nothing.
+
+    Shared by every request for the same board and weights, so the rows are filled under
+    a lock. It keeps the resamples' small per-model arrays, not their large ones: those
+    come from ``source`` (the kept resamples, or taken again) when a page needs them.
+    """
+
+    weighed: Weighed
+    source: Callable[[], Resamples | None]
+    estimate: FloatArray
+    perf_q: FloatArray
+    above_q: FloatArray
+    base_estimate: float | None
+    flagged: np.ndarray[Any, np.dtype[np.bool_]]
+    _rows: dict[int, tuple[tuple[int, int], float, float] | None] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def of(
+        cls, resamples: Resamples, weighed: Weighed, source: Callable[[], Resamples | None]
+    ) -> BoardIntervals:
+        return cls(
+            weighed=weighed,
+            source=source,
+            estimate=resamples.estimate,
+            perf_q=resamples.perf_q,
+            above_q=resamples.above_q,
+            base_estimate=resamples.base_estimate,
+            flagged=resamples.flagged.astype(bool),
+        )
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models in name order: every position here is one of them."""
+        return self.weighed.models
+
+    @property
+    def order(self) -> list[int]:
+        """Positions best first, as the board ranks them (the floor, then the Dynascore)."""
+        return self.weighed.observed.tolist()  # type: ignore[no-any-return]
+
+    def prepare(self, positions: Iterable[int]) -> None:
+        """Rank the rows at ``positions`` that are not ranked yet, all in one pass."""
+        wanted = [i for i in positions if i not in self._rows]
+        if not wanted:
+            return
+        with self._lock:
+            wanted = list(dict.fromkeys(i for i in wanted if i not in self._rows))
+            if not wanted:
+                return
+            resamples = self.source()
+            if resamples is None or not self.weighed.fits(resamples):
+                self._rows.update(dict.fromkeys(wanted))
+                return
+            rows = self.weighed.rows(resamples, wanted)
+            low, high = rows.gaps.tolist()
+            for j, i in enumerate(wanted):
+                self._rows[i] = (rows.ranks[j], low[j], high[j])
+
+    def row(self, position: int) -> RowFigures:
+        """The figures of the row at ``position`` (ranked now if no page asked before)."""
+        self.prepare([position])
+        ranked = self._rows[position]
+        point = self.weighed.point
+        gap = None
+        if ranked is not None:
+            gap = Interval(
+                float(point[position] - point[self.weighed.leader]), ranked[1], ranked[2]
+            )
+        above = None
+        if self.base_estimate is not None:
+            above = Interval(
+                float(self.estimate[position] - self.base_estimate),
+                float(self.above_q[0, position]),
+                float(self.above_q[1, position]),
+            )
+        return RowFigures(
+            perf=Interval(
+                float(self.estimate[position]),
+                float(self.perf_q[0, position]),
+                float(self.perf_q[1, position]),
+            ),
+            gap_to_leader=gap,
+            rank_interval=ranked[0] if ranked is not None else None,
+            p_first=float(self.weighed.first_counts[position] / self.weighed.n_resamples),
+            above_baseline=above,
+        )
+
+    def approximate_size(self) -> int:
+        """Its own arrays and the rows every page could fill (the resamples' small arrays
+        it shares are counted with them)."""
+        weighed = self.weighed
+        arrays = (weighed.point, weighed.observed, weighed.observed_rank, weighed.first_counts)
+        bounds = (weighed.low, weighed.high, weighed.leader_samples, self.flagged)
+        per_row = 200  # a ranked row: its tuple, two floats and the mapping's slot
+        return approximate_size((*arrays, *bounds)) + per_row * len(weighed.models)
+
+
+def board_intervals(
+    ctx: Context, table: TaskTable, inputs: IntervalInputs, weights: Mapping[str, float]
+) -> BoardIntervals | None:
+    """The board's :class:`BoardIntervals` under metric ``weights``, kept per resamples
+    and weights; None when there are none to give (module docstring)."""
+    cache_key = ("bootstrap", inputs.identity, tuple(sorted(weights.items())))
     cached = ctx.cache.get(cache_key, MISSING)  # one call: None (no intervals) is cached too
     if cached is not MISSING:
         return cached  # type: ignore[no-any-return]
-    try:
-        examples: dict[str, dict[str, Any]] = {}
-        uids: dict[str, str] = {}
-        for model in models:
-            examples[model.key] = {}
-            for dataset in originals:
-                ids, stats = _statistics(ctx, table, model.predictions[dataset.name])
-                if uids.setdefault(dataset.name, ids) != ids:
-                    return None
-                examples[model.key][dataset.name] = stats
-        floor = _constant_statistics(ctx, table, uids) if baseline is not None else None
-        chosen = {d.name: dataset_weights[d.name] for d in originals}
-        # What the bootstrap draws depends on the examples, not on any weight or other
-        # metric, and each model's columns on its own examples only: kept per task, so
-        # weights no request asked for before cost arithmetic, and a board that gains or
-        # re-runs a model sums that model's resamples alone.
-        draws_key = (
-            "bootstrap-draws",
-            _digest(
-                table.task.id,
-                table.task.perf_metric,
-                tuple(table.task.output.labels or ()),
-                tuple(d.sha256 for d in originals),
-                floor is not None,
-                N_RESAMPLES,
-            ),
+    resamples = board_resamples(ctx, table, inputs)
+    found = None
+    if resamples is not None:
+        found = BoardIntervals.of(
+            resamples, weigh(resamples, weights), lambda: board_resamples(ctx, table, inputs)
         )
-        # Nor do the resamples' goods and AMRS depend on the metric weights: the last ones
-        # kept per task, with the files, figures and dataset shares they were taken with.
-        resamples_key = ("bootstrap-resamples", draws_key[1])
+    ctx.cache.put(cache_key, found, size=found.approximate_size() if found else 0)
+    return found
+
+
+def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> Resamples | None:
+    """The resamples of the board ``inputs`` describe: kept per task with what they were
+    taken from; taken from the kept draws (extended by the models they lack) otherwise.
+    None when the models did not answer the same examples, or their statistics cannot be
+    read."""
+    originals = table.originals
+    # What the bootstrap draws depends on the examples, not on any weight or other
+    # metric, and each model's columns on its own examples only: kept per task, with the
+    # files drawn and their examples' digests, so weights no request asked for before
+    # cost arithmetic, and a board that gains or re-runs a model reads and sums that
+    # model's statistics alone.
+    task_key = _digest(
+        table.task.id,
+        table.task.perf_metric,
+        tuple(table.task.output.labels or ()),
+        tuple(d.sha256 for d in originals),
+        inputs.baseline is not None,
+        N_RESAMPLES,
+    )
+    # Nor do the resamples depend on the metric weights: the last ones kept per task,
+    # with what they were taken from.
+    resamples_key = ("bootstrap-resamples", task_key)
+    identity, resamples = ctx.cache.get(resamples_key, (None, None))
+    if identity == inputs.identity:
+        return resamples  # type: ignore[no-any-return]
+    draws_key = ("bootstrap-draws", task_key)
+    drawn_files, drawn_uids, draws = ctx.cache.get(draws_key, ({}, {}, None))
+    kept = {key for key, f in inputs.files.items() if drawn_files.get(key) == f}
+    examples = Statistics(ctx, table, inputs.files, drawn_uids if kept else {})
+    try:
+        if inputs.baseline is not None and len(examples.uids) < len(originals):
+            examples[next(iter(inputs.files))]  # the examples' digests, for the floor's
+        floor = (
+            constant_statistics(ctx, table, examples.uids) if inputs.baseline is not None else None
+        )
         arguments: dict[str, Any] = dict(
             metric=table.task.perf_metric,
-            dataset_weights=chosen,
-            baseline=floor if floor is not None else baseline,
-            repeats=repeats,
+            dataset_weights=inputs.dataset_weights,
+            baseline=floor if floor is not None else inputs.baseline,
+            repeats=inputs.repeats,
             n_resamples=N_RESAMPLES,
-            seed=0,
+            seed=SEED,
         )
-        others: dict[str, Any] = dict(
-            table=other_metrics, directions=directions, offsets=offsets, level=LEVEL
+        if drawn_files != inputs.files:
+            draws = draw(examples, **arguments, previous=draws, kept=kept)
+            ctx.cache.put(
+                draws_key, (inputs.files, examples.uids, draws), size=approximate_size(draws)
+            )
+        resamples = resample(
+            examples,
+            **arguments,
+            table=inputs.other_metrics,
+            directions=inputs.directions,
+            offsets=inputs.offsets,
+            level=LEVEL,
+            draws=draws,
         )
-        by_model = dict(files)
-        kept_files, kept_figures, resamples = ctx.cache.get(resamples_key, ({}, None, None))
-        if (
-            resamples is None
-            or kept_files != by_model
-            or kept_figures != figures
-            or not resamples.fits(examples, chosen, n=N_RESAMPLES, level=LEVEL, seed=0)
-        ):
-            drawn_files, draws = ctx.cache.get(draws_key, ({}, None))
-            if drawn_files != by_model:
-                kept = {key for key, f in by_model.items() if drawn_files.get(key) == f}
-                draws = draw(examples, **arguments, previous=draws, kept=kept)
-                ctx.cache.put(draws_key, (by_model, draws), size=approximate_size(draws))
-            resamples = resample(examples, **arguments, **others, draws=draws)
-            size = approximate_size(resamples)
-            # At most a quarter of the budget, so that the draws, the board and its
-            # rankings stay: at 10,000 models resamples are 154 MB, draws 108 MB and the
-            # board 199 MB, and keeping all in the default 512 MB made every request evict
-            # what the next one needed (a warm board took 10 s a request).
-            if size <= ctx.cache.budget_bytes // 4:
-                ctx.cache.put(resamples_key, (by_model, figures, resamples), size=size)
-        result: BootstrapResult | None = bootstrap(
-            examples, weights=weights, resamples=resamples, **arguments, **others
-        )
+    except Unpaired:
+        return None
     except (OSError, KeyError, ValueError, ScoringError) as exc:
         logger.warning("no intervals for task %s: %s", table.task.id, exc)
-        result = None
-    ctx.cache.put(cache_key, result, size=bootstrap_size(result))
-    return result
-
-
-def bootstrap_size(boot: BootstrapResult | None) -> int:
-    """About the bytes ``boot`` holds: each of its per-model mappings and lists sampled and
-    scaled, as walking 1,000 models' intervals took longer than bootstrapping them from
-    kept draws."""
-    if boot is None:
-        return 0
-    return sum(
-        sampled_size(list(value.items()) if isinstance(value, dict) else value)
-        if isinstance(value, dict | list)
-        else approximate_size(value)
-        for value in vars(boot).values()
-    )
+        return None
+    size = approximate_size(resamples)
+    # At most a quarter of the budget, so that the draws, the board and its rankings
+    # stay: at 10,000 models resamples are 162 MB, draws 114 MB and the board 210 MB.
+    if size <= ctx.cache.budget_bytes // 4:
+        ctx.cache.put(resamples_key, (inputs.identity, resamples), size=size)
+    return resamples
 
 
 def _digest(*parts: Any) -> str:

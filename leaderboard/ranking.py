@@ -19,11 +19,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from evalboard.core.cache import approximate_size, read_only, sampled_size
+from evalboard.core.cache import MISSING, approximate_size, read_only
 from evalboard.core.context import Context
 from evalboard.core.heap import keep_long_lived
 from evaluator import CONTENDED_SHARE
-from leaderboard.intervals import bootstrap_size, has_predictions, leaderboard_intervals
+from leaderboard.intervals import (
+    BoardIntervals,
+    IntervalInputs,
+    board_intervals,
+    has_predictions,
+    interval_inputs,
+)
 from leaderboard.paging import BoardQuery
 from leaderboard.schemas import (
     IntervalPublic,
@@ -36,7 +42,6 @@ from leaderboard.table import METRIC_COLUMN, ModelEntry, RankedFigures, TaskTabl
 from scoring import (
     METRICS,
     WEIGHABLE_METRICS,
-    BootstrapResult,
     FloatArray,
     check_weights,
     contribution_terms,
@@ -189,8 +194,9 @@ class _Ranking:
     terms: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
     term_metrics: tuple[str, ...] = ()
     amrs: dict[str, float | None] = field(default_factory=dict)
-    runs: dict[str, list[float]] = field(default_factory=dict)
-    boot: BootstrapResult | None = None
+    #: The intervals, when the table's predictions give them: a row's are ranked when a
+    #: page first sends it.
+    boot: BoardIntervals | None = None
     flagged: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     order: list[str] = field(default_factory=list)
     #: ``positions[i]``: row ``i``'s rank.
@@ -223,12 +229,8 @@ class _Ranking:
         arrays = (self.figures.values, self.figures.missing, *self.arrays)
         # The keys and names are the entries' strings; the mappings and lists are new.
         per_row = sum(map(sys.getsizeof, (self.keys, self.index, self.names, self.order)))
-        return (
-            approximate_size(arrays)
-            + per_row
-            + sampled_size(list(self.runs.values()))
-            + bootstrap_size(self.boot)
-        )
+        boot = self.boot.approximate_size() if self.boot is not None else 0
+        return approximate_size(arrays) + per_row + boot
 
 
 def build_leaderboard(
@@ -333,43 +335,18 @@ def _rank(
     found.amrs = {
         k: (v if math.isfinite(v) else None) for k, v in normalised.amrs_by_metric.items()
     }
-    bootstrapped = intervals and "perf" in metrics and has_predictions(table, ranked)
-    # A row's throughput runs are re-averaged for the rows sent, unless the bootstrap
-    # needs every model's.
-    found.runs = (
-        {m.key: m.throughput_runs(figures.dataset_weights) for m in ranked} if bootstrapped else {}
-    )
-    repeats = (
-        {k: {"throughput": r} for k, r in found.runs.items() if r}
-        if "throughput" in metrics
-        else {}
-    )
-    others = [k for k, name in enumerate(metrics) if name != "perf"]
-    found.boot = (
-        leaderboard_intervals(
-            ctx,
-            table,
-            ranked,
-            other_metrics={
-                key: dict(zip([metrics[k] for k in others], row, strict=True))
-                for key, row in zip(found.keys, found.grid[:, others].tolist(), strict=True)
-            },
-            weights=used,
-            directions=directions,
-            offsets=offsets,
-            baseline=baseline,
-            dataset_weights=figures.dataset_weights,
-            repeats=repeats,
-        )
-        if bootstrapped
+    inputs = (
+        _interval_inputs(ctx, table, figures, metrics, found, directions, offsets)
+        if intervals and "perf" in metrics
         else None
     )
+    found.boot = board_intervals(ctx, table, inputs, used) if inputs is not None else None
     if found.boot is not None:
-        found.flagged = np.array(
-            [found.boot.not_above_baseline[key] for key in found.keys], dtype=bool
-        )
-        found.order = list(found.boot.order)
-        order = np.array([found.index[key] for key in found.order], dtype=np.intp)
+        if found.boot.models != found.keys:  # both the ranked keys in name order
+            raise AssertionError("the intervals' models are not the ranking's")
+        found.flagged = found.boot.flagged
+        order = found.boot.weighed.observed
+        found.order = [found.keys[i] for i in found.boot.order]
     else:
         found.flagged = (
             not_above_baselines(found.grid[:, metrics.index("perf")], baseline=baseline)
@@ -382,6 +359,56 @@ def _rank(
     found.positions[order] = np.arange(1, len(order) + 1)
     found.warnings = _warnings(found.term_metrics, found.terms)
     return found
+
+
+def _interval_inputs(
+    ctx: Context,
+    table: TaskTable,
+    figures: RankedFigures,
+    metrics: list[str],
+    found: _Ranking,
+    directions: Mapping[str, float],
+    offsets: Mapping[str, float],
+) -> IntervalInputs | None:
+    """What the board's bootstrap is taken from (None: a ranked model lacks predictions),
+    kept under the table's version, dataset weights and weighable metrics, which decide
+    it: new metric weights read it, not 10,000 rows' runs and figures."""
+    cache_key = (
+        "interval-inputs",
+        table.version,
+        tuple(sorted(figures.dataset_weights.items())),
+        tuple(metrics),
+    )
+    kept = ctx.cache if table.version else None  # a table built by hand is not cached
+    if kept is not None:
+        cached = kept.get(cache_key, MISSING)
+        if cached is not MISSING:
+            return cached  # type: ignore[no-any-return]
+    ranked = figures.entries
+    inputs = None
+    if has_predictions(table, ranked):
+        runs = (
+            {m.key: m.throughput_runs(figures.dataset_weights) for m in ranked}
+            if "throughput" in metrics
+            else {}
+        )
+        others = [k for k, name in enumerate(metrics) if name != "perf"]
+        inputs = interval_inputs(
+            table,
+            ranked,
+            other_metrics={
+                key: dict(zip([metrics[k] for k in others], row, strict=True))
+                for key, row in zip(found.keys, found.grid[:, others].tolist(), strict=True)
+            },
+            directions=directions,
+            offsets=offsets,
+            baseline=figures.majority_perf,
+            dataset_weights=figures.dataset_weights,
+            repeats={k: {"throughput": r} for k, r in runs.items() if r},
+        )
+    if kept is not None:
+        kept.put(cache_key, inputs, size=inputs.approximate_size() if inputs else 0)
+    return inputs
 
 
 def _board(
@@ -399,6 +426,8 @@ def _board(
             entries = figures.entries
             order = [k for k in ranking.order if keep(entries[ranking.at[ranking.index[k]]])]
         total, page = query.select(order, names=ranking.names, value=ranking.value)
+        if ranking.boot is not None:  # the page's rank intervals, ranked in one pass
+            ranking.boot.prepare(ranking.index[key] for key in page)
         for key in page:
             rows.append(_page_row(ranking, key))
     if baseline is not None and query.offset == 0 and not query.q:  # on the first page
@@ -438,9 +467,7 @@ def _page_row(ranking: _Ranking, key: str) -> RowPublic:
     row.ranked_as_worst = [
         name for name in ranking.metrics if ranking.used.get(name) and row.metrics.get(name) is None
     ]
-    runs = ranking.runs.get(key)
-    if runs is None:
-        runs = entry.throughput_runs(ranking.figures.dataset_weights)
+    runs = entry.throughput_runs(ranking.figures.dataset_weights)
     if runs:
         row.spread = {"throughput": IntervalPublic(low=min(runs), high=max(runs))}
     share = entry.busiest_load()
@@ -450,23 +477,22 @@ def _page_row(ranking: _Ranking, key: str) -> RowPublic:
             f"measured while other processes used {share:.0%} of the worker's CPU: "
             "throughput and latency may be low"
         )
+    figures = boot.row(i) if boot is not None else None
     if ranking.flagged[i]:
         row.not_above_baseline = True
-        above = boot.above_baseline.get(key) if boot is not None else None
+        above = figures.above_baseline if figures is not None else None
         row.reason = _reason(
             float(ranking.grid[i, ranking.metrics.index("perf")]),
             ranking.figures.majority_perf,
             above.high if above is not None else None,
         )
-    if boot is not None:
-        row.intervals = {
-            "perf": IntervalPublic(low=boot.perf[key].low, high=boot.perf[key].high),
-            "gap_to_leader": IntervalPublic(
-                low=boot.gap_to_leader[key].low, high=boot.gap_to_leader[key].high
-            ),
-        }
-        row.p_first = boot.p_first[key]
-        row.rank_interval = boot.rank_interval[key]
+    if figures is not None:
+        row.intervals = {"perf": IntervalPublic(low=figures.perf.low, high=figures.perf.high)}
+        if figures.gap_to_leader is not None:
+            gap = figures.gap_to_leader
+            row.intervals["gap_to_leader"] = IntervalPublic(low=gap.low, high=gap.high)
+        row.p_first = figures.p_first
+        row.rank_interval = figures.rank_interval
     return row
 
 

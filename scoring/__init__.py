@@ -84,6 +84,7 @@ if TYPE_CHECKING:
         rankable,
         rankable_present,
     )
+    from scoring.weighing import RowIntervals, Weighed, weigh
     from scoring.weights import (
         REFERENCE_ROWS,
         InvalidWeightsError,
@@ -175,5 +176,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "default_dataset_weight",
             "parse_weights",
         ),
+        "scoring.weighing": ("RowIntervals", "Weighed", "weigh"),
     },
 )

@@ -37,9 +37,9 @@ True
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, TypedDict, Unpack
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -48,12 +48,11 @@ from scoring._table import Table, per_metric
 from scoring.dynascore import (
     NormalisedTable,
     amrs_batch,
-    default_weights,
     normalise,
-    scores_batch,
 )
-from scoring.floor import not_above_baseline, rank_intervals
+from scoring.floor import not_above_baseline
 from scoring.registry import FloatArray, ScoringError, get_metric
+from scoring.weighing import weigh
 
 __all__ = ["BootstrapResult", "Draws", "Interval", "Resamples", "bootstrap", "draw", "resample"]
 
@@ -273,78 +272,28 @@ def bootstrap(
             when they do not fit).
     """
     resamples = resample(examples, resamples=resamples, **options)
-    models, n_resamples, level, seed = (
-        list(resamples.normalised.models),
-        resamples.n_resamples,
-        resamples.level,
-        resamples.seed,
-    )
-    normalised, estimate, base_estimate = (
-        resamples.normalised,
-        resamples.estimate,
-        resamples.base_estimate,
-    )
-    if weights is None:
-        weights = default_weights(normalised.metrics, perf=normalised.perf)
-    w = normalised.weight_vector(weights)
-    arange = np.arange(len(models))
-    columns = resamples.columns
-    score_samples = np.empty((n_resamples, len(models)))
-    step = max(1, _STEP_CELLS // (len(models) * len(columns)))
-    for start in range(0, n_resamples, step):
-        stop = start + step
-        score_samples[start:stop] = scores_batch(
-            [c if c.ndim == 1 else c[start:stop] for c in columns], resamples.amrs[start:stop], w
-        )
-
-    tail = (1 - level) / 2
-    perf_q = resamples.perf_q
-    point = normalised.scores(weights)
-    flagged = resamples.flagged
-    # The board's order, in the resamples and on the full data: the floor first, then
-    # the Dynascore with its tie-breaks (scoring.NormalisedTable.rank).
-    ids = np.broadcast_to(arange, score_samples.shape)
-    orders = _orders(
-        score_samples,
-        flagged,
-        lambda: [
-            ids,
-            # Ties are rare: only then every resample's goods at once.
-            *replace(normalised, goods=_goods(columns, n_resamples)).tiebreak_keys()[1:],
-            -score_samples,
-            np.broadcast_to(flagged, ids.shape),
-        ],
-    )
-    ranks = np.empty_like(orders)
-    np.put_along_axis(ranks, orders, np.broadcast_to(arange + 1, orders.shape), axis=-1)
-    observed = np.lexsort([arange, *normalised.tiebreak_keys()[1:], -point, flagged])
-    observed_rank = np.empty(len(models), dtype=int)
-    observed_rank[observed] = arange + 1
-    first_counts = np.bincount(orders[:, 0], minlength=len(models))
-    first_perf_counts = resamples.first_perf_counts
-    leader = observed[0]
-    gaps = score_samples - score_samples[:, [leader]]
-    gap_q = np.quantile(gaps, [tail, 1 - tail], axis=0, overwrite_input=True)
-    # Last, as it reorders the scores in place.
-    score_q = np.quantile(score_samples, [tail, 1 - tail], axis=0, overwrite_input=True)
-
+    weighed = weigh(resamples, weights)
+    models = list(resamples.normalised.models)
+    n_resamples = resamples.n_resamples
+    everyone = weighed.rows(resamples, range(len(models)))
+    point, leader, flagged = weighed.point, weighed.leader, resamples.flagged
     return BootstrapResult(
-        perf=_intervals(models, estimate, perf_q),
-        dynascore=_intervals(models, point, score_q),
-        p_first=dict(zip(models, (first_counts / n_resamples).tolist(), strict=True)),
-        p_first_perf=dict(zip(models, (first_perf_counts / n_resamples).tolist(), strict=True)),
-        n_resamples=n_resamples,
-        level=level,
-        seed=seed,
-        order=[models[i] for i in observed],
-        rank_interval=dict(
-            zip(models, rank_intervals(ranks, observed=observed_rank, level=level), strict=True)
+        perf=_intervals(models, resamples.estimate, resamples.perf_q),
+        dynascore=_intervals(models, point, everyone.scores),
+        p_first=dict(zip(models, (weighed.first_counts / n_resamples).tolist(), strict=True)),
+        p_first_perf=dict(
+            zip(models, (resamples.first_perf_counts / n_resamples).tolist(), strict=True)
         ),
-        gap_to_leader=_intervals(models, point - point[leader], gap_q),
+        n_resamples=n_resamples,
+        level=resamples.level,
+        seed=resamples.seed,
+        order=[models[i] for i in weighed.observed],
+        rank_interval=dict(zip(models, everyone.ranks, strict=True)),
+        gap_to_leader=_intervals(models, point - point[leader], everyone.gaps),
         not_above_baseline=dict(zip(models, flagged.astype(bool).tolist(), strict=True)),
         above_baseline={}
-        if base_estimate is None
-        else _intervals(models, estimate - base_estimate, resamples.above_q),
+        if resamples.base_estimate is None
+        else _intervals(models, resamples.estimate - resamples.base_estimate, resamples.above_q),
     )
 
 
@@ -570,14 +519,20 @@ def _layout(
     examples: Mapping[str, Mapping[str, ArrayLike]],
     dataset_weights: Mapping[str, float] | None,
     baseline: Sequence[Mapping[str, ArrayLike]] | float | None,
-) -> tuple[list[str], list[str], dict[str, float], list[str], dict[str, Mapping[str, ArrayLike]]]:
+) -> tuple[
+    list[str], list[str], dict[str, float], list[str], Mapping[str, Mapping[str, ArrayLike]]
+]:
     """The models, the datasets, their weights, the columns resampled (the models, then
-    the baseline's labels) and each column's statistics."""
+    the baseline's labels) and each column's statistics. A model's statistics are looked
+    up only where a column is drawn: ``examples`` may read them on demand."""
     if not examples:
         raise ScoringError("No examples to resample; pass at least one model")
     models = sorted(examples)
-    first = examples[models[0]]
-    dataset_w = dict(dataset_weights) if dataset_weights is not None else dict.fromkeys(first, 1.0)
+    dataset_w = (
+        dict(dataset_weights)
+        if dataset_weights is not None
+        else dict.fromkeys(examples[models[0]], 1.0)
+    )
     datasets = sorted(dataset_w)
     if not datasets or any(w < 0 for w in dataset_w.values()) or not sum(dataset_w.values()) > 0:
         raise ScoringError(f"Dataset weights must be >= 0 with a positive sum, got {dataset_w}")
@@ -585,8 +540,31 @@ def _layout(
         [] if baseline is None or isinstance(baseline, (int, float)) else list(baseline)
     )
     base_names = [f"{_BASELINE}{i}" for i in range(len(alternatives))]
-    source = {**examples, **dict(zip(base_names, alternatives, strict=True))}
+    source = _Columns(examples, dict(zip(base_names, alternatives, strict=True)))
     return models, datasets, dataset_w, [*models, *base_names], source
+
+
+class _Columns(Mapping[str, Mapping[str, ArrayLike]]):
+    """The models' statistics, then the baseline's: a model's looked up only when its
+    column is drawn (``examples`` may read them on demand)."""
+
+    def __init__(
+        self,
+        examples: Mapping[str, Mapping[str, ArrayLike]],
+        baseline: dict[str, Mapping[str, ArrayLike]],
+    ) -> None:
+        self._examples, self._baseline = examples, baseline
+
+    def __getitem__(self, column: str) -> Mapping[str, ArrayLike]:
+        found = self._baseline.get(column)
+        return self._examples[column] if found is None else found
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._examples
+        yield from self._baseline
+
+    def __len__(self) -> int:
+        return len(self._examples) + len(self._baseline)
 
 
 def _draw(
@@ -700,32 +678,6 @@ def _picks(key: tuple[str, str], size: int, *, n_resamples: int, seed: int) -> N
     rng = np.random.default_rng([seed, *words])
     # Positions into a handful of measurements: one byte each where they fit.
     return rng.integers(0, size, size=(n_resamples, size), dtype=np.min_scalar_type(size - 1))
-
-
-def _orders(
-    scores: FloatArray,
-    flagged: NDArray[np.integer],
-    keys: Callable[[], list[NDArray[Any]]],
-) -> NDArray[np.intp]:
-    """Each resample's order of the models, what ``np.lexsort(keys(), axis=-1)`` gives
-    (the floor first, then the Dynascore, then its tie-breaks): where no two scores of a
-    resample tie, the score and the floor alone decide, so the sort per tie-break key
-    (most of a bootstrap's time) is done only where they do."""
-    # Any sort: where two scores tie, the keys decide below.
-    order = np.argsort(-scores, axis=-1)
-    ranked = np.take_along_axis(scores, order, axis=-1)
-    if np.isnan(scores).any() or np.any(ranked[..., 1:] == ranked[..., :-1]):
-        found: NDArray[np.intp] = np.lexsort(keys(), axis=-1)
-        return found
-    if not flagged.any():
-        return order
-    moved = flagged[order]  # the flagged models after the others, each group in order
-    return np.take_along_axis(order, np.argsort(moved, axis=-1, kind="stable"), axis=-1)
-
-
-def _goods(columns: Sequence[FloatArray], n_resamples: int) -> FloatArray:
-    """``(n_resamples, models, metrics)``: every resample's goods, from their columns."""
-    return np.stack([np.broadcast_to(c, (n_resamples, c.shape[-1])) for c in columns], axis=-1)
 
 
 def _medians(drawn: FloatArray) -> FloatArray:

@@ -84,7 +84,7 @@ def _unreachable(why: str) -> str:
 
 def _owner_alive(owner: str) -> bool:
     host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+    if host != socket.gethostname() or not (pid.isascii() and pid.isdigit()):
         return True  # another machine's: leave it to the deadline
     try:
         os.kill(int(pid), 0)

@@ -39,9 +39,11 @@ __all__ = [
 #: A miss, for :meth:`MemoryCache.get` where None is a cached value.
 MISSING: Any = object()
 
-#: Enough for the statistics of about 10,000 results of 500 examples each
-#: (``EVALBOARD_CACHE_BYTES`` sets it, :class:`~evalboard.core.settings.Settings`).
-DEFAULT_CACHE_BYTES = 512 * 1024**2
+#: Enough for a 10,000-model board with intervals on a 500-example round: its rows
+#: (210 MB), the bootstrap's draws (114 MB) and resamples (162 MB), and a few weightings'
+#: rankings (about 35 MB each) (``EVALBOARD_CACHE_BYTES`` sets it,
+#: :class:`~evalboard.core.settings.Settings`).
+DEFAULT_CACHE_BYTES = 1024**3
 
 
 def approximate_size(value: Any) -> int:

@@ -30,7 +30,7 @@ def keep_long_lived() -> None:
     ranking, ``leaderboard.ranking``) has joined them.
 
     Why: every cached ranking adds some 20,000 long-lived objects, and CPython's full pass
-    walks all of them (a 10,000-row board and a full 512 MiB cache: about a million),
+    walks all of them (a 10,000-row board and a full cache: about a million),
     0.2-0.9 s, stopping whichever request allocated last: the p95 of re-weighted boards
     (issue #20). ``gc.freeze`` moves every object alive into a generation no pass walks;
     objects frozen are still freed by their reference counts, so a ranking the cache

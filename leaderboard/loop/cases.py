@@ -26,7 +26,7 @@ from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Result
 from evaluator import model_inputs, outputs_by_uid
 from leaderboard.accounts import Principal
-from leaderboard.intervals import load_records
+from leaderboard.example_statistics import load_records
 from leaderboard.lineages import Lineage, Release, task_lineages
 from leaderboard.loop.answers import describe_rule, gold_value, is_right
 from leaderboard.loop.history import CaseHistory, Verdict

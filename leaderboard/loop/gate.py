@@ -292,7 +292,7 @@ def run_gate(
         raise UsageError(f"Task {task_id!r} has no dataset to gate on; add one first")
     test_sets = [TestSet.from_table(ctx, d) for d in originals]
     baseline_path = Path(baseline)
-    if not baseline_path.exists() and not baseline.isdigit():
+    if not baseline_path.exists() and not (baseline.isascii() and baseline.isdigit()):
         raise UsageError(f"--baseline {baseline!r} is neither a submission id nor a bundle path")
     report = GateReport(task=task_id, baseline=baseline, candidate=str(candidate))
     # A stored baseline is checked before the candidate runs.

@@ -35,7 +35,7 @@ from leaderboard.paging import BoardQuery
 from leaderboard.ranking import build_leaderboard
 from leaderboard.table import load_table
 from tests.helpers.tasks import write_jsonl
-from tests.leaderboard.seeding import TASK, Seeded
+from tests.leaderboard.seeding import MODELS, TASK, Seeded
 
 DATASET_WEIGHTS: list[dict[str, float] | None] = [None, {"test": 0.25}]
 
@@ -233,14 +233,14 @@ def test_kept_bootstrap_draws_serve_new_weights_and_follow_the_models(seeded: Se
             session.execute(
                 update(Submission).where(Submission.id == roberta).values(published=False)
             )
-        _, before = _kept(cache, "bootstrap-draws")
+        _, _, before = _kept(cache, "bootstrap-draws")
         after = _board(ctx, {"test": 2.0})
         assert after == _from_scratch(seeded.ctx, {"test": 2.0})
         assert roberta not in {r["submission_id"] for r in after["rows"]}
         assert cache.puts["bootstrap-draws"] == 2
         # The models that stayed keep their columns: the examples' draws (and any
         # measurement's picks) are the same objects, not drawn again.
-        _, now = _kept(cache, "bootstrap-draws")
+        _, _, now = _kept(cache, "bootstrap-draws")
         assert now.counts is before.counts
         assert all(now.picks[key] is before.picks[key] for key in now.picks)
         assert set(now.columns) < set(before.columns)
@@ -326,6 +326,57 @@ def test_a_store_that_cannot_keep_statistics_costs_nothing_but_time(
     kept.write_bytes(b"\x00" * 80)
     assert _from_scratch(seeded.ctx) == expected
     assert kept.read_bytes() != b"\x00" * 80  # derived and kept again
+
+
+class _CountedReads(ArtifactStore):
+    """An artifact store that counts the kept interval statistics it reads."""
+
+    statistics_read = 0
+
+    def read_bytes(self, key: str) -> bytes:
+        if key.endswith(".statistics"):
+            self.statistics_read += 1
+        return super().read_bytes(key)
+
+
+def test_kept_draws_read_no_statistics_and_a_new_model_reads_its_own(seeded: Seeded) -> None:
+    """Once a board's bootstrap draws are kept, weights no request asked for before read
+    no model's statistics (10,000 of them would not fit beside the board in the cache),
+    and a model joining the board reads its own alone, with the intervals of a board
+    ranked from scratch."""
+    _board(seeded.ctx)  # every model's statistics derived and kept beside its predictions
+    store = _CountedReads(seeded.ctx.artifacts.url)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), artifacts=store)
+    try:
+        _board(ctx)
+        assert store.statistics_read == len(MODELS) * len(_originals(ctx))
+        store.statistics_read = 0
+        for weights in [{"perf": 1.0}, {"perf": 2.0, "memory": 1.0}]:
+            assert _board(ctx, weights=weights) == _from_scratch(seeded.ctx, weights=weights)
+        assert _board(ctx, {"test": 0.25}) == _from_scratch(seeded.ctx, {"test": 0.25})
+        assert store.statistics_read == 0
+        roberta = seeded.submissions["roberta-large"]
+        with seeded.ctx.db.session() as session:
+            session.execute(
+                update(Submission).where(Submission.id == roberta).values(published=False)
+            )
+        _board(ctx)
+        # Every column kept: one model's statistics say how many examples there are.
+        assert store.statistics_read <= len(_originals(ctx))
+        with seeded.ctx.db.session() as session:
+            session.execute(
+                update(Submission).where(Submission.id == roberta).values(published=True)
+            )
+        store.statistics_read = 0
+        weights = {"perf": 5.0, "throughput": 1.0}  # not the board kept from before
+        assert _board(ctx, weights=weights) == _from_scratch(seeded.ctx, weights=weights)
+        assert store.statistics_read == len(_originals(ctx))  # roberta's alone
+    finally:
+        ctx.db.dispose()
+
+
+def _originals(ctx: Context) -> list[Any]:
+    return load_table(ctx, TASK).originals
 
 
 class _FullStore(ArtifactStore):

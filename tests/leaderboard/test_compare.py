@@ -167,6 +167,8 @@ async def test_disagreements_are_what_the_prediction_files_say_paged_with_a_tota
         ("{a}", "2 to 4 models"),
         ("{a},x", "submission ids"),
         ("{a},-1", "submission ids"),
+        ("{a},\u00b9", "submission ids"),  # a digit to str.isdigit, not to int()
+        ("{a},\u0663", "submission ids"),  # ARABIC-INDIC THREE: int() reads it as 3
         ("", "2 to 4 models"),
     ],
 )

@@ -151,8 +151,9 @@ def test_gate_passes_a_candidate_that_is_not_worse(platform: Platform, run, tmp_
     assert sum(d["improvements"] for d in report["datasets"]) == 3
 
 
-def test_gate_refuses_a_baseline_that_is_neither(platform: Platform, run) -> None:  # type: ignore[no-untyped-def]
-    result = run("gate", FIXTURES / "vader", "--task", "sentiment", "--baseline", "nope")
+@pytest.mark.parametrize("baseline", ["nope", "\u00b9", "\u0663"])
+def test_gate_refuses_a_baseline_that_is_neither(platform: Platform, run, baseline: str) -> None:  # type: ignore[no-untyped-def]
+    result = run("gate", FIXTURES / "vader", "--task", "sentiment", "--baseline", baseline)
     assert result.code == 2 and "neither a submission id nor a bundle path" in result.err
     unknown = run("gate", FIXTURES / "vader", "--task", "sentiment", "--baseline", "999")
     assert unknown.code == 2 and "has no submission 999" in unknown.err

@@ -1,0 +1,115 @@
+"""One weighting's rows: ranking only the contenders gives what ranking every model gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from scoring import Resamples, bootstrap, resample, statistics, weigh
+
+LABELS = ["a", "b", "c"]
+
+
+def _board(
+    seed: int, models: int, *, twins: bool = False, constant: bool = False
+) -> dict[str, Any]:
+    """``models`` classifiers of spread accuracy on 120 examples, with the other metrics
+    and repeated throughput a board has; ``twins``: three models answer exactly as
+    three others (ties in every resample); ``constant``: two always say "a" (flagged)."""
+    rng = np.random.default_rng(seed)
+    golds = [LABELS[i] for i in rng.integers(0, 3, 120)]
+    examples, table, repeats = {}, {}, {}
+    for m in range(models):
+        accuracy = rng.uniform(0.3, 0.95)
+        predictions = [g if rng.random() < accuracy else LABELS[rng.integers(0, 3)] for g in golds]
+        if constant and m < 2:
+            predictions = ["a"] * len(golds)
+        name = f"m{m:03d}"
+        examples[name] = {"test": statistics("macro_f1", predictions, golds, labels=LABELS)}
+        table[name] = {
+            "throughput": float(rng.uniform(10, 900)),
+            "memory": float(rng.uniform(0, 4)),
+        }
+        repeats[name] = {"throughput": list(rng.uniform(10, 900, 3))}
+    if twins:
+        for name in list(examples)[:3]:
+            examples[f"{name}-twin"] = examples[name]
+            table[f"{name}-twin"] = dict(table[name])
+            repeats[f"{name}-twin"] = repeats[name]
+    baseline = [
+        {"test": statistics("macro_f1", [label] * len(golds), golds, labels=LABELS)}
+        for label in LABELS
+    ]
+    return {
+        "examples": examples,
+        "metric": "macro_f1",
+        "table": table,
+        "repeats": repeats,
+        "baseline": baseline,
+        "directions": {"memory": -1.0},
+        "offsets": {"memory": 16.0},
+        "n_resamples": 300,
+        "seed": seed,
+    }
+
+
+def _resamples(board: dict[str, Any]) -> Resamples:
+    arguments = dict(board)
+    return resample(arguments.pop("examples"), **arguments)
+
+
+@pytest.mark.parametrize(
+    ("seed", "models", "twins", "constant"),
+    [(0, 40, False, False), (1, 60, True, False), (2, 50, False, True), (3, 80, True, True)],
+)
+def test_a_pages_rows_are_what_ranking_every_model_gives(
+    seed: int, models: int, twins: bool, constant: bool
+) -> None:
+    board = _board(seed, models, twins=twins, constant=constant)
+    resamples = _resamples(board)
+    weights = {"perf": 4.0, "throughput": 1.0, "memory": 1.0}
+    weighed = weigh(resamples, weights)
+    everyone = weighed.rows(resamples, range(len(weighed.models)))
+    pages = [weighed.observed[start : start + 10] for start in range(0, len(weighed.models), 10)]
+    for page in [*pages, weighed.observed[::7], np.array([weighed.leader])]:
+        rows = weighed.rows(resamples, page.tolist())
+        assert rows.ranks == [everyone.ranks[i] for i in page]
+        assert np.array_equal(rows.gaps, everyone.gaps[:, page])
+        assert np.array_equal(rows.scores, everyone.scores[:, page])
+
+
+def test_the_weighting_is_what_the_bootstrap_reports() -> None:
+    """bootstrap() is a weighing of its resamples with every row asked."""
+    board = _board(4, 30, constant=True)
+    result = bootstrap(
+        board["examples"],
+        weights={"perf": 1.0, "memory": 1.0},
+        **{k: v for k, v in board.items() if k != "examples"},
+    )
+    resamples = _resamples(board)
+    weighed = weigh(resamples, {"perf": 1.0, "memory": 1.0})
+    models = list(weighed.models)
+    assert result.order == [models[i] for i in weighed.observed]
+    assert result.p_first == dict(
+        zip(models, (weighed.first_counts / resamples.n_resamples).tolist(), strict=True)
+    )
+    assert sum(result.p_first.values()) == pytest.approx(1.0)
+    assert not any(result.p_first[m] for m in models if result.not_above_baseline[m])
+
+
+def test_a_page_far_from_the_top_ranks_few_models() -> None:
+    """With scores spread wide, a page's contenders are a few of the board's models."""
+    board = _board(5, 200)
+    resamples = _resamples(board)
+    weighed = weigh(resamples, {"perf": 1.0})
+    page = weighed.observed[:5]
+    ranked, above = weighed._contenders(np.flatnonzero(resamples.flagged == 0), page)
+    assert len(ranked) < 100 and above == 0
+
+
+def test_rows_refuse_other_resamples() -> None:
+    weighed = weigh(_resamples(_board(6, 20)))
+    with pytest.raises(ValueError, match="not the ones"):
+        weighed.rows(_resamples(_board(7, 21)), [0])
