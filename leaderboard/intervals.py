@@ -36,6 +36,7 @@ from scoring import (
     Resamples,
     ScoringError,
     Weighed,
+    dataset_shares,
     draw,
     resample,
     weigh,
@@ -115,7 +116,9 @@ def interval_inputs(
         tuple(sorted(offsets.items())),
         baseline,
         table.majority_label,
-        tuple(sorted(chosen.items())),
+        # Shares, not weights: two weightings with the same shares resample alike.
+        tuple(sorted(chosen)),
+        dataset_shares(chosen),
         tuple(
             sorted(
                 (k, tuple(sorted((m, tuple(v)) for m, v in measured.items())))

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         Interval,
         Resamples,
         bootstrap,
+        dataset_shares,
         draw,
         resample,
     )
@@ -106,6 +107,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "Interval",
             "Resamples",
             "bootstrap",
+            "dataset_shares",
             "draw",
             "resample",
         ),

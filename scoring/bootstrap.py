@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TypedDict, Unpack
 
 import numpy as np
@@ -54,7 +55,16 @@ from scoring.floor import not_above_baseline
 from scoring.registry import FloatArray, ScoringError, get_metric
 from scoring.weighing import weigh
 
-__all__ = ["BootstrapResult", "Draws", "Interval", "Resamples", "bootstrap", "draw", "resample"]
+__all__ = [
+    "BootstrapResult",
+    "Draws",
+    "Interval",
+    "Resamples",
+    "bootstrap",
+    "dataset_shares",
+    "draw",
+    "resample",
+]
 
 _CHUNK_CELLS = 4_000_000  # resample counts held at once: rows x examples
 _STEP_CELLS = 250_000  # goods of the resamples ranked at once: their temporaries fit a CPU cache
@@ -194,7 +204,7 @@ class Resamples:
 
     #: The table on the full data, perf included: its models are the resamples'.
     normalised: NormalisedTable
-    #: Each dataset's share of the weight, in name order (:func:`_shares`).
+    #: Each dataset's share of the weight, in name order (:func:`dataset_shares`).
     shares: tuple[float, ...]
     n_resamples: int
     level: float
@@ -214,6 +224,12 @@ class Resamples:
     flagged: NDArray[np.intp]
     first_perf_counts: NDArray[np.intp]
 
+    @cached_property
+    def magnitudes(self) -> FloatArray:
+        """Each metric's largest good in absolute value, over every resample: what bounds
+        the size of any weighting's terms (:func:`scoring.weigh`)."""
+        return np.array([float(np.abs(c).max(initial=0.0)) for c in self.columns])
+
     def fits(
         self,
         models: Iterable[str],
@@ -228,13 +244,18 @@ class Resamples:
         for :class:`Draws`)."""
         return (
             self.normalised.models == tuple(sorted(models))
-            and self.shares == _shares(dataset_weights)
+            and self.shares == dataset_shares(dataset_weights)
             and (self.n_resamples, self.level, self.seed) == (n, level, seed)
         )
 
 
-def _shares(dataset_weights: Mapping[str, float]) -> tuple[float, ...]:
-    """Each dataset's share of the weight, in name order."""
+def dataset_shares(dataset_weights: Mapping[str, float]) -> tuple[float, ...]:
+    """Each dataset's share of the weight, in name order: all that resampling reads of
+    the dataset weights (two weightings with the same shares resample alike).
+
+    >>> dataset_shares({"r2": 1.0, "r1": 3.0})
+    (0.75, 0.25)
+    """
     total = sum(dataset_weights.values())
     return tuple(dataset_weights[d] / total for d in sorted(dataset_weights))
 
@@ -365,7 +386,7 @@ def resample(
     ):
         return resamples
     paired = len(columns) > len(models)
-    shares = _shares(dataset_w)
+    shares = dataset_shares(dataset_w)
     sizes = _repeat_sizes(repeats)
     if draws is None or not draws.fits(metric, columns, datasets, sizes, n=n_resamples, seed=seed):
         draws = _draw(

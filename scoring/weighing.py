@@ -109,9 +109,11 @@ class Weighed:
                 rows = asked[mine]
                 ranked, above = self._contenders(members, rows)
                 scores = _scores(resamples, self.weights, ranked)
-                within = _ranks(resamples, ranked, scores)
                 at = np.searchsorted(ranked, rows)
-                ranks[:, mine] = ahead + above + within[:, at]
+                within = _counted_ranks(scores, at) if len(at) * 8 < len(ranked) else None
+                if within is None:  # many rows, or ties: rank every contender
+                    within = _ranks(resamples, ranked, scores)[:, at]
+                ranks[:, mine] = ahead + above + within
                 samples[:, mine] = scores[:, at]
             ahead += len(members)
         tail = (1 - self.level) / 2
@@ -145,12 +147,7 @@ def weigh(resamples: Resamples, weights: Mapping[str, float] | None = None) -> W
     w = normalised.weight_vector(weights)
     count = len(normalised.models)
     arange = np.arange(count)
-    low, high = np.full(count, np.inf), np.full(count, -np.inf)
-    everyone = slice(None)
-    for scores in _chunks(resamples, w, everyone):
-        # NaN stays NaN in the bounds (np.minimum propagates it): see Weighed.rows.
-        np.minimum(low, scores.min(axis=0), out=low)
-        np.maximum(high, scores.max(axis=0), out=high)
+    low, high = _bounds(resamples, w)
     point = normalised.scores(weights)
     flagged = resamples.flagged
     observed = np.lexsort([arange, *normalised.tiebreak_keys()[1:], -point, flagged])
@@ -165,7 +162,12 @@ def weigh(resamples: Resamples, weights: Mapping[str, float] | None = None) -> W
     else:
         candidates = top[high[top] >= low[top].max()]
     scores = _scores(resamples, w, candidates)
-    first = candidates[_orders_of(resamples, candidates, scores)[:, 0]]
+    best = np.argmax(scores, axis=-1)
+    if np.isnan(scores).any() or np.any(
+        np.count_nonzero(scores == scores[np.arange(len(scores)), best, None], axis=-1) > 1
+    ):  # a tie for first: the tie-breaks decide
+        best = _orders_of(resamples, candidates, scores)[:, 0]
+    first = candidates[best]
     return Weighed(
         models=normalised.models,
         weights=w,
@@ -179,6 +181,46 @@ def weigh(resamples: Resamples, weights: Mapping[str, float] | None = None) -> W
         high=high,
         leader_samples=_scores(resamples, w, np.array([leader]))[:, 0],
     )
+
+
+def _bounds(resamples: Resamples, w: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Each model's lowest and highest resampled Dynascore, widened by a margin that
+    covers any rounding: summed here as one matrix product for the metrics no resample
+    changes (BLAS), where :func:`scoring.scores_batch` divides term by term, so the last
+    bits may differ. NaN where a good or an AMRS is not finite (then every model of a
+    group is ranked, :meth:`Weighed._contenders`)."""
+    count = len(resamples.normalised.models)
+    amrs = resamples.amrs
+    usable = np.isfinite(amrs) & (amrs > 0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        # weight / AMRS per resample and metric; 0 where the metric adds nothing
+        factors = np.where(usable & (w != 0), w / np.where(usable, amrs, 1.0), 0.0)
+    varying = [k for k, c in enumerate(resamples.columns) if c.ndim == 2]
+    fixed = [k for k, c in enumerate(resamples.columns) if c.ndim == 1]
+    goods = np.stack([resamples.columns[k] for k in fixed], axis=-1) if fixed else None
+    finite = np.isfinite(factors).all() and all(
+        np.isfinite(resamples.columns[k]).all() for k in range(len(resamples.columns))
+    )
+    if not finite:
+        nan = np.full(count, np.nan)
+        return nan, nan.copy()
+    low, high = np.full(count, np.inf), np.full(count, -np.inf)
+    step = max(1, _STEP_CELLS // max(1, count))
+    for start in range(0, resamples.n_resamples, step):
+        stop = start + step
+        total = (
+            factors[start:stop, fixed] @ goods.T
+            if goods is not None
+            else np.zeros((len(factors[start:stop]), count))
+        )
+        for k in varying:
+            total += factors[start:stop, k, None] * resamples.columns[k][start:stop]
+        np.minimum(low, total.min(axis=0), out=low)
+        np.maximum(high, total.max(axis=0), out=high)
+    largest = np.abs(factors) @ resamples.magnitudes
+    # The largest magnitude a sum of terms reaches bounds its rounding.
+    margin = 1e-9 * float(largest.max(initial=0.0)) + 1e-300
+    return low - margin, high + margin
 
 
 def _chunks(resamples: Resamples, w: FloatArray, columns: Any) -> Any:
@@ -230,6 +272,37 @@ def _ranks(resamples: Resamples, columns: NDArray[np.intp], scores: FloatArray) 
         ranks, orders, np.broadcast_to(np.arange(1, len(columns) + 1), orders.shape), axis=-1
     )
     return ranks
+
+
+def _counted_ranks(scores: FloatArray, at: NDArray[np.intp]) -> NDArray[np.intp] | None:
+    """``(n_resamples, len(at))``: the rank among ``scores``' models of those at ``at``,
+    by counting in each resample the scores above theirs (a few rows among thousands of
+    contenders: cheaper than sorting them all). None where two scores of a resample tie
+    with one of these rows' (or one is NaN): the tie-breaks decide then, not the count."""
+    if np.isnan(scores).any():
+        return None
+    rows = scores[:, at]
+    order = np.argsort(rows, axis=-1)
+    ordered = np.take_along_axis(rows, order, axis=-1)
+    if np.any(ordered[:, 1:] == ordered[:, :-1]):
+        return None
+    width = len(at)
+    # Each score's place among its resample's sorted row scores: a score above row k's
+    # lands after it.
+    places = np.empty(scores.shape, dtype=np.intp)
+    for r in range(len(scores)):
+        places[r] = np.searchsorted(ordered[r], scores[r], side="left")
+    # Equal to one row's score only where it is that row's own: else a tie.
+    landed = np.take_along_axis(ordered, np.minimum(places, width - 1), axis=-1)
+    if np.any(np.count_nonzero(landed == scores, axis=-1) != width):
+        return None
+    # How many scores land after each place, every resample at once.
+    offsets = np.arange(len(scores))[:, None] * (width + 1)
+    landing = np.bincount((places + offsets).ravel(), minlength=len(scores) * (width + 1))
+    above = np.cumsum(landing.reshape(len(scores), width + 1)[:, ::-1], axis=-1)[:, ::-1]
+    found = np.empty(rows.shape, dtype=np.intp)
+    np.put_along_axis(found, order, above[:, 1:] + 1, axis=-1)
+    return found
 
 
 def _orders(scores: FloatArray, keys: Callable[[], list[NDArray[Any]]]) -> NDArray[np.intp]:

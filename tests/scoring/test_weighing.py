@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from scoring import Resamples, bootstrap, resample, statistics, weigh
+from scoring.weighing import _counted_ranks
 
 LABELS = ["a", "b", "c"]
 
@@ -113,3 +114,33 @@ def test_rows_refuse_other_resamples() -> None:
     weighed = weigh(_resamples(_board(6, 20)))
     with pytest.raises(ValueError, match="not the ones"):
         weighed.rows(_resamples(_board(7, 21)), [0])
+
+
+def test_counted_ranks_are_the_sorted_ranks_and_decline_ties() -> None:
+    """A few rows' ranks by counting the scores above them, as a full sort gives them;
+    None (the tie-breaks decide) where a row's score ties another's."""
+    rng = np.random.default_rng(8)
+    scores = rng.normal(size=(50, 400))
+    at = np.array([3, 17, 200, 399])
+    expected = (-scores).argsort(axis=-1).argsort(axis=-1)[:, at] + 1
+    assert np.array_equal(_counted_ranks(scores, at), expected)
+    tied = scores.copy()
+    tied[7, 100] = tied[7, 17]
+    assert _counted_ranks(tied, at) is None
+    twins = scores.copy()
+    twins[:, 200] = twins[:, 3]
+    assert _counted_ranks(twins, at) is None
+
+
+def test_a_large_boards_small_pages_are_what_ranking_every_model_gives() -> None:
+    """Pages of a few rows among hundreds of contenders: ranked by counting."""
+    board = _board(9, 400, twins=True, constant=True)
+    board["n_resamples"] = 200
+    resamples = _resamples(board)
+    weighed = weigh(resamples, {"perf": 1.0, "throughput": 0.5})
+    everyone = weighed.rows(resamples, range(len(weighed.models)))
+    for start in [0, 3, 150, 390]:
+        page = weighed.observed[start : start + 4]
+        rows = weighed.rows(resamples, page.tolist())
+        assert rows.ranks == [everyone.ranks[i] for i in page]
+        assert np.array_equal(rows.gaps, everyone.gaps[:, page])
