@@ -230,6 +230,11 @@ class Resamples:
         the size of any weighting's terms (:func:`scoring.weigh`)."""
         return np.array([float(np.abs(c).max(initial=0.0)) for c in self.columns])
 
+    @cached_property
+    def finite(self) -> bool:
+        """Whether every good of every resample is finite."""
+        return all(bool(np.isfinite(c).all()) for c in self.columns)
+
     def fits(
         self,
         models: Iterable[str],

@@ -147,27 +147,18 @@ def weigh(resamples: Resamples, weights: Mapping[str, float] | None = None) -> W
     w = normalised.weight_vector(weights)
     count = len(normalised.models)
     arange = np.arange(count)
-    low, high = _bounds(resamples, w)
-    point = normalised.scores(weights)
     flagged = resamples.flagged
+    # The first of each resample is among the models that clear the baseline (all, if
+    # none does).
+    top = flagged == 0 if not flagged.all() else np.ones(count, dtype=bool)
+    low, high, first = _sweep(resamples, w, top)
+    point = normalised.scores(weights)
     observed = np.lexsort([arange, *normalised.tiebreak_keys()[1:], -point, flagged])
     observed_rank = np.empty(count, dtype=np.intp)
     observed_rank[observed] = arange + 1
     leader = int(observed[0])
-    # The first of each resample: of the models that clear the baseline (all, if none
-    # does), one whose highest score reaches the best lowest score among them.
-    top = np.flatnonzero(flagged == 0) if not flagged.all() else arange
-    if np.isnan(low[top]).any() or np.isnan(high[top]).any():
-        candidates = top
-    else:
-        candidates = top[high[top] >= low[top].max()]
-    scores = _scores(resamples, w, candidates)
-    best = np.argmax(scores, axis=-1)
-    if np.isnan(scores).any() or np.any(
-        np.count_nonzero(scores == scores[np.arange(len(scores)), best, None], axis=-1) > 1
-    ):  # a tie for first: the tie-breaks decide
-        best = _orders_of(resamples, candidates, scores)[:, 0]
-    first = candidates[best]
+    if first is None:
+        first = _firsts(resamples, w, np.flatnonzero(top), low, high)
     return Weighed(
         models=normalised.models,
         weights=w,
@@ -183,44 +174,81 @@ def weigh(resamples: Resamples, weights: Mapping[str, float] | None = None) -> W
     )
 
 
-def _bounds(resamples: Resamples, w: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Each model's lowest and highest resampled Dynascore, widened by a margin that
-    covers any rounding: summed here as one matrix product for the metrics no resample
-    changes (BLAS), where :func:`scoring.scores_batch` divides term by term, so the last
-    bits may differ. NaN where a good or an AMRS is not finite (then every model of a
-    group is ranked, :meth:`Weighed._contenders`)."""
+def _sweep(
+    resamples: Resamples, w: FloatArray, top: NDArray[np.bool_]
+) -> tuple[FloatArray, FloatArray, NDArray[np.intp] | None]:
+    """One pass over every resample's Dynascores: each model's lowest and highest, and
+    the first of each resample among the ``top`` models (those that clear the baseline).
+
+    Summed here as one matrix product for the metrics no resample changes (BLAS), where
+    :func:`scoring.scores_batch` divides term by term, so the last bits may differ: the
+    bounds are widened by a margin far above any rounding (contenders are then a
+    superset, and ranked on exact scores), and a first is given only where it leads the
+    next by more than twice the margin (None where any does not: a near tie, decided on
+    exact scores by the caller). NaN bounds where a good or an AMRS is not finite (then
+    every model of a group is ranked, :meth:`Weighed._contenders`).
+    """
     count = len(resamples.normalised.models)
     amrs = resamples.amrs
     usable = np.isfinite(amrs) & (amrs > 0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # weight / AMRS per resample and metric; 0 where the metric adds nothing
         factors = np.where(usable & (w != 0), w / np.where(usable, amrs, 1.0), 0.0)
+    if not (np.isfinite(factors).all() and resamples.finite):
+        nan = np.full(count, np.nan)
+        return nan, nan.copy(), None
+    # The largest magnitude a sum of terms reaches bounds its rounding.
+    margin = 1e-9 * float((np.abs(factors) @ resamples.magnitudes).max(initial=0.0)) + 1e-300
     varying = [k for k, c in enumerate(resamples.columns) if c.ndim == 2]
     fixed = [k for k, c in enumerate(resamples.columns) if c.ndim == 1]
     goods = np.stack([resamples.columns[k] for k in fixed], axis=-1) if fixed else None
-    finite = np.isfinite(factors).all() and all(
-        np.isfinite(resamples.columns[k]).all() for k in range(len(resamples.columns))
-    )
-    if not finite:
-        nan = np.full(count, np.nan)
-        return nan, nan.copy()
     low, high = np.full(count, np.inf), np.full(count, -np.inf)
+    first = np.empty(resamples.n_resamples, dtype=np.intp)
+    sure = True
+    others = None if top.all() else ~top
     step = max(1, _STEP_CELLS // max(1, count))
     for start in range(0, resamples.n_resamples, step):
-        stop = start + step
+        stop = min(start + step, resamples.n_resamples)
         total = (
             factors[start:stop, fixed] @ goods.T
             if goods is not None
-            else np.zeros((len(factors[start:stop]), count))
+            else np.zeros((stop - start, count))
         )
         for k in varying:
             total += factors[start:stop, k, None] * resamples.columns[k][start:stop]
         np.minimum(low, total.min(axis=0), out=low)
         np.maximum(high, total.max(axis=0), out=high)
-    largest = np.abs(factors) @ resamples.magnitudes
-    # The largest magnitude a sum of terms reaches bounds its rounding.
-    margin = 1e-9 * float(largest.max(initial=0.0)) + 1e-300
-    return low - margin, high + margin
+        if others is not None:
+            total[:, others] = -np.inf
+        best = total.argmax(axis=-1)
+        leading = total[np.arange(stop - start), best]
+        total[np.arange(stop - start), best] = -np.inf
+        sure = sure and bool(np.all(leading - total.max(axis=-1) > 2 * margin))
+        first[start:stop] = best
+    return low - margin, high + margin, first if sure else None
+
+
+def _firsts(
+    resamples: Resamples,
+    w: FloatArray,
+    top: NDArray[np.intp],
+    low: FloatArray,
+    high: FloatArray,
+) -> NDArray[np.intp]:
+    """The first of each resample among the ``top`` models, on exact scores: of those
+    whose highest score reaches the best lowest one, ties by the tie-breaks."""
+    if np.isnan(low[top]).any() or np.isnan(high[top]).any():
+        candidates = top
+    else:
+        candidates = top[high[top] >= low[top].max()]
+    scores = _scores(resamples, w, candidates)
+    best = np.argmax(scores, axis=-1)
+    if np.isnan(scores).any() or np.any(
+        np.count_nonzero(scores == scores[np.arange(len(scores)), best, None], axis=-1) > 1
+    ):  # a tie for first: the tie-breaks decide
+        best = _orders_of(resamples, candidates, scores)[:, 0]
+    found: NDArray[np.intp] = candidates[best]
+    return found
 
 
 def _chunks(resamples: Resamples, w: FloatArray, columns: Any) -> Any:
@@ -241,6 +269,7 @@ def _scores(resamples: Resamples, w: FloatArray, columns: NDArray[np.intp]) -> F
     ``columns`` (all of them: no copy of the resamples' columns)."""
     whole = len(columns) == len(resamples.normalised.models)
     found = np.empty((resamples.n_resamples, len(columns)))
+
     start = 0
     for block in _chunks(resamples, w, slice(None) if whole else columns):
         found[start : start + len(block)] = block

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pytest
 
 from scoring import Resamples, bootstrap, resample, statistics, weigh
-from scoring.weighing import _counted_ranks
+from scoring.dynascore import scores_batch
+from scoring.weighing import _counted_ranks, _sweep
 
 LABELS = ["a", "b", "c"]
 
@@ -144,3 +146,31 @@ def test_a_large_boards_small_pages_are_what_ranking_every_model_gives() -> None
         rows = weighed.rows(resamples, page.tolist())
         assert rows.ranks == [everyone.ranks[i] for i in page]
         assert np.array_equal(rows.gaps, everyone.gaps[:, page])
+
+
+@pytest.mark.parametrize(("seed", "twins"), [(10, False), (11, True)])
+def test_the_first_of_each_resample_is_the_full_rankings_first(seed: int, twins: bool) -> None:
+    """P(first) from one sweep (the leader sure by more than rounding) or, near a tie,
+    from exact scores: what sorting every resample's exact scores with the floor and the
+    tie-breaks gives."""
+    board = _board(seed, 120, constant=True)
+    weights = {"perf": 2.0, "throughput": 1.0, "memory": 0.5}
+    if twins:  # the leader's twin ties with it in every resample: decided on exact scores
+        leader = weigh(_resamples(board), weights)
+        name = leader.models[leader.leader]
+        for part in ("examples", "table", "repeats"):
+            board[part][f"{name}-twin"] = board[part][name]
+    resamples = _resamples(board)
+    weighed = weigh(resamples, weights)
+    top = resamples.flagged == 0
+    assert (_sweep(resamples, weighed.weights, top)[2] is None) == twins
+    normalised = resamples.normalised
+    w = normalised.weight_vector(weights)
+    scores = scores_batch(list(resamples.columns), resamples.amrs, w)
+    goods = np.stack([np.broadcast_to(c, scores.shape) for c in resamples.columns], axis=-1)
+    ids = np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
+    keys = dataclasses.replace(normalised, goods=goods).tiebreak_keys()[1:]
+    flagged = np.broadcast_to(resamples.flagged, scores.shape)
+    firsts = np.lexsort([ids, *keys, -scores, flagged], axis=-1)[:, 0]
+    expected = np.bincount(firsts, minlength=scores.shape[1])
+    assert np.array_equal(weighed.first_counts, expected)
