@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from datasets_registry.importers import RawRow
 from datasets_registry.taskspec import TaskSpec
 from evalboard.core.errors import InvalidDataset
@@ -234,15 +236,40 @@ def to_inputs(
     return inputs
 
 
-#: One encoder for every line: ``json.dumps`` with options builds a new one per call, a
-#: third of the cost of hashing a 10,000-example file. The standard library's, not orjson:
-#: the address must not change (orjson writes floats and non-string keys differently).
+#: The address's form: the standard library's encoder, one for every line (``json.dumps``
+#: with options builds a new one per call, a third of the cost of hashing a 10,000-example
+#: file).
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+#: Values orjson writes byte for byte as ``_CANONICAL`` does (every string: checked code
+#: point by code point in tests/datasets_registry/test_importers.py). Floats are not among
+#: them: ``repr`` and orjson's shortest form differ (``1e+16`` and ``1e16``, ``NaN``).
+_AS_ORJSON = frozenset({str, int, bool, type(None)})
+#: Where one row ends and the next begins in orjson's ``[row,row,...]`` of flat rows.
+_BETWEEN, _LINE_BREAK = b'},{"', b'}\n{"'
 
 
 def canonical_jsonl(examples: Iterable[Mapping[str, Any]]) -> bytes:
-    """The bytes a dataset is addressed by: one sorted, compact JSON object per line."""
-    return "".join([_CANONICAL.encode(example) + "\n" for example in examples]).encode()
+    """The bytes a dataset is addressed by: one sorted, compact JSON object per line.
+
+    Flat rows (strings, integers, booleans, nulls: most datasets) are written by one
+    orjson call over them all, 8x faster than the standard library (20 ms of a
+    10,000-example ``evalboard evaluate``; an orjson call per row costs as much as the
+    standard library's); any other rows by the standard library, so the address never
+    depends on which one wrote it.
+    """
+    rows = list(examples)
+    flat = all(rows) and {type(value) for row in rows for value in row.values()} <= _AS_ORJSON
+    if flat:
+        try:
+            listed = orjson.dumps(rows, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # what orjson refuses: a non-string key, an integer past 64 bits
+            listed = b""
+        # Each of the len(rows) - 1 boundaries reads },{" (a row ends with } and the next,
+        # not empty, begins with {"); a string ending in "},{" puts the same bytes inside a
+        # row. Where there are exactly len(rows) - 1 of them, there are no others.
+        if listed and listed.count(_BETWEEN) == len(rows) - 1:
+            return listed[1:-1].replace(_BETWEEN, _LINE_BREAK) + b"\n"
+    return "".join([_CANONICAL.encode(row) + "\n" for row in rows]).encode()
 
 
 def sha256_of(data: bytes) -> str:

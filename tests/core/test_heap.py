@@ -1,11 +1,14 @@
-"""The collector paused while a board's rows are built, and resumed after, in any thread."""
+"""The collector paused while a board's rows are built, and resumed after, in any thread;
+its full passes held back while an evaluation is timed."""
 
 from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Callable
+from typing import Any
 
-from evalboard.core.heap import paused_collection
+from evalboard.core.heap import full_passes_held, paused_collection
 
 
 def test_the_collector_is_paused_inside_and_resumed_after() -> None:
@@ -56,3 +59,57 @@ def test_a_collector_off_before_stays_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def _passes(block: Callable[[], Any]) -> set[int]:
+    """The generations the collector passed over while ``block`` made 100,000 objects that
+    stay alive (each young pass moves them on, toward a full pass)."""
+    passes: set[int] = set()
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            passes.add(info["generation"])
+
+    gc.freeze()  # the test process's own objects: a full pass falls due at once
+    gc.collect()
+    gc.callbacks.append(seen)
+    try:
+        with block():
+            kept = [[n] for n in range(100_000)]
+    finally:
+        gc.callbacks.remove(seen)
+        gc.unfreeze()
+    assert len(kept) == 100_000
+    return passes
+
+
+def test_full_passes_are_held_back_young_ones_run() -> None:
+    thresholds = gc.get_threshold()
+    assert 2 in _passes(threading.Lock)  # a lock holds nothing back: a full pass fell due
+    assert _passes(full_passes_held) == {0, 1}
+    assert gc.get_threshold() == thresholds
+
+
+def test_blocks_in_two_threads_hold_full_passes_until_the_last_ends() -> None:
+    thresholds = gc.get_threshold()
+    first_in, second_done, inside = threading.Event(), threading.Event(), []
+
+    def second() -> None:
+        first_in.wait()
+        with full_passes_held():
+            pass
+        inside.append(gc.get_threshold())  # the first thread's block is still open
+        second_done.set()
+
+    worker = threading.Thread(target=second)
+    worker.start()
+    try:
+        with full_passes_held():
+            first_in.set()
+            second_done.wait(timeout=30)
+            raise RuntimeError("the model failed mid-run")
+    except RuntimeError:
+        pass
+    worker.join()
+    assert inside[0][2] > thresholds[2]
+    assert gc.get_threshold() == thresholds

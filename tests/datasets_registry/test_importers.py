@@ -2,8 +2,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from datasets_registry.examples import ColumnMapping, canonical_jsonl, parse_mapping, to_examples
 from datasets_registry.importers import MAX_LINE_BYTES, read_rows
@@ -153,6 +156,78 @@ def test_squad_answer_outside_context_is_refused(tmp_path: Path) -> None:
 def test_canonical_jsonl_ignores_key_order() -> None:
     assert canonical_jsonl([{"b": 1, "a": "é"}]) == canonical_jsonl([{"a": "é", "b": 1}])
     assert canonical_jsonl([{"a": "é"}]) == '{"a":"é"}\n'.encode()
+
+
+def _standard_library(rows: list[Any]) -> bytes:
+    """The canonical form as the standard library writes it (what addresses were made of)."""
+    encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+    return "".join(encode(row) + "\n" for row in rows).encode()
+
+
+#: Every code point but the surrogates, in one string; and keys that sort differently by
+#: UTF-16 units than by code points.
+_EVERY_CHARACTER = "".join(map(chr, [*range(0xD800), *range(0xE000, 0x110000)]))
+_ODD_KEYS = {"\U0001f600": 1, "\uffff": 2, "\ue000": 3, "B": 4, "a": 5, "é": 6, "": 7}
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [{"uid": "1", "text": _EVERY_CHARACTER, 'quote"and\\slash': "\x00\x1f\x7f\u2028"}],
+        [_ODD_KEYS, {"k": {**_ODD_KEYS, "n": [_ODD_KEYS]}}],
+        [{"uid": 1, "n": 2**64 - 1, "m": -(2**63), "t": True, "f": False, "z": None}],
+        [{"uid": "q", "answers": ["a", "b"], "nested": [{"y": [1, None], "x": "é"}]}],
+        # What orjson writes otherwise, or refuses: the standard library writes those.
+        [{"uid": "f", "x": 0.1}, {"uid": "g", "x": 1e16, "y": 1e-05, "z": -0.0}],
+        [{"uid": "n", "x": float("nan"), "y": float("inf")}],
+        [{"uid": "b", "x": 2**64}, {"uid": "c", "x": -(2**63) - 1}],
+        [{"uid": "k", "x": {2: "int keys", 1: "are written as strings"}}],
+        [{"uid": "deep", "x": [[[[[[["deep"]]]]]]]}, {"uid": "l", "x": [0.5, "s"]}],
+        [{"uid": "flat", "x": "a"}, {"uid": "mixed", "x": [1.5]}],
+        # Row boundaries in orjson's list, },{" , also inside a row (kept as they are).
+        [{"uid": "1", "x": "a},{"}, {"uid": "2", "x": "},{"}, {"uid": "3", "x": 'q"},{"'}],
+        [{"uid": "1"}, {}, {"x": "end},{"}, {"y": "z"}],
+        [{"uid": "1"}],
+        [{}],
+        [],
+    ],
+)
+def test_canonical_jsonl_is_the_standard_librarys_form(rows: list[Any]) -> None:
+    # A dataset's address is the sha256 of these bytes: however they are written (orjson
+    # where it writes the same, else the standard library), they must not change.
+    assert canonical_jsonl(rows) == _standard_library(rows)
+
+
+@given(
+    st.lists(
+        st.dictionaries(
+            st.text(max_size=5),
+            st.recursive(
+                st.none()
+                | st.booleans()
+                | st.integers(min_value=-(2**70), max_value=2**70)
+                | st.floats()
+                | st.text(),
+                lambda inner: (
+                    st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+                ),
+                max_leaves=8,
+            ),
+            max_size=4,
+        ),
+        max_size=4,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_canonical_jsonl_of_any_rows_is_the_standard_librarys_form(rows: list[Any]) -> None:
+    try:
+        expected = _standard_library(rows)
+    except UnicodeEncodeError:  # a lone surrogate: no address, however it is written
+        with pytest.raises(UnicodeEncodeError):
+            canonical_jsonl(rows)
+        return
+    assert canonical_jsonl(rows) == expected
 
 
 def test_parse_mapping_accepts_repeats_and_commas() -> None:
