@@ -23,7 +23,7 @@ import hashlib
 import logging
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 from sqlalchemy import Row, Text, case, cast, delete, func, insert, select
@@ -47,7 +47,7 @@ from evaluator import DatasetOutcome
 from leaderboard.entry import ModelEntry, derive_entry
 from submission_sandbox import ModelCard
 
-__all__ = ["datasets_digest", "load_board", "load_entries", "source_digest"]
+__all__ = ["Board", "datasets_digest", "load_board", "load_entries", "source_digest"]
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,19 @@ def load_entries(
 ) -> list[ModelEntry]:
     """The task's rows in submission order: stored ones whose digest still matches,
     the others derived now (and stored for the next request)."""
-    return load_board(ctx, task_id, datasets=datasets, scoring=scoring)[1]
+    return load_board(ctx, task_id, datasets=datasets, scoring=scoring).models
+
+
+class Board(NamedTuple):
+    """A task's board as :func:`load_board` read it."""
+
+    #: The digest of every fact the rows were derived from.
+    version: str
+    #: The rows, in submission order; shared between requests: never changed.
+    models: list[ModelEntry]
+    #: The derived-data cache's key for the rows: what is derived from them and holds
+    #: them is kept ``within`` it (:meth:`~evalboard.core.cache.MemoryCache.put`).
+    cache_key: tuple[str, str, str]
 
 
 def load_board(
@@ -136,7 +148,7 @@ def load_board(
     *,
     datasets: list[Dataset],
     scoring: list[Dataset],
-) -> tuple[str, list[ModelEntry]]:
+) -> Board:
     """The board's version and its rows in submission order.
 
     The version is the digest of every fact the rows were derived from (the datasets' and
@@ -148,36 +160,46 @@ def load_board(
     datasets' digest still being those the cached board was read under means no fact has
     changed since. The counter is read before the query, so a write in between leaves
     the cached board under the older counter, and the next request reads it all again.
-    The list of rows is kept with them, shared between requests: never changed.
+
+    Two cache entries: the rows of each version (immutable, what derived values are kept
+    within), and which version the task's counter was last read at. A write that changes
+    no row (the counter moved, the version did not) replaces only the latter, so what
+    was derived from the rows stays.
     """
     # Which sets count changes when a phase is revealed to the public, not the datasets.
     digest = source_digest(datasets_digest(datasets), sorted(d.id for d in scoring))
-    cached = ctx.cache.get(("board", task_id))
+    current = ctx.cache.get(("board", task_id))
+    kept_key = ("board-rows", task_id, current[0]) if current is not None else None
+    kept = ctx.cache.get(kept_key) if kept_key is not None else None
     with ctx.db.session() as session:
         stored = session.scalar(select(BoardVersion.version).where(BoardVersion.task_id == task_id))
-        if cached is not None and cached[2] == (stored, digest):
-            return cached[0], cached[3]
+        if kept is not None and current[1] == (stored, digest):
+            return Board(current[0], kept[1], ("board-rows", task_id, current[0]))
         # Core, not the ORM: plain rows, no per-row ORM bookkeeping.
         rows = session.connection().execute(_board_query(task_id)).all()
     # Every column but the stored row's own digest, which follows from the others.
     version = source_digest(digest, [(*row[:7], *row[8:]) for row in rows])
-    # One entry per task, the latest version: its rows are reused by the next version
-    # where their own digest still matches, so one finished job re-derives one row.
-    if cached is not None and cached[0] == version:
-        entries = cached[1]
+    cache_key = ("board-rows", task_id, version)
+    if kept is not None and current[0] == version:
+        models = kept[1]
     else:
-        previous: dict[int, tuple[str, ModelEntry]] = cached[1] if cached is not None else {}
+        # Rows are reused by the next version where their own digest still matches, so
+        # one finished job re-derives one row; the older version is then let go.
+        previous: dict[int, tuple[str, ModelEntry]] = kept[0] if kept is not None else {}
         with paused_collection():  # 10,000 rows made: see evalboard.core.heap
             entries = _entries(
                 ctx, task_id, rows, digest, previous, datasets=datasets, scoring=scoring
             )
-    models = [entry for _, entry in entries.values()]
-    ctx.cache.put(
-        ("board", task_id),
-        (version, entries, (stored, digest), models),
-        size=sampled_size(list(entries.items())) + sys.getsizeof(models),
-    )
-    return version, models
+        models = [entry for _, entry in entries.values()]
+        if kept_key is not None:
+            ctx.cache.discard(kept_key)
+        ctx.cache.put(
+            cache_key,
+            (entries, models),
+            size=sampled_size(list(entries.items())) + sys.getsizeof(models),
+        )
+    ctx.cache.put(("board", task_id), (version, (stored, digest)))
+    return Board(version, models, cache_key)
 
 
 def _entries(

@@ -107,7 +107,12 @@ def visible_table(
     if models is None:
         models, renamed = _visible_models(table, principal)
         # The entries are the board's (counted there) but for those made anew here.
-        cache.put(cache_key, models, size=sys.getsizeof(models) + sampled_size(renamed))
+        cache.put(
+            cache_key,
+            models,
+            size=sys.getsizeof(models) + sampled_size(renamed),
+            within=table.board_key,
+        )
     return replace(table, models=models, version=version)
 
 

@@ -269,7 +269,9 @@ def board_intervals(
         found = BoardIntervals.of(
             resamples, weigh(resamples, weights), lambda: board_resamples(ctx, table, inputs)
         )
-    ctx.cache.put(cache_key, found, size=found.approximate_size() if found else 0)
+    # Within the board: the lambda holds the table, rows and all.
+    size = found.approximate_size() if found else 0
+    ctx.cache.put(cache_key, found, size=size, within=table.board_key)
     return found
 
 

@@ -148,7 +148,7 @@ def _ranked_rows(ctx: Context, table: TaskTable, entries: list[ModelEntry]) -> _
     found: _Rows | None = ctx.cache.get(cache_key)
     if found is None:
         found = _Rows.of(entries)
-        ctx.cache.put(cache_key, found)
+        ctx.cache.put(cache_key, found, within=table.board_key)
     return found
 
 
@@ -270,7 +270,9 @@ def build_leaderboard(
         ranking = _rank(ctx, table, weights, dataset_weights=dataset_weights, intervals=intervals)
         read_only(*ranking.arrays)  # every page of it is cut from these, shared
         if table.version:
-            ctx.cache.put(cache_key, ranking, size=ranking.approximate_size())
+            ctx.cache.put(
+                cache_key, ranking, size=ranking.approximate_size(), within=table.board_key
+            )
             keep_long_lived()
     return _board(ranking, query or BoardQuery(), keep)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -90,6 +90,10 @@ class TaskTable:
     #: weights), so what is derived from it can be cached under it; "" for a table built
     #: by hand, which nothing caches.
     version: str = ""
+    #: The cache key of the board rows the table was read from
+    #: (:attr:`leaderboard.aggregates.Board.cache_key`): what the cache keeps that holds
+    #: the table's rows is kept within it; None for a table built by hand.
+    board_key: Hashable = None
 
     @property
     def weighable_datasets(self) -> list[str]:
@@ -338,7 +342,7 @@ def _own_figures(table: TaskTable, cache: MemoryCache | None) -> RankedFigures:
         entries = [table.models[r] for r in rows]
         found = RankedFigures.of(rows, entries, table.dataset_weights, table.majority_by_dataset)
         if kept is not None:
-            kept.put(cache_key, found, size=found.approximate_size())
+            kept.put(cache_key, found, size=found.approximate_size(), within=table.board_key)
     return found
 
 
@@ -400,7 +404,7 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         assert task is not None
         default_weights = {k: float(v) for k, v in task.default_weights.items()}
         owner_id = task.owner_id
-    board, models = load_board(ctx, task_id, datasets=datasets, scoring=scoring)
+    board = load_board(ctx, task_id, datasets=datasets, scoring=scoring)
     originals = [d for d in scoring if d.perturbation is None]
     majority = _majority_by_dataset(ctx, spec, originals)
     phase = shown_phase(ctx, task_id)
@@ -411,7 +415,7 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         owner_id=owner_id,
         datasets=datasets,
         scoring=scoring,
-        models=models,
+        models=board.models,
         majority_by_dataset=majority[1] if majority else None,
         majority_label=majority[0] if majority else None,
         dataset_weights={d.name: float(d.weight) for d in originals},
@@ -420,6 +424,7 @@ def load_table(ctx: Context, task_id: str) -> TaskTable:
         # The phase's words too: a phase revealed onto the board counts the same sets as
         # before it opened, but the board says so.
         version=source_digest(
-            board, [sorted(default_weights.items()), owner_id, phase, withheld_sets]
+            board.version, [sorted(default_weights.items()), owner_id, phase, withheld_sets]
         ),
+        board_key=board.cache_key,
     )

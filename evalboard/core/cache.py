@@ -135,6 +135,9 @@ class MemoryCache:
         self.budget_bytes = budget_bytes
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._held = 0
+        # put(..., within=parent): parent -> its dependents, and each dependent's parent.
+        self._dependents: dict[Hashable, set[Hashable]] = {}
+        self._parent: dict[Hashable, Hashable] = {}
         self._lock = threading.Lock()
 
     def has(self, key: Hashable) -> bool:
@@ -150,25 +153,66 @@ class MemoryCache:
             self._entries.move_to_end(key)
             return found[0]
 
-    def put(self, key: Hashable, value: Any, *, size: int | None = None) -> None:
+    def put(
+        self, key: Hashable, value: Any, *, size: int | None = None, within: Hashable = None
+    ) -> None:
         """Keep ``value``, evicting the least recently used until it fits.
 
         ``size``: the value's bytes where the caller knows them better or cheaper
         (:func:`sampled_size`); measured with :func:`approximate_size` otherwise. The key
         counts too (:func:`_key_size`).
+
+        ``within``: the key of an entry whose objects ``value`` holds without counting them
+        (a ranking holding a board's rows, measured without them). Such a value is kept
+        only while that entry is, and leaves with it: kept alone, it would hold a board
+        the cache no longer counts, and a board too large to keep at all would be held
+        once by each value derived from it, as many times as requests built it.
+
+        >>> cache = MemoryCache(budget_bytes=10_000)
+        >>> cache.put("board", "x" * 100)
+        >>> cache.put("ranking", "y", within="board")
+        >>> cache.discard("board")
+        >>> cache.get("ranking") is None
+        True
+        >>> cache.put("ranking", "y", within="board")   # its board is not kept: nor is it
+        >>> cache.get("ranking") is None
+        True
         """
         size = _key_size(key) + (approximate_size(value) if size is None else size)
         with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._held -= old[1]
+            self._drop(key)
             if size > self.budget_bytes:
                 return
             while self._held + size > self.budget_bytes:
-                _, (_, freed) = self._entries.popitem(last=False)
-                self._held -= freed
+                self._drop(next(iter(self._entries)))
+            if within is not None:
+                if within not in self._entries:
+                    return
+                self._parent[key] = within
+                self._dependents.setdefault(within, set()).add(key)
             self._entries[key] = (value, size)
             self._held += size
+
+    def discard(self, key: Hashable) -> None:
+        """Forget ``key``, and what was kept within it (:meth:`put`)."""
+        with self._lock:
+            self._drop(key)
+
+    def _drop(self, key: Hashable) -> None:
+        # Under the lock: the entry, its link to its parent, and its dependents.
+        found = self._entries.pop(key, None)
+        if found is None:
+            return
+        self._held -= found[1]
+        parent = self._parent.pop(key, None)
+        if parent is not None:
+            siblings = self._dependents[parent]
+            siblings.discard(key)
+            if not siblings:
+                del self._dependents[parent]
+        for dependent in self._dependents.pop(key, ()):
+            self._parent.pop(dependent, None)
+            self._drop(dependent)
 
     @property
     def held_bytes(self) -> int:

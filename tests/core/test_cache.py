@@ -75,3 +75,43 @@ def test_a_long_key_is_measured_from_a_sample_and_still_counted() -> None:
     small = MemoryCache(budget_bytes=whole // 2)
     small.put(key, "v")  # a key beyond the budget is not kept
     assert not small.has(key) and small.held_bytes == 0
+
+
+def test_what_is_kept_within_an_entry_leaves_with_it() -> None:
+    cache = MemoryCache(budget_bytes=100_000)
+    cache.put("board", "x" * 1_000)
+    cache.put("ranking", "y" * 100, within="board")
+    cache.put("page", "z" * 10, within="ranking")
+    cache.put("other", "w" * 10)
+    alone = approximate_size("other") + approximate_size("w" * 10)
+    cache.put("board", "x" * 1_000)  # a new value: what held the old one goes
+    assert not cache.has("ranking") and not cache.has("page")
+    cache.put("ranking", "y" * 100, within="board")
+    cache.discard("board")
+    assert [cache.has(k) for k in ("board", "ranking", "other")] == [False, False, True]
+    assert cache.held_bytes == alone and len(cache) == 1
+
+
+def test_nothing_is_kept_within_an_entry_the_cache_does_not_hold() -> None:
+    cache = MemoryCache(budget_bytes=2_000)
+    cache.put("board", "x" * 5_000)  # over the budget: not kept
+    cache.put("ranking", "y", within="board")
+    assert len(cache) == 0 and cache.held_bytes == 0
+
+
+def test_evicting_an_entry_evicts_what_is_kept_within_it() -> None:
+    one = np.zeros(100)
+    budget = 3 * approximate_size(("k", one)) + 200
+    cache = MemoryCache(budget_bytes=budget)
+    cache.put("board", one)
+    cache.put("ranking", one, within="board")
+    cache.get("ranking")  # the board is now the least recently used
+    cache.put("next", one)
+    cache.put("last", one)  # evicts the board, and the ranking with it
+    assert [cache.has(k) for k in ("board", "ranking", "next", "last")] == [
+        False,
+        False,
+        True,
+        True,
+    ]
+    assert cache.held_bytes == 2 * (approximate_size("next") + approximate_size(one))

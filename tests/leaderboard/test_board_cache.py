@@ -27,7 +27,7 @@ from evalboard.core.cache import MemoryCache
 from evalboard.core.context import Context
 from evalboard.core.errors import PlatformError
 from evalboard.core.settings import Settings
-from evalboard.core.tables import Result, Submission
+from evalboard.core.tables import BoardVersion, Result, Submission
 from evaluator import summarize
 from leaderboard.accounts import ANONYMOUS, Principal, principal_for_token
 from leaderboard.cards import visible_table
@@ -176,10 +176,12 @@ class _WatchedCache(MemoryCache):
         super().__init__(budget_bytes)
         self.put_values: list[weakref.ref[Any]] = []
 
-    def put(self, key: Hashable, value: Any, *, size: int | None = None) -> None:
+    def put(
+        self, key: Hashable, value: Any, *, size: int | None = None, within: Hashable = None
+    ) -> None:
         with contextlib.suppress(TypeError):  # values without weak references (tuples)
             self.put_values.append(weakref.ref(value))
-        super().put(key, value, size=size)
+        super().put(key, value, size=size, within=within)
 
 
 def test_rankings_the_cache_evicts_are_freed_though_frozen(seeded: Seeded) -> None:
@@ -211,11 +213,13 @@ class _CountedPuts(MemoryCache):
         self.puts: Counter[str] = Counter()
         self.values: dict[str, list[Any]] = {}
 
-    def put(self, key: Hashable, value: Any, *, size: int | None = None) -> None:
+    def put(
+        self, key: Hashable, value: Any, *, size: int | None = None, within: Hashable = None
+    ) -> None:
         if isinstance(key, tuple) and key and isinstance(key[0], str):
             self.puts[key[0]] += 1
             self.values.setdefault(key[0], []).append(value)
-        super().put(key, value, size=size)
+        super().put(key, value, size=size, within=within)
 
 
 def test_kept_bootstrap_draws_serve_new_weights_and_follow_the_models(seeded: Seeded) -> None:
@@ -477,5 +481,60 @@ def test_the_arrays_kept_for_the_rankings_refuse_writes(seeded: Seeded) -> None:
             with pytest.raises(ValueError, match="read-only"):
                 array.flat[0] = array.flat[0]
         assert _board(ctx) == _from_scratch(seeded.ctx)
+    finally:
+        ctx.db.dispose()
+
+
+#: What the cache keeps that holds the board's rows without counting them.
+_HOLDING_ROWS = ("ranking", "ranked-rows", "visible-rows", "own-figures", "bootstrap")
+
+
+def test_a_board_too_large_to_keep_leaves_nothing_that_holds_its_rows(seeded: Seeded) -> None:
+    """A board over the cache's budget is read anew for each request; what is derived from
+    it is not kept either, since each would hold a board the cache does not count (at
+    100,000 models, one more copy of the board per kept ranking)."""
+    _board(seeded.ctx)
+    (rows_size,) = [
+        size for key, (_, size) in seeded.ctx.cache._entries.items() if key[0] == "board-rows"
+    ]
+    settings = Settings(**{**seeded.ctx.settings.model_dump(), "cache_bytes": rows_size - 1})
+    ctx = Context.from_settings(settings)
+    try:
+        for weights in [None, {"perf": 3.0, "throughput": 1.0}]:
+            for dataset_weights in DATASET_WEIGHTS:
+                board = _board(ctx, dataset_weights, weights)
+                assert board == _from_scratch(seeded.ctx, dataset_weights, weights)
+        kinds = {key[0] for key in ctx.cache._entries}
+        assert "board" in kinds and "counted" in kinds  # what holds no rows is kept
+        assert not kinds & {"board-rows", *_HOLDING_ROWS}
+    finally:
+        ctx.db.dispose()
+
+
+def test_a_write_that_changes_no_row_keeps_what_was_derived_from_the_rows(
+    seeded: Seeded,
+) -> None:
+    """The task's counter moving with every row's facts unchanged reads the rows again
+    to the same version: the rankings derived from them stay; a changed row lets go of
+    them and of the older rows."""
+    cache = _CountedPuts(seeded.ctx.settings.cache_bytes)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
+    try:
+        first = _board(ctx, weights={"perf": 2.0, "memory": 1.0})
+        with seeded.ctx.db.session() as session:
+            session.execute(update(BoardVersion).values(version=BoardVersion.version + 1))
+        assert _board(ctx, weights={"perf": 2.0, "memory": 1.0}) == first
+        assert cache.puts["ranking"] == 1 and cache.puts["board-rows"] == 1
+        with seeded.ctx.db.session() as session:
+            session.execute(
+                update(Submission)
+                .where(Submission.id == seeded.submissions["roberta-large"])
+                .values(published=False)
+            )
+        after = _board(ctx, weights={"perf": 2.0, "memory": 1.0})
+        assert after == _from_scratch(seeded.ctx, weights={"perf": 2.0, "memory": 1.0})
+        assert cache.puts["ranking"] == 2 and cache.puts["board-rows"] == 2
+        kinds = Counter(key[0] for key in cache._entries)
+        assert kinds["board-rows"] == 1 and kinds["ranking"] == 1
     finally:
         ctx.db.dispose()
