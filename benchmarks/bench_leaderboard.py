@@ -17,7 +17,7 @@ the board: ranked, and with predictions bootstrapped, again). One request's time
 split into loading the table, ranking and JSON, so the figure says where the time goes.
 
 Run: ``.venv/bin/python benchmarks/bench_leaderboard.py [--sizes 1000 10000 100000]
-[--interval-sizes 1000 10000] [--repeats N]``.
+[--interval-sizes 1000 10000] [--repeats N] [--out PATH]``.
 Writes ``benchmarks/results/leaderboard.json``.
 """
 
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
@@ -239,6 +240,7 @@ async def _measure(
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
         cold_api, api_bytes = await _timed(client, api)
         cold_page, page_bytes = await _timed(client, page)
+        rss_after_cold = _rss_gib()
         runs: dict[str, list[float]] = {
             "api": [],
             "page": [],
@@ -255,6 +257,7 @@ async def _measure(
             runs["api_fresh_weights"].append((await _timed(client, fresh))[0])
             metric_weights = f"{api}?weights=perf:4,throughput:{1 + i / 100:g},memory:1"
             runs["api_fresh_metric_weights"].append((await _timed(client, metric_weights))[0])
+        rss_after_warm = _rss_gib()
         # A job finishes: the next request ranks (and bootstraps) the board's new version.
         after: list[float] = []
         for i in range(min(repeats, 5)):
@@ -265,9 +268,15 @@ async def _measure(
     out["warm"] = {name: _summary(seconds) for name, seconds in runs.items()}
     out["after_new_result"] = _summary(after)
     out["bytes"] = {"api": api_bytes, "page": page_bytes}
+    # The process's resident memory: what the cache keeps, and anything kept beside it.
+    out["rss_gib"] = {"after_cold": rss_after_cold, "after_warm": rss_after_warm}
     out["split_ms"] = _split(ctx)
     ctx.db.dispose()
     return out
+
+
+def _rss_gib() -> float:
+    return round(psutil.Process().memory_info().rss / 1024**3, 2)
 
 
 def _split(ctx: Context) -> dict[str, float]:
@@ -288,10 +297,14 @@ def _split(ctx: Context) -> dict[str, float]:
     }
 
 
-def run_size(submissions: int, repeats: int, *, predictions: bool = False) -> dict[str, Any]:
+def run_size(
+    submissions: int, repeats: int, *, predictions: bool = False, cache_bytes: int | None = None
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp:
         folder = Path(tmp)
         settings = Settings(data_dir=folder / "data", sandbox="local")
+        if cache_bytes is not None:
+            settings = settings.model_copy(update={"cache_bytes": cache_bytes})
         ctx = Context.from_settings(settings)
         start = time.perf_counter()
         counts = seed_board(ctx, folder, submissions, predictions=predictions)
@@ -326,6 +339,13 @@ def main() -> None:
         default=[1_000, 10_000],
         help="sizes also run with per-example predictions, so the board bootstraps intervals",
     )
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON goes")
+    parser.add_argument(
+        "--cache-bytes",
+        type=int,
+        default=None,
+        help="the derived-data cache's budget (EVALBOARD_CACHE_BYTES; default: the settings')",
+    )
     args = parser.parse_args()
     report: dict[str, Any] = {
         "benchmark": "leaderboard",
@@ -337,17 +357,21 @@ def main() -> None:
         "stored); restart: the first requests of a new server on those rows; "
         "after_new_result: the first request after one more submission finished",
         "repeats": args.repeats,
-        "sizes": {str(n): run_size(n, args.repeats) for n in args.sizes},
+        "cache_bytes": args.cache_bytes or Settings().cache_bytes,
+        "sizes": {
+            str(n): run_size(n, args.repeats, cache_bytes=args.cache_bytes) for n in args.sizes
+        },
         "with_intervals": {
-            str(n): run_size(n, args.repeats, predictions=True) for n in args.interval_sizes
+            str(n): run_size(n, args.repeats, predictions=True, cache_bytes=args.cache_bytes)
+            for n in args.interval_sizes
         },
         "goal": {"api_p95_ms_below": 100, "page_first_byte_ms_below": 200, "at": 10_000},
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "machine": platform.machine(),
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
 
 

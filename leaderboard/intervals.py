@@ -294,9 +294,10 @@ def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> R
         inputs.baseline is not None,
         N_RESAMPLES,
     )
-    # Nor do the resamples depend on the metric weights: the last ones kept per task,
-    # with what they were taken from.
-    resamples_key = ("bootstrap-resamples", task_key)
+    # Nor do the resamples depend on the metric weights: the last ones kept per task and
+    # dataset shares, with what they were taken from, so that a viewer trying other
+    # dataset weights does not make the owner's (or another viewer's) resample again.
+    resamples_key = ("bootstrap-resamples", task_key, dataset_shares(inputs.dataset_weights))
     identity, resamples = ctx.cache.get(resamples_key, (None, None))
     if identity == inputs.identity:
         return resamples  # type: ignore[no-any-return]

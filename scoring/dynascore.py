@@ -34,6 +34,7 @@ the browser, and a test holds the two to 1e-9.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -149,13 +150,15 @@ def amrs_batch(goods: FloatArray, perf_col: int) -> FloatArray:
     Models must be in name order (exact perf ties then sort by name); NaN where undefined.
     Leading axes are independent tables (bootstrap resamples).
     """
-    perf = goods[..., perf_col]
-    ordered = np.take_along_axis(
-        goods, np.argsort(perf, axis=-1, kind="stable")[..., None], axis=-2
-    )
+    tables, models = math.prod(goods.shape[:-2]), goods.shape[-2]
+    order = np.argsort(goods[..., perf_col].reshape(tables, models), axis=-1, kind="stable")
+    # Rows of one flat table, not take_along_axis's gather: a third of the time at 10,000.
+    order += models * np.arange(tables)[:, None]
+    flat = goods.reshape(tables * models, goods.shape[-1])
+    ordered = np.take(flat, order.ravel(), axis=0).reshape(goods.shape)
     steps = np.diff(ordered, axis=-2)
     gaps = steps[..., perf_col].copy()
-    kept = gaps > AMRS_CUTOFF * np.max(np.abs(perf), axis=-1, keepdims=True)
+    kept = gaps > AMRS_CUTOFF * np.max(np.abs(goods[..., perf_col]), axis=-1, keepdims=True)
     gaps[~kept] = 1.0
     # In place: a bootstrap takes this of 1,000 resamples of 1,000 models.
     ratios = np.abs(steps, out=steps)

@@ -289,6 +289,26 @@ def test_kept_resamples_serve_new_metric_weights_and_follow_the_models(seeded: S
         ctx.db.dispose()
 
 
+
+def test_other_dataset_weights_keep_the_owners_resamples(seeded: Seeded) -> None:
+    """Resamples are kept per dataset shares: a viewer trying other dataset weights, then
+    the owner's again with new metric weights, resamples once per weighting of datasets."""
+    cache = _CountedPuts(seeded.ctx.settings.cache_bytes)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
+    try:
+        for dataset_weights, weights in [
+            (None, {"perf": 1.0}),
+            ({"test": 0.25}, {"perf": 2.0, "memory": 1.0}),
+            (None, {"perf": 3.0, "throughput": 1.0}),
+            ({"test": 0.25}, {"perf": 1.0, "memory": 2.0}),
+        ]:
+            board = _board(ctx, dataset_weights, weights)
+            assert board == _from_scratch(seeded.ctx, dataset_weights, weights)
+            assert any(r["intervals"] for r in board["rows"])
+        assert cache.puts["bootstrap-resamples"] == 2
+    finally:
+        ctx.db.dispose()
+
 def _prediction_keys(ctx: Context) -> list[str]:
     with ctx.db.session() as session:
         return [k for k in session.scalars(select(Result.predictions_key)) if k is not None]
