@@ -289,7 +289,6 @@ def test_kept_resamples_serve_new_metric_weights_and_follow_the_models(seeded: S
         ctx.db.dispose()
 
 
-
 def test_other_dataset_weights_keep_the_owners_resamples(seeded: Seeded) -> None:
     """Resamples are kept per dataset shares: a viewer trying other dataset weights, then
     the owner's again with new metric weights, resamples once per weighting of datasets."""
@@ -308,6 +307,7 @@ def test_other_dataset_weights_keep_the_owners_resamples(seeded: Seeded) -> None
         assert cache.puts["bootstrap-resamples"] == 2
     finally:
         ctx.db.dispose()
+
 
 def _prediction_keys(ctx: Context) -> list[str]:
     with ctx.db.session() as session:
