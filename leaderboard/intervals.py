@@ -276,8 +276,9 @@ def board_intervals(
 
 
 def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> Resamples | None:
-    """The resamples of the board ``inputs`` describe: kept per task with what they were
-    taken from; taken from the kept draws (extended by the models they lack) otherwise.
+    """The resamples of the board ``inputs`` describe: kept under what they were taken
+    from (``inputs.identity``); taken from the kept draws (extended by the models they
+    lack) otherwise.
     None when the models did not answer the same examples, or their statistics cannot be
     read."""
     originals = table.originals
@@ -294,12 +295,12 @@ def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> R
         inputs.baseline is not None,
         N_RESAMPLES,
     )
-    # Nor do the resamples depend on the metric weights: the last ones kept per task and
-    # dataset shares, with what they were taken from, so that a viewer trying other
-    # dataset weights does not make the owner's (or another viewer's) resample again.
-    resamples_key = ("bootstrap-resamples", task_key, dataset_shares(inputs.dataset_weights))
-    identity, resamples = ctx.cache.get(resamples_key, (None, None))
-    if identity == inputs.identity:
+    # Nor do the resamples depend on the metric weights: kept under what they were taken
+    # from, one entry each, so that a viewer trying other dataset weights does not make
+    # the owner's (or another viewer's) resample again; the least recently used go first.
+    resamples_key = ("bootstrap-resamples", task_key, inputs.identity)
+    resamples = ctx.cache.get(resamples_key)
+    if resamples is not None:
         return resamples  # type: ignore[no-any-return]
     draws_key = ("bootstrap-draws", task_key)
     drawn_files, drawn_uids, draws = ctx.cache.get(draws_key, ({}, {}, None))
@@ -342,7 +343,7 @@ def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> R
     # At most a quarter of the budget, so that the draws, the board and its rankings
     # stay: at 10,000 models resamples are 162 MB, draws 114 MB and the board 210 MB.
     if size <= ctx.cache.budget_bytes // 4:
-        ctx.cache.put(resamples_key, (inputs.identity, resamples), size=size)
+        ctx.cache.put(resamples_key, resamples, size=size)
     return resamples
 
 

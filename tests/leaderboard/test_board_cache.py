@@ -392,8 +392,12 @@ def test_kept_draws_read_no_statistics_and_a_new_model_reads_its_own(seeded: See
                 update(Submission).where(Submission.id == roberta).values(published=True)
             )
         store.statistics_read = 0
-        weights = {"perf": 5.0, "throughput": 1.0}  # not the board kept from before
-        assert _board(ctx, weights=weights) == _from_scratch(seeded.ctx, weights=weights)
+        # The board is the first one again: its resamples are still kept.
+        assert _board(ctx) == _from_scratch(seeded.ctx)
+        assert store.statistics_read == 0
+        # Dataset weights no request asked for with roberta: resampled, from draws kept
+        # without roberta's column.
+        assert _board(ctx, {"test": 0.5}) == _from_scratch(seeded.ctx, {"test": 0.5})
         assert store.statistics_read == len(_originals(ctx))  # roberta's alone
     finally:
         ctx.db.dispose()
