@@ -187,9 +187,15 @@ def scores_batch(
     for k, weight in enumerate(weights):
         if weight == 0:  # also keeps 0 * inf out, should a good / AMRS overflow
             continue
+        # In place, and the unusable zeroed only where there are any: the same operations
+        # on each value as ``total + np.where(usable, weight * (good / amrs), 0)``.
+        term = np.empty(total.shape)
         with np.errstate(over="ignore"):
-            term = weight * (columns[k] / safe[..., k, None])
-        total = total + np.where(usable[..., k, None], term, 0.0)
+            np.divide(columns[k], safe[..., k, None], out=term)
+            np.multiply(term, weight, out=term)
+        if not usable[..., k].all():
+            np.copyto(term, 0.0, where=~usable[..., k, None])
+        total += term
     return total
 
 
