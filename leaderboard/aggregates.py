@@ -180,9 +180,10 @@ def load_board(
     # Every column but the stored row's own digest, which follows from the others.
     version = source_digest(digest, [(*row[:7], *row[8:]) for row in rows])
     cache_key = ("board-rows", task_id, version)
-    if kept is not None and current[0] == version:
-        models = kept[1]
-    else:
+    # The rows of this version may be kept though the note of which version is current
+    # was evicted, or another request has just read them: not derived again.
+    found = kept if kept is not None and current[0] == version else ctx.cache.get(cache_key)
+    if found is None:
         # Rows are reused by the next version where their own digest still matches, so
         # one finished job re-derives one row; the older version is then let go.
         previous: dict[int, tuple[str, ModelEntry]] = kept[0] if kept is not None else {}
@@ -191,15 +192,17 @@ def load_board(
                 ctx, task_id, rows, digest, previous, datasets=datasets, scoring=scoring
             )
         models = [entry for _, entry in entries.values()]
-        if kept_key is not None:
-            ctx.cache.discard(kept_key)
-        ctx.cache.put(
+        # keep, not put: a request that read the same version at once keeps its rows,
+        # and what is kept within them.
+        found = ctx.cache.keep(
             cache_key,
             (entries, models),
             size=sampled_size(list(entries.items())) + sys.getsizeof(models),
         )
+    if kept_key is not None and kept_key != cache_key:
+        ctx.cache.discard(kept_key)
     ctx.cache.put(("board", task_id), (version, (stored, digest)))
-    return Board(version, models, cache_key)
+    return Board(version, found[1], cache_key)
 
 
 def _entries(

@@ -113,7 +113,9 @@ def visible_table(
             size=sys.getsizeof(models) + sampled_size(renamed),
             within=table.board_key,
         )
-    return replace(table, models=models, version=version)
+    # What is derived from these rows (a ranking) holds the rows made anew here: kept
+    # within them, which are kept within the board's.
+    return replace(table, models=models, version=version, board_key=cache_key)
 
 
 def _visible_models(

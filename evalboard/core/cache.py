@@ -166,7 +166,9 @@ class MemoryCache:
         (a ranking holding a board's rows, measured without them). Such a value is kept
         only while that entry is, and leaves with it: kept alone, it would hold a board
         the cache no longer counts, and a board too large to keep at all would be held
-        once by each value derived from it, as many times as requests built it.
+        once by each value derived from it, as many times as requests built it. It is not
+        kept (and evicts nothing) where that entry is not kept, or would have to be evicted
+        to make room.
 
         >>> cache = MemoryCache(budget_bytes=10_000)
         >>> cache.put("board", "x" * 100)
@@ -178,20 +180,58 @@ class MemoryCache:
         >>> cache.get("ranking") is None
         True
         """
+        self._put(key, value, size, within, replace=True)
+
+    def keep(
+        self, key: Hashable, value: Any, *, size: int | None = None, within: Hashable = None
+    ) -> Any:
+        """:meth:`put` unless ``key`` is already kept; the value kept under ``key`` after
+        (``value`` where it could not be kept). Two threads that derived the same value at
+        once then share one, and what was already kept within it stays.
+
+        >>> cache = MemoryCache(budget_bytes=10_000)
+        >>> cache.keep("board", "first")
+        'first'
+        >>> cache.keep("board", "second")
+        'first'
+        """
+        return self._put(key, value, size, within, replace=False)
+
+    def _put(
+        self, key: Hashable, value: Any, size: int | None, within: Hashable, *, replace: bool
+    ) -> Any:
+        if within is not None and within == key:
+            raise ValueError(f"An entry cannot be kept within itself: {key!r}")
         size = _key_size(key) + (approximate_size(value) if size is None else size)
         with self._lock:
+            if not replace and key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key][0]
             self._drop(key)
             if size > self.budget_bytes:
-                return
+                return value
+            needed = self._lineage(within)
+            if within is not None and within not in self._entries:
+                return value
             while self._held + size > self.budget_bytes:
-                self._drop(next(iter(self._entries)))
+                oldest = next(iter(self._entries))
+                if oldest in needed:
+                    return value  # room only by evicting what it is kept within
+                self._drop(oldest)
             if within is not None:
-                if within not in self._entries:
-                    return
                 self._parent[key] = within
                 self._dependents.setdefault(within, set()).add(key)
             self._entries[key] = (value, size)
             self._held += size
+            return value
+
+    def _lineage(self, key: Hashable) -> set[Hashable]:
+        # Under the lock: ``key`` and every entry it is kept within, up to one kept alone.
+        found: set[Hashable] = set()
+        while key is not None and key not in found:
+            found.add(key)
+            key = self._parent.get(key)
+        return found
 
     def discard(self, key: Hashable) -> None:
         """Forget ``key``, and what was kept within it (:meth:`put`)."""

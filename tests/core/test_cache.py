@@ -3,6 +3,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 from evalboard.core.cache import MISSING, MemoryCache, approximate_size
 
@@ -101,17 +102,52 @@ def test_nothing_is_kept_within_an_entry_the_cache_does_not_hold() -> None:
 
 def test_evicting_an_entry_evicts_what_is_kept_within_it() -> None:
     one = np.zeros(100)
-    budget = 3 * approximate_size(("k", one)) + 200
-    cache = MemoryCache(budget_bytes=budget)
+    each = approximate_size("board") + approximate_size(one)  # every key here is 5 letters
+    cache = MemoryCache(budget_bytes=3 * each + 200)
     cache.put("board", one)
-    cache.put("ranking", one, within="board")
-    cache.get("ranking")  # the board is now the least recently used
-    cache.put("next", one)
-    cache.put("last", one)  # evicts the board, and the ranking with it
-    assert [cache.has(k) for k in ("board", "ranking", "next", "last")] == [
+    cache.put("ranks", one, within="board")
+    cache.put("other", one)
+    cache.get("board")  # the ranking is now the least recently used: it goes alone
+    cache.put("extra", one)
+    assert [cache.has(k) for k in ("board", "ranks", "other", "extra")] == [
+        True,
+        False,
+        True,
+        True,
+    ]
+    cache.put("ranks", one, within="board")  # evicts "other": its board is more recent
+    cache.get("ranks")
+    cache.put("fresh", one)  # evicts the board, the least recently used, with its ranking
+    assert [cache.has(k) for k in ("board", "ranks", "extra", "fresh")] == [
         False,
         False,
         True,
         True,
     ]
-    assert cache.held_bytes == 2 * (approximate_size("next") + approximate_size(one))
+    assert cache.held_bytes == 2 * each
+
+
+def test_a_value_kept_within_what_is_missing_or_would_go_evicts_nothing() -> None:
+    one = np.zeros(100)
+    each = approximate_size("board") + approximate_size(one)
+    cache = MemoryCache(budget_bytes=2 * each + 100)
+    cache.put("board", one)
+    cache.put("other", one)
+    cache.put("ranks", one, within="nope!")  # no such entry: nothing evicted for it
+    assert [cache.has(k) for k in ("board", "other", "ranks")] == [True, True, False]
+    cache.get("other")  # the board is the least recently used
+    cache.put("ranks", one, within="board")  # room only by evicting its own board
+    assert [cache.has(k) for k in ("board", "other", "ranks")] == [True, True, False]
+    assert cache.held_bytes == 2 * each
+    with pytest.raises(ValueError, match="within itself"):
+        cache.put("board", one, within="board")
+
+
+def test_keep_leaves_a_kept_value_and_what_is_kept_within_it() -> None:
+    cache = MemoryCache(budget_bytes=10_000)
+    first, second = ["rows"], ["rows"]
+    assert cache.keep("board", first) is first
+    cache.put("ranking", "r", within="board")
+    assert cache.keep("board", second) is first  # another thread derived the same
+    assert cache.has("ranking")
+    assert MemoryCache(budget_bytes=10).keep("board", second) is second  # not kept

@@ -206,20 +206,30 @@ def test_rankings_the_cache_evicts_are_freed_though_frozen(seeded: Seeded) -> No
 
 
 class _CountedPuts(MemoryCache):
-    """A memory cache that counts the values put in it by the first part of their key."""
+    """A memory cache that counts the values put in it (by :meth:`put` or :meth:`keep`)
+    by the first part of their key."""
 
     def __init__(self, budget_bytes: int) -> None:
         super().__init__(budget_bytes)
         self.puts: Counter[str] = Counter()
         self.values: dict[str, list[Any]] = {}
 
-    def put(
-        self, key: Hashable, value: Any, *, size: int | None = None, within: Hashable = None
-    ) -> None:
+    def _count(self, key: Hashable, value: Any) -> None:
         if isinstance(key, tuple) and key and isinstance(key[0], str):
             self.puts[key[0]] += 1
             self.values.setdefault(key[0], []).append(value)
+
+    def put(
+        self, key: Hashable, value: Any, *, size: int | None = None, within: Hashable = None
+    ) -> None:
+        self._count(key, value)
         super().put(key, value, size=size, within=within)
+
+    def keep(
+        self, key: Hashable, value: Any, *, size: int | None = None, within: Hashable = None
+    ) -> Any:
+        self._count(key, value)
+        return super().keep(key, value, size=size, within=within)
 
 
 def test_kept_bootstrap_draws_serve_new_weights_and_follow_the_models(seeded: Seeded) -> None:
@@ -560,5 +570,23 @@ def test_a_write_that_changes_no_row_keeps_what_was_derived_from_the_rows(
         assert cache.puts["ranking"] == 2 and cache.puts["board-rows"] == 2
         kinds = Counter(key[0] for key in cache._entries)
         assert kinds["board-rows"] == 1 and kinds["ranking"] == 1
+    finally:
+        ctx.db.dispose()
+
+
+def test_rows_kept_though_the_note_of_the_current_version_was_evicted_are_reused(
+    seeded: Seeded,
+) -> None:
+    """The small entry naming the current version may be evicted before the rows it
+    names (it is read first, so it is the older of the two): the next request finds the
+    rows by their version, derives none, and keeps what was derived from them."""
+    cache = _CountedPuts(seeded.ctx.settings.cache_bytes)
+    ctx = dataclasses.replace(Context.from_settings(seeded.ctx.settings), cache=cache)
+    try:
+        first = _board(ctx, weights={"perf": 2.0, "memory": 1.0})
+        cache.discard(("board", TASK))
+        assert _board(ctx, weights={"perf": 2.0, "memory": 1.0}) == first
+        assert cache.puts["board-rows"] == 1 and cache.puts["ranking"] == 1
+        assert cache.has(("board", TASK))
     finally:
         ctx.db.dispose()
