@@ -104,3 +104,24 @@ def test_the_committed_readme_states_what_the_committed_results_say() -> None:
         "README.md's Performance table differs from benchmarks/results: run "
         "`.venv/bin/python -m benchmarks --summary-only` and commit README.md"
     )
+
+
+def test_the_100k_board_rows_name_their_cache_and_the_goal_at_that_size(tmp_path: Path) -> None:
+    timed = {"p50_ms": 13.2, "p95_ms": 15.9, "min_ms": 11.9, "max_ms": 15.9, "n": 3}
+    measured = {"warm": {"api": timed, "page": timed}, "restart": {"api_ms": 19.1, "page_ms": 0.2}}
+    (tmp_path / "leaderboard_100k.json").write_text(
+        json.dumps(
+            {"submissions": 100_000, "cache_bytes": {str(1024**3): measured, str(6 * 1024**3): {}}}
+        ),
+        encoding="utf-8",
+    )
+    found = rows(tmp_path)
+    assert [r.what for r in found] == [
+        "leaderboard API at 100,000 submissions, cache 1 GiB, warm, p50 / p95",
+        "leaderboard task page at 100,000 submissions, cache 1 GiB, warm, p50 / p95",
+        "leaderboard at 100,000 submissions, cache 1 GiB, first request of a restarted server "
+        "(rows stored), API / task page",
+    ]
+    assert [r.goal for r in found] == ["< 1 s", "< 1 s", ""]
+    assert {r.source for r in found} == {"leaderboard_100k.json"}
+    assert found[0].measured == "13.2 / 15.9 ms (11.9-15.9, 3 requests)"
