@@ -23,7 +23,7 @@ from sqlalchemy import delete, select, update
 
 from datasets_registry import add_dataset, set_dataset_weight
 from evalboard.core.artifacts import ArtifactStore
-from evalboard.core.cache import MemoryCache
+from evalboard.core.cache import MemoryCache, approximate_size
 from evalboard.core.context import Context
 from evalboard.core.errors import PlatformError
 from evalboard.core.settings import Settings
@@ -32,8 +32,8 @@ from evaluator import summarize
 from leaderboard.accounts import ANONYMOUS, Principal, principal_for_token
 from leaderboard.cards import visible_table
 from leaderboard.paging import BoardQuery
-from leaderboard.ranking import build_leaderboard
-from leaderboard.table import load_table
+from leaderboard.ranking import _Rows, build_leaderboard
+from leaderboard.table import _counted, load_table
 from tests.helpers.tasks import write_jsonl
 from tests.leaderboard.seeding import MODELS, TASK, Seeded
 
@@ -590,3 +590,17 @@ def test_rows_kept_though_the_note_of_the_current_version_was_evicted_are_reused
         assert cache.has(("board", TASK))
     finally:
         ctx.db.dispose()
+
+
+def test_the_kept_rows_and_arrays_are_sized_near_what_a_full_walk_measures(
+    seeded: Seeded,
+) -> None:
+    """The ranked rows and the per-outcome arrays are sized from a sample (a walk of
+    10,000 of each cost 100 ms a put); the estimate stays near the walk's figure."""
+    table = load_table(seeded.ctx, TASK)
+    rows = _Rows.of([m for m in table.models if m.complete])
+    counted = _counted(table, seeded.ctx.cache)
+    assert counted is not None
+    for kept in (rows, counted):
+        walked = approximate_size(kept)
+        assert 0.75 * walked <= kept.approximate_size() <= 1.25 * walked, type(kept).__name__
