@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import threading
 import weakref
 from collections import Counter
 from collections.abc import Hashable
@@ -604,3 +605,44 @@ def test_the_kept_rows_and_arrays_are_sized_near_what_a_full_walk_measures(
     for kept in (rows, counted):
         walked = approximate_size(kept)
         assert 0.75 * walked <= kept.approximate_size() <= 1.25 * walked, type(kept).__name__
+
+
+def test_threads_ranking_mixed_weights_through_a_small_cache_see_the_boards_from_scratch(
+    seeded: Seeded,
+) -> None:
+    """Eight threads at once, each asking for its own mix of default, metric and dataset
+    weights through a cache too small for all they derive (so entries, and what is kept
+    within them, are evicted while others read them): every board equals one ranked from
+    scratch, and the cache stays within its budget."""
+    asked: list[tuple[dict[str, float] | None, dict[str, float] | None]] = [
+        (dataset_weights, weights)
+        for dataset_weights in [None, {"test": 0.25}, {"test": 2.0}]
+        for weights in [None, {"perf": 1.0}, {"perf": 2.0, "memory": 1.0}]
+    ]
+    expected = {repr(a): _from_scratch(seeded.ctx, *a) for a in asked}
+    # The board's rows (about 180 kB) fit, but not beside the draws (about 215 kB) and
+    # every weighting's resamples: the rows go and come back while threads read them.
+    budget = 450_000
+    settings = Settings(**{**seeded.ctx.settings.model_dump(), "cache_bytes": budget})
+    ctx = Context.from_settings(settings)
+    failures: list[str] = []
+
+    def ask(offset: int) -> None:
+        for i in range(len(asked)):
+            chosen = asked[(offset + i) % len(asked)]
+            try:
+                if _board(ctx, *chosen) != expected[repr(chosen)]:
+                    failures.append(f"{chosen!r}: differs")
+            except Exception as exc:  # a thread's error is otherwise only printed
+                failures.append(f"{chosen!r}: {exc!r}")
+
+    try:
+        threads = [threading.Thread(target=ask, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == []
+        assert 0 < ctx.cache.held_bytes <= budget
+    finally:
+        ctx.db.dispose()
