@@ -34,6 +34,7 @@ QUICK_ARGS = {
     "startup": ["--runs", "3"],
     "stability": ["--runs", "3", "--examples", "600"],
     "generation": ["--repeats", "3", "--examples", "32"],
+    "board_100k": ["--repeats", "1"],
 }
 
 
