@@ -22,22 +22,38 @@ def test_the_collector_is_paused_inside_and_resumed_after() -> None:
     assert gc.get_freeze_count() > 0  # what was built is kept out of full passes
 
 
-def test_blocks_in_two_threads_keep_it_paused_until_the_last_ends() -> None:
-    first_in, second_done, states = threading.Event(), threading.Event(), []
+def _seen_from_a_second_thread(
+    block: Callable[[], Any], observe: Callable[[], Any], *, fail: bool = False
+) -> list[Any]:
+    """Open ``block`` here; meanwhile a second thread opens and closes one of its own and
+    records ``observe()`` right after, while this thread's is still open. ``fail``: this
+    thread's block then raises, as a model failing mid-run does."""
+    first_in, second_done, seen = threading.Event(), threading.Event(), []
 
     def second() -> None:
         first_in.wait()
-        with paused_collection():
+        with block():
             pass
-        states.append(gc.isenabled())  # the first thread's block is still open
+        seen.append(observe())  # the first thread's block is still open
         second_done.set()
 
     worker = threading.Thread(target=second)
     worker.start()
-    with paused_collection():
-        first_in.set()
-        second_done.wait(timeout=30)
+    try:
+        with block():
+            first_in.set()
+            second_done.wait(timeout=30)
+            if fail:
+                raise RuntimeError("the model failed mid-run")
+    except RuntimeError:
+        if not fail:
+            raise
     worker.join()
+    return seen
+
+
+def test_blocks_in_two_threads_keep_it_paused_until_the_last_ends() -> None:
+    states = _seen_from_a_second_thread(paused_collection, gc.isenabled)
     assert states == [False]
     assert gc.isenabled()
 
@@ -92,24 +108,6 @@ def test_full_passes_are_held_back_young_ones_run() -> None:
 
 def test_blocks_in_two_threads_hold_full_passes_until_the_last_ends() -> None:
     thresholds = gc.get_threshold()
-    first_in, second_done, inside = threading.Event(), threading.Event(), []
-
-    def second() -> None:
-        first_in.wait()
-        with full_passes_held():
-            pass
-        inside.append(gc.get_threshold())  # the first thread's block is still open
-        second_done.set()
-
-    worker = threading.Thread(target=second)
-    worker.start()
-    try:
-        with full_passes_held():
-            first_in.set()
-            second_done.wait(timeout=30)
-            raise RuntimeError("the model failed mid-run")
-    except RuntimeError:
-        pass
-    worker.join()
+    inside = _seen_from_a_second_thread(full_passes_held, gc.get_threshold, fail=True)
     assert inside[0][2] > thresholds[2]
     assert gc.get_threshold() == thresholds
