@@ -210,9 +210,9 @@ class MemoryCache:
             self._drop(key)
             if size > self.budget_bytes:
                 return value
-            needed = self._lineage(within)
             if within is not None and within not in self._entries:
                 return value
+            needed = self._lineage(within)
             while self._held + size > self.budget_bytes:
                 oldest = next(iter(self._entries))
                 if oldest in needed:
