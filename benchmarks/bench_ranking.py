@@ -35,6 +35,7 @@ from evalboard.core.context import Context  # noqa: E402
 from evalboard.core.states import JobStatus  # noqa: E402
 from evaluator import DatasetMetrics, DatasetOutcome  # noqa: E402
 from leaderboard import build_leaderboard  # noqa: E402
+from leaderboard.entry import EntryDetails  # noqa: E402
 from leaderboard.table import ModelEntry, TaskTable  # noqa: E402
 from scoring import DEFAULT_WEIGHTS  # noqa: E402
 
@@ -95,7 +96,7 @@ def synthetic_table(n: int, *, seed: int = 0) -> TaskTable:
                     "latency_p50": None,
                     "ece": None,
                 },
-                outcomes=[outcome],
+                details=EntryDetails.of({}, [outcome]),
             )
         )
     return TaskTable(

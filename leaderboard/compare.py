@@ -188,11 +188,12 @@ class Comparison:
         """The matrix and each browsable dataset's count of disagreements."""
         task = self.table.task
         rows = [_matrix_row(BOARD_ROW, None, {m.key: m.metrics for m in self.models if m.complete})]
+        unpacked = [m.per_dataset for m in self.models]
         for dataset in self.shown:
             figures = {
-                m.key: _board_names(m.per_dataset[dataset.name])
-                for m in self.models
-                if dataset.name in m.per_dataset
+                m.key: _board_names(per_dataset[dataset.name])
+                for m, per_dataset in zip(self.models, unpacked, strict=True)
+                if dataset.name in per_dataset
             }
             rows.append(_matrix_row(dataset.name, dataset.access, figures))
         used = {cell.metric for row in rows for cell in row.cells}

@@ -8,12 +8,14 @@ does (:func:`evaluator.scorecard.summarize`).
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Mapping
+import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import Base64Bytes, BaseModel, ValidationError
 
 from evalboard.core.states import JobStatus, SubmissionKind
 from evalboard.core.tables import Dataset, Submission
@@ -29,6 +31,7 @@ from scoring import METRICS
 from submission_sandbox import ModelCard
 
 __all__ = [
+    "EntryDetails",
     "ModelEntry",
     "board_methods",
     "board_metrics",
@@ -57,6 +60,84 @@ def board_methods(summary: TaskMetrics) -> dict[str, Method]:
     return {name: method for name, method in found.items() if method is not None}
 
 
+#: One original dataset's timed runs: its name, its own weight, throughput per run.
+TimedRuns = tuple[str, float, tuple[float, ...]]
+
+
+class _PerDataset(BaseModel):
+    per_dataset: dict[str, dict[str, Any]]
+
+
+class _Outcomes(BaseModel):
+    outcomes: list[DatasetOutcome]
+
+
+@dataclass(frozen=True, slots=True)
+class EntryDetails:
+    """A row's per-dataset figures and outcomes, packed: the zlib of their JSON, about
+    0.7 KB against 17 KB as Python objects, so that a 100,000-submission board fits the
+    derived-data cache. Unpacked again on each read, by what reads them: a model's page,
+    a comparison, lineages, and the first re-weighing of a board's datasets (which keeps
+    arrays, ``leaderboard.table``). What every page row shows is kept beside, unpacked.
+    """
+
+    #: ``zlib(JSON {"per_dataset": ..., "outcomes": [...]})``; empty without results.
+    packed: Base64Bytes = b""
+    #: The largest share of the worker's CPU other processes used while the model was
+    #: timed on an original dataset; None when no load was recorded.
+    busiest_load: float | None = None
+    #: The originals' timed runs, for :meth:`ModelEntry.throughput_runs`.
+    timed: tuple[TimedRuns, ...] = ()
+
+    @classmethod
+    def of(
+        cls, per_dataset: Mapping[str, Mapping[str, Any]], outcomes: Sequence[DatasetOutcome]
+    ) -> EntryDetails:
+        if not per_dataset and not outcomes:
+            return cls()
+        # The standard library's JSON: a figure that is NaN or infinite stays one.
+        text = json.dumps(
+            {
+                "per_dataset": per_dataset,
+                "outcomes": [o.model_dump(mode="json") for o in outcomes],
+            },
+            separators=(",", ":"),
+        )
+        originals = [o for o in outcomes if o.perturbation is None and o.metrics is not None]
+        loads = [
+            o.metrics.load.others_cpu_share
+            for o in originals
+            if o.metrics is not None and o.metrics.load is not None
+        ]
+        return cls(
+            packed=zlib.compress(text.encode(), 1),
+            busiest_load=max(loads) if loads else None,
+            timed=tuple(
+                (o.dataset, o.weight, tuple(o.metrics.throughput_runs))
+                for o in originals
+                if o.metrics is not None
+            ),
+        )
+
+    def __bool__(self) -> bool:
+        """Whether the model has a result on any dataset."""
+        return bool(self.packed)
+
+    @property
+    def per_dataset(self) -> dict[str, dict[str, Any]]:
+        """Dataset -> the figures of its finished job (``evaluator.shown_metrics``)."""
+        if not self.packed:
+            return {}
+        return _PerDataset.model_validate_json(zlib.decompress(self.packed)).per_dataset
+
+    @property
+    def outcomes(self) -> list[DatasetOutcome]:
+        """The finished results on scoring datasets, to re-average with other weights."""
+        if not self.packed:
+            return []
+        return _Outcomes.model_validate_json(zlib.decompress(self.packed)).outcomes
+
+
 @dataclass
 class ModelEntry:
     """One submission's row: its averaged metrics, per-dataset figures and status."""
@@ -76,10 +157,9 @@ class ModelEntry:
     metrics: dict[str, float | None] = field(default_factory=dict)
     #: How a figure was obtained, where its metric says (energy: estimated or measured).
     methods: dict[str, Method] = field(default_factory=dict)
-    per_dataset: dict[str, dict[str, Any]] = field(default_factory=dict)
     predictions: dict[str, str] = field(default_factory=dict)
-    #: The finished results on scoring datasets, kept to re-average with other weights.
-    outcomes: list[DatasetOutcome] = field(default_factory=list)
+    #: Its per-dataset figures and outcomes, packed.
+    details: EntryDetails = field(default_factory=EntryDetails)
     #: Predictions made elsewhere, scored as given (no throughput, memory or energy).
     predictions_only: bool = False
     #: Each outcome's figures as its row's averages count them (NaN where one does not
@@ -87,34 +167,34 @@ class ModelEntry:
     #: arithmetic. Derived from ``outcomes``, so never compared.
     counted: Any = field(default=None, compare=False, repr=False)
 
+    @property
+    def per_dataset(self) -> dict[str, dict[str, Any]]:
+        """Dataset -> its figures (unpacked on each read: bind it once)."""
+        return self.details.per_dataset
+
+    @property
+    def outcomes(self) -> list[DatasetOutcome]:
+        """The finished results on scoring datasets (unpacked on each read: bind it once)."""
+        return self.details.outcomes
+
     def throughput_runs(self, weights: Mapping[str, float]) -> list[float]:
         """The model's throughput per timed run, each averaged over the originals with
         ``weights`` (run j of every dataset together); empty without repeated runs."""
-        originals = [o for o in self.outcomes if o.perturbation is None and o.metrics]
-        runs = [o.metrics.throughput_runs for o in originals if o.metrics is not None]
-        if not runs or any(len(r) < 2 for r in runs):
+        timed = self.details.timed
+        if not timed or any(len(runs) < 2 for _, _, runs in timed):
             return []
-        total = sum(weights.get(o.dataset, o.weight) for o in originals)
+        total = sum(weights.get(name, own) for name, own, _ in timed)
         if not total > 0:
             return []
         return [
-            sum(
-                weights.get(o.dataset, o.weight) * r[j]
-                for o, r in zip(originals, runs, strict=True)
-            )
-            / total
-            for j in range(min(len(r) for r in runs))
+            sum(weights.get(name, own) * runs[j] for name, own, runs in timed) / total
+            for j in range(min(len(runs) for _, _, runs in timed))
         ]
 
     def busiest_load(self) -> float | None:
         """The largest share of the worker's CPU other processes used while this model was
         timed on an original dataset; None when no load was recorded."""
-        shares = [
-            o.metrics.load.others_cpu_share
-            for o in self.outcomes
-            if o.perturbation is None and o.metrics is not None and o.metrics.load is not None
-        ]
-        return max(shares) if shares else None
+        return self.details.busiest_load
 
     @property
     def contended(self) -> bool:
@@ -164,6 +244,7 @@ def derive_entry(
         published=submission.published,
         predictions_only=submission.kind == SubmissionKind.PREDICTIONS,
     )
+    per_dataset: dict[str, dict[str, Any]] = {}
     finished: set[int] = set()
     for job in submission.jobs:
         if job.status != JobStatus.FINISHED or job.result is None:
@@ -174,14 +255,14 @@ def derive_entry(
         except ValidationError as exc:
             logger.warning("result of job %s does not fit DatasetMetrics: %s", job.id, exc)
             continue
-        entry.per_dataset[job.dataset.name] = shown_metrics(job.result.metrics)
+        per_dataset[job.dataset.name] = shown_metrics(job.result.metrics)
         if job.result.predictions_key:
             entry.predictions[job.dataset.name] = job.result.predictions_key
         if job.dataset_id in scoring_ids:
             finished.add(job.dataset_id)
             outcomes.append(outcome)
     entry.complete = bool(scoring_ids) and finished == scoring_ids
-    entry.outcomes = outcomes
+    entry.details = EntryDetails.of(per_dataset, outcomes)
     if entry.complete:
         summary = summarize(outcomes)
         entry.metrics = board_metrics(summary)

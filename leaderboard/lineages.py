@@ -218,8 +218,9 @@ def _scored_on(
     if entry is None:
         return [], 0
     shown, hidden = [], 0
+    per_dataset = entry.per_dataset
     for dataset in sorted(table.datasets, key=lambda d: (d.round, d.name)):
-        figures = entry.per_dataset.get(dataset.name)
+        figures = per_dataset.get(dataset.name)
         if dataset.derived_from_id is not None or figures is None:
             continue
         if dataset.access == Access.HIDDEN and not see_hidden:

@@ -195,26 +195,30 @@ def _weighted_mean(
 def _reaveraged(entry: ModelEntry, weights: Mapping[str, float]) -> ModelEntry:
     # A perturbed copy follows its original's weight. The outcomes themselves keep the
     # owner's weights: copying 30,000 of them cost more than the averages.
-    chosen = {o.dataset: weights.get(o.derived_from or o.dataset, o.weight) for o in entry.outcomes}
-    return replace(entry, metrics=board_metrics(summarize(entry.outcomes, weights=chosen)))
+    outcomes = entry.outcomes
+    chosen = {o.dataset: weights.get(o.derived_from or o.dataset, o.weight) for o in outcomes}
+    return replace(entry, metrics=board_metrics(summarize(outcomes, weights=chosen)))
 
 
-def _counted_figures(entry: ModelEntry) -> tuple[list[str], np.ndarray] | None:
-    """Each outcome's weight name (its original's, as :func:`_reaveraged` weighs it) and
-    the figures its row's averages count from it, ``(outcomes, metrics)`` (NaN where one
+def _counted_figures(entry: ModelEntry) -> tuple[list[str], list[float], np.ndarray] | None:
+    """Each outcome's weight name (its original's, as :func:`_reaveraged` weighs it), its
+    own weight and the figures its row's averages count from it, ``(outcomes, metrics)``
+    (NaN where one
     does not count): :func:`evaluator.summarize` itself, with that outcome alone weighing
     1, says which (the one rule of which dataset counts towards which figure). None when
     an outcome's name repeats or a figure is not finite: re-averaged as before."""
     if entry.counted is None:
-        names = [o.dataset for o in entry.outcomes]
+        outcomes = entry.outcomes  # unpacked once
+        names = [o.dataset for o in outcomes]
         figures = np.full((len(names), len(METRICS)), np.nan)
         for j, name in enumerate(names):
             alone = {other: 1.0 if other == name else 0.0 for other in names}
-            row = board_metrics(summarize(entry.outcomes, weights=alone)).values()
+            row = board_metrics(summarize(outcomes, weights=alone)).values()
             figures[j] = [np.nan if v is None else v for v in row]
         usable = len(set(names)) == len(names) and not np.isinf(figures).any()
-        keys = [o.derived_from or o.dataset for o in entry.outcomes]
-        entry.counted = (keys, figures) if usable else False
+        keys = [o.derived_from or o.dataset for o in outcomes]
+        own = [o.weight for o in outcomes]
+        entry.counted = (keys, own, figures) if usable else False
     return entry.counted or None
 
 
@@ -364,15 +368,15 @@ def _counted(table: TaskTable, cache: MemoryCache) -> _Counted | None:
     found: _Counted | None = None
     if all(c is not None for c in per_row):
         usable = [c for c in per_row if c is not None]
-        keys = sorted({k for names, _ in usable for k in names})
+        keys = sorted({k for names, _, _ in usable for k in names})
         index = {k: i for i, k in enumerate(keys)}
-        width = max((len(names) for names, _ in usable), default=0)
+        width = max((len(names) for names, _, _ in usable), default=0)
         key_of = np.full((len(rows), width), len(keys), dtype=np.intp)
         own = np.zeros((len(rows), width))
         figures = np.full((len(rows), width, len(METRICS)), np.nan)
-        for i, (r, (names, values)) in enumerate(zip(rows, usable, strict=True)):
+        for i, (names, weights, values) in enumerate(usable):
             key_of[i, : len(names)] = [index[k] for k in names]
-            own[i, : len(names)] = [o.weight for o in table.models[r].outcomes]
+            own[i, : len(names)] = weights
             figures[i, : len(names)] = values
         found = _Counted(rows, keys, key_of, own, figures)
     cache.put(cache_key, found, size=found.approximate_size() if found is not None else 0)

@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from collections import OrderedDict
@@ -121,7 +122,20 @@ def _size(value: Any, seen: set[int]) -> int:
         size += sum(_size(item, seen) for item in value)
     elif hasattr(value, "__dict__"):
         size += _size(vars(value), seen)
+    else:  # a class with __slots__ (a packed board row's details)
+        for name in _slot_names(type(value)):
+            size += _size(getattr(value, name, None), seen)
     return size
+
+
+@functools.cache
+def _slot_names(cls: type) -> tuple[str, ...]:
+    """The attributes declared in ``__slots__`` by ``cls`` and its bases."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names.extend([slots] if isinstance(slots, str) else slots)
+    return tuple(names)
 
 
 class MemoryCache:

@@ -98,7 +98,7 @@ def compare_page(
     table = visible_table(load_table(ctx, task_id), principal, cache=ctx.cache)
     context: dict[str, Any] = {
         "task": task_public(ctx, task_id),
-        "candidates": [e for e in table.models if e.per_dataset],
+        "candidates": [e for e in table.models if e.details],
         "chosen_ids": [],
         "limits": (MIN_MODELS, MAX_MODELS),
         "error": None,

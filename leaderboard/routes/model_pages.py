@@ -167,9 +167,10 @@ def model_page(
     row = next((r for r in board.rows if r.submission_id == submission_id), None)
     labels = {m.name: m.label for m in board.metrics}
     see_hidden = principal.owns(task_id)
+    per_dataset = entry.per_dataset
     charts: dict[str, Any] = {
-        "datasets": datasets_figure(_dataset_scores(table, entry.per_dataset, see_hidden)),
-        "rounds": rounds_figure(_perf_by_round(table, entry.per_dataset, see_hidden)),
+        "datasets": datasets_figure(_dataset_scores(table, per_dataset, see_hidden)),
+        "rounds": rounds_figure(_perf_by_round(table, per_dataset, see_hidden)),
     }
     if row is not None:
         charts["contributions"] = contributions_figure(row, labels)

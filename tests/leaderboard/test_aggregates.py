@@ -12,6 +12,7 @@ from datasets_registry import list_datasets, scoring_datasets, set_dataset_weigh
 from evalboard.core.context import Context
 from evalboard.core.states import JobStatus
 from evalboard.core.tables import BoardEntry, Job, Submission, User
+from evaluator.result import shown_metrics
 from leaderboard.entry import derive_entry
 from leaderboard.table import load_table
 from tests.leaderboard.seeding import TASK, Seeded
@@ -36,6 +37,20 @@ def _slow_path(ctx: Context) -> list[dict[str, Any]]:
         return [asdict(derive_entry(s, users, scoring, by_id)) for s in submissions]
 
 
+def _results_figures(ctx: Context) -> dict[int, dict[str, dict[str, Any]]]:
+    """Submission -> dataset -> the figures of its finished job, from the results."""
+    with ctx.db.session() as session:
+        jobs = session.scalars(
+            select(Job).options(selectinload(Job.result), selectinload(Job.dataset))
+        ).all()
+        found: dict[int, dict[str, dict[str, Any]]] = {}
+        for job in sorted(jobs, key=lambda j: j.id):
+            found.setdefault(job.submission_id, {})
+            if job.status == JobStatus.FINISHED and job.result is not None:
+                found[job.submission_id][job.dataset.name] = shown_metrics(job.result.metrics)
+        return found
+
+
 def _stored_sources(ctx: Context) -> dict[int, str]:
     with ctx.db.session() as session:
         return dict(session.execute(select(BoardEntry.submission_id, BoardEntry.source)).all())
@@ -58,6 +73,15 @@ def test_stored_rows_equal_the_rows_derived_from_the_results(seeded: Seeded) -> 
     assert [asdict(m) for m in first.models] == expected
     assert [asdict(m) for m in stored.models] == expected
     assert any(m.complete for m in stored.models) and any(not m.complete for m in stored.models)
+    # The packed figures read back are the results' own.
+    figures = _results_figures(seeded.ctx)
+    assert {m.submission_id: m.per_dataset for m in stored.models} == figures
+    assert any(figures.values())
+    scoring = {d.name for d in scoring_datasets(list_datasets(seeded.ctx, TASK))}
+    for model in stored.models:
+        assert sorted(o.dataset for o in model.outcomes) == sorted(
+            scoring & set(figures[model.submission_id])
+        )
 
 
 def test_a_dataset_weight_change_derives_the_rows_again(seeded: Seeded) -> None:

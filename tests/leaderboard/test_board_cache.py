@@ -135,7 +135,7 @@ def test_a_deleted_submission_leaves_the_board(seeded: Seeded) -> None:
 
 
 def test_the_cache_keeps_within_its_byte_budget(seeded: Seeded) -> None:
-    budget = 200_000
+    budget = 60_000
     settings = Settings(**{**seeded.ctx.settings.model_dump(), "cache_bytes": budget})
     ctx = Context.from_settings(settings)
     try:
@@ -188,7 +188,7 @@ class _WatchedCache(MemoryCache):
 def test_rankings_the_cache_evicts_are_freed_though_frozen(seeded: Seeded) -> None:
     """The ranking's settle freezes what the process keeps (no full pass walks it); an
     evicted ranking must still be freed, by its reference count, with no collection."""
-    budget = 200_000
+    budget = 60_000
     settings = Settings(**{**seeded.ctx.settings.model_dump(), "cache_bytes": budget})
     cache = _WatchedCache(budget)
     ctx = dataclasses.replace(Context.from_settings(settings), cache=cache)

@@ -17,7 +17,7 @@ from evalboard.core.states import JobStatus
 from evalboard.core.tables import Job, Result, Submission
 from evaluator import DatasetMetrics, DatasetOutcome
 from leaderboard import build_leaderboard
-from leaderboard.entry import ModelEntry
+from leaderboard.entry import EntryDetails, ModelEntry
 from leaderboard.schemas import LeaderboardPublic
 from leaderboard.table import TaskTable
 from scoring import DEFAULT_WEIGHTS
@@ -52,7 +52,9 @@ def _entry(key: str, perf: float, energy: float | None) -> ModelEntry:
         complete=True,
         metrics={"perf": perf, "throughput": 100.0, "memory": 1.0, "energy": energy},
         methods={"energy": "estimated"} if energy is not None else {},
-        outcomes=[DatasetOutcome(dataset="test", sha256="0" * 64, metrics=metrics)],
+        details=EntryDetails.of(
+            {}, [DatasetOutcome(dataset="test", sha256="0" * 64, metrics=metrics)]
+        ),
     )
 
 

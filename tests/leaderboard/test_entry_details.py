@@ -1,0 +1,84 @@
+"""A board row's packed per-dataset figures and outcomes (``leaderboard.entry.EntryDetails``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from evalboard.core.cache import approximate_size
+from evaluator import DatasetOutcome
+from evaluator.load import WorkerLoad
+from evaluator.result import DatasetMetrics
+from leaderboard.entry import EntryDetails
+
+
+def _metrics(throughput_runs: list[float], share: float | None = None) -> DatasetMetrics:
+    return DatasetMetrics(
+        perf=80.0,
+        perf_metric="accuracy",
+        examples=500,
+        throughput=sorted(throughput_runs)[len(throughput_runs) // 2],
+        batch_size=32,
+        predict_s=1.0,
+        memory_gib=1.0,
+        throughput_runs=throughput_runs,
+        load=None
+        if share is None
+        else WorkerLoad(others_cpu_share=share, cpus=2, contended=share > 0.25),
+    )
+
+
+def _outcome(name: str, runs: list[float], share: float | None, **fields: Any) -> DatasetOutcome:
+    return DatasetOutcome(dataset=name, sha256="0" * 64, metrics=_metrics(runs, share), **fields)
+
+
+def _outcomes() -> list[DatasetOutcome]:
+    return [
+        _outcome("r1", [100.0, 110.0, 120.0], 0.1, weight=2.0),
+        _outcome("r2", [200.0, 180.0, 190.0], 0.3, weight=0.5),
+        # A perturbed copy: timed too, but neither its runs nor its load are the model's.
+        _outcome("r1-typos", [5.0, 6.0, 7.0], 0.9, perturbation="robustness", derived_from="r1"),
+    ]
+
+
+def test_packed_details_unpack_to_what_was_packed_nan_and_infinity_included() -> None:
+    per_dataset = {
+        "r1": {"perf": 80.0, "ece": math.nan, "energy_j_per_1k": math.inf, "note": "é"},
+        "hidden": {"perf": 1.0},
+    }
+    outcomes = _outcomes()
+    details = EntryDetails.of(per_dataset, outcomes)
+    unpacked = details.per_dataset
+    assert unpacked.keys() == per_dataset.keys() and unpacked["hidden"] == {"perf": 1.0}
+    assert math.isnan(unpacked["r1"]["ece"]) and unpacked["r1"]["energy_j_per_1k"] == math.inf
+    assert unpacked["r1"]["note"] == "é"
+    assert details.outcomes == outcomes
+    # Each read unpacks anew: a caller changing what it read changes nothing kept.
+    details.per_dataset["r1"]["perf"] = 0.0
+    assert details.per_dataset["r1"]["perf"] == 80.0
+
+
+def test_no_results_pack_to_nothing() -> None:
+    details = EntryDetails.of({}, [])
+    assert not details and details.per_dataset == {} and details.outcomes == []
+    assert details.busiest_load is None and details.timed == ()
+    assert EntryDetails.of({"r1": {"perf": 1.0}}, [])
+
+
+def test_the_load_and_runs_kept_beside_are_the_originals() -> None:
+    details = EntryDetails.of({}, _outcomes())
+    assert details.busiest_load == 0.3  # the perturbed copy's 0.9 is not the model's
+    assert details.timed == (
+        ("r1", 2.0, (100.0, 110.0, 120.0)),
+        ("r2", 0.5, (200.0, 180.0, 190.0)),
+    )
+    assert EntryDetails.of({}, [_outcome("r1", [1.0], None)]).busiest_load is None
+
+
+def test_packed_details_are_a_small_part_of_what_they_unpack_to() -> None:
+    # Measured by the cache's own rule: a 100,000-row board fits its budget only so.
+    per_dataset = {f"d{i}": {f"figure_{k}": 0.1 * k + i for k in range(23)} for i in range(3)}
+    outcomes = [_outcome(f"d{i}", [100.0 + i, 110.0, 120.0], 0.1) for i in range(3)]
+    details = EntryDetails.of(per_dataset, outcomes)
+    unpacked = approximate_size(details.per_dataset) + approximate_size(details.outcomes)
+    assert approximate_size(details) * 4 < unpacked
