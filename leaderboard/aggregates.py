@@ -45,6 +45,7 @@ from evalboard.core.tables import (
     User,
 )
 from leaderboard.entry import EntryDetails, ModelEntry, derive_entry
+from scoring import METRICS
 from submission_sandbox import ModelCard
 
 __all__ = ["Board", "datasets_digest", "load_board", "load_entries", "source_digest"]
@@ -69,8 +70,10 @@ def datasets_digest(datasets: Iterable[Dataset]) -> str:
 
 
 def source_digest(datasets: str, facts: Sequence[Any]) -> str:
-    """The digest of one row's inputs: the datasets' digest and the submission's facts."""
-    return hashlib.sha256(f"{_FORMAT}|{datasets}|{facts!r}".encode()).hexdigest()
+    """The digest of one row's inputs: the datasets' digest and the submission's facts,
+    and the board's metrics (a row packs its figures in their order)."""
+    text = f"{_FORMAT}|{','.join(METRICS)}|{datasets}|{facts!r}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _board_query(task_id: str) -> Any:
@@ -286,6 +289,9 @@ def _to_stored(entry: ModelEntry) -> dict[str, Any]:
             "packed": base64.b64encode(entry.details.packed).decode(),
             "busiest_load": entry.details.busiest_load,
             "timed": entry.details.timed,
+            "counted_names": entry.details.counted_names,
+            "counted_weights": entry.details.counted_weights,
+            "counted_figures": base64.b64encode(entry.details.counted_figures).decode(),
         },
         "predictions_only": entry.predictions_only,
     }

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import Base64Bytes, BaseModel, ValidationError
 
 from evalboard.core.states import JobStatus, SubmissionKind
@@ -27,7 +28,7 @@ from evaluator import (
     stored_outcome,
     summarize,
 )
-from scoring import METRICS
+from scoring import METRICS, FloatArray
 from submission_sandbox import ModelCard
 
 __all__ = [
@@ -88,6 +89,14 @@ class EntryDetails:
     busiest_load: float | None = None
     #: The originals' timed runs, for :meth:`ModelEntry.throughput_runs`.
     timed: tuple[TimedRuns, ...] = ()
+    #: Each outcome's weight name (its original's), its own weight and the figures its
+    #: row's averages count from it (float64 ``(outcomes, len(METRICS))``, NaN where one
+    #: does not count), so that re-weighing the datasets is arithmetic
+    #: (:meth:`counted`); names None where they cannot be (an outcome's name repeats or a
+    #: figure is infinite: re-averaged from the outcomes).
+    counted_names: tuple[str, ...] | None = ()
+    counted_weights: tuple[float, ...] = ()
+    counted_figures: Base64Bytes = b""
 
     @classmethod
     def of(
@@ -103,6 +112,7 @@ class EntryDetails:
             },
             separators=(",", ":"),
         )
+        names, weights, figures = _counted(outcomes)
         originals = [o for o in outcomes if o.perturbation is None and o.metrics is not None]
         loads = [
             o.metrics.load.others_cpu_share
@@ -117,7 +127,18 @@ class EntryDetails:
                 for o in originals
                 if o.metrics is not None
             ),
+            counted_names=names,
+            counted_weights=weights,
+            counted_figures=figures.tobytes() if names is not None else b"",
         )
+
+    def counted(self) -> tuple[tuple[str, ...], tuple[float, ...], FloatArray] | None:
+        """Each outcome's weight name, own weight and counted figures (read-only), or None
+        where the row must be re-averaged from its outcomes."""
+        if self.counted_names is None:
+            return None
+        figures = np.frombuffer(self.counted_figures, dtype=np.float64)
+        return self.counted_names, self.counted_weights, figures.reshape(-1, len(METRICS))
 
     def __bool__(self) -> bool:
         """Whether the model has a result on any dataset."""
@@ -136,6 +157,25 @@ class EntryDetails:
         if not self.packed:
             return []
         return _Outcomes.model_validate_json(zlib.decompress(self.packed)).outcomes
+
+
+def _counted(
+    outcomes: Sequence[DatasetOutcome],
+) -> tuple[tuple[str, ...] | None, tuple[float, ...], FloatArray]:
+    """Each outcome's weight name (its original's, as the board re-weighs it), its own
+    weight and the figures its row's averages count from it: :func:`evaluator.summarize`
+    itself, with that outcome alone weighing 1, says which (the one rule of which dataset
+    counts towards which figure). Names None when an outcome's name repeats or a figure
+    is infinite: arithmetic would not give summarize's averages."""
+    names = [o.dataset for o in outcomes]
+    figures = np.full((len(names), len(METRICS)), np.nan)
+    for j, name in enumerate(names):
+        alone = {other: 1.0 if other == name else 0.0 for other in names}
+        row = board_metrics(summarize(outcomes, weights=alone)).values()
+        figures[j] = [np.nan if v is None else v for v in row]
+    usable = len(set(names)) == len(names) and not np.isinf(figures).any()
+    keys = tuple(o.derived_from or o.dataset for o in outcomes)
+    return (keys if usable else None), tuple(o.weight for o in outcomes), figures
 
 
 @dataclass
@@ -162,10 +202,6 @@ class ModelEntry:
     details: EntryDetails = field(default_factory=EntryDetails)
     #: Predictions made elsewhere, scored as given (no throughput, memory or energy).
     predictions_only: bool = False
-    #: Each outcome's figures as its row's averages count them (NaN where one does not
-    #: count), filled on the first re-weighing (``leaderboard.table``): the next one is
-    #: arithmetic. Derived from ``outcomes``, so never compared.
-    counted: Any = field(default=None, compare=False, repr=False)
 
     @property
     def per_dataset(self) -> dict[str, dict[str, Any]]:

@@ -200,28 +200,6 @@ def _reaveraged(entry: ModelEntry, weights: Mapping[str, float]) -> ModelEntry:
     return replace(entry, metrics=board_metrics(summarize(outcomes, weights=chosen)))
 
 
-def _counted_figures(entry: ModelEntry) -> tuple[list[str], list[float], np.ndarray] | None:
-    """Each outcome's weight name (its original's, as :func:`_reaveraged` weighs it), its
-    own weight and the figures its row's averages count from it, ``(outcomes, metrics)``
-    (NaN where one
-    does not count): :func:`evaluator.summarize` itself, with that outcome alone weighing
-    1, says which (the one rule of which dataset counts towards which figure). None when
-    an outcome's name repeats or a figure is not finite: re-averaged as before."""
-    if entry.counted is None:
-        outcomes = entry.outcomes  # unpacked once
-        names = [o.dataset for o in outcomes]
-        figures = np.full((len(names), len(METRICS)), np.nan)
-        for j, name in enumerate(names):
-            alone = {other: 1.0 if other == name else 0.0 for other in names}
-            row = board_metrics(summarize(outcomes, weights=alone)).values()
-            figures[j] = [np.nan if v is None else v for v in row]
-        usable = len(set(names)) == len(names) and not np.isinf(figures).any()
-        keys = [o.derived_from or o.dataset for o in outcomes]
-        own = [o.weight for o in outcomes]
-        entry.counted = (keys, own, figures) if usable else False
-    return entry.counted or None
-
-
 @dataclass(frozen=True, eq=False)
 class _Counted:
     """A board's complete rows as arrays: re-weighing its datasets is arithmetic.
@@ -364,7 +342,7 @@ def _counted(table: TaskTable, cache: MemoryCache) -> _Counted | None:
     if cached is not MISSING:
         return cached  # type: ignore[no-any-return]
     rows = [r for r, m in enumerate(table.models) if m.complete]
-    per_row = [_counted_figures(table.models[r]) for r in rows]
+    per_row = [table.models[r].details.counted() for r in rows]
     found: _Counted | None = None
     if all(c is not None for c in per_row):
         usable = [c for c in per_row if c is not None]

@@ -20,7 +20,6 @@ True
 
 from __future__ import annotations
 
-import functools
 import sys
 import threading
 from collections import OrderedDict
@@ -128,7 +127,6 @@ def _size(value: Any, seen: set[int]) -> int:
     return size
 
 
-@functools.cache
 def _slot_names(cls: type) -> tuple[str, ...]:
     """The attributes declared in ``__slots__`` by ``cls`` and its bases."""
     names: list[str] = []

@@ -6,10 +6,11 @@ import math
 from typing import Any
 
 from evalboard.core.cache import approximate_size
-from evaluator import DatasetOutcome
+from evaluator import DatasetOutcome, summarize
 from evaluator.load import WorkerLoad
 from evaluator.result import DatasetMetrics
-from leaderboard.entry import EntryDetails
+from leaderboard.entry import EntryDetails, board_metrics
+from scoring import METRICS
 
 
 def _metrics(throughput_runs: list[float], share: float | None = None) -> DatasetMetrics:
@@ -82,3 +83,21 @@ def test_packed_details_are_a_small_part_of_what_they_unpack_to() -> None:
     details = EntryDetails.of(per_dataset, outcomes)
     unpacked = approximate_size(details.per_dataset) + approximate_size(details.outcomes)
     assert approximate_size(details) * 4 < unpacked
+
+
+def test_the_counted_figures_are_summarize_s_to_the_last_bit() -> None:
+    outcomes = _outcomes()
+    counted = EntryDetails.of({}, outcomes).counted()
+    assert counted is not None
+    names, weights, figures = counted
+    assert names == ("r1", "r2", "r1") and weights == (2.0, 0.5, 1.0)
+    assert figures.shape == (3, len(METRICS)) and not figures.flags.writeable
+    for j, outcome in enumerate(outcomes):
+        alone = {o.dataset: 1.0 if o is outcome else 0.0 for o in outcomes}
+        expected = board_metrics(summarize(outcomes, weights=alone))
+        for k, name in enumerate(METRICS):
+            value = expected[name]
+            assert (math.isnan(figures[j, k]) and value is None) or figures[j, k] == value
+    # A repeated name cannot be weighed by name: the row is re-averaged from its outcomes.
+    twice = [*outcomes, _outcome("r2", [1.0, 2.0], None)]
+    assert EntryDetails.of({}, twice).counted() is None
