@@ -310,31 +310,24 @@ def _ranks(resamples: Resamples, columns: NDArray[np.intp], scores: FloatArray) 
 def _counted_ranks(scores: FloatArray, at: NDArray[np.intp]) -> NDArray[np.intp] | None:
     """``(n_resamples, len(at))``: the rank among ``scores``' models of those at ``at``,
     by counting in each resample the scores above theirs (a few rows among thousands of
-    contenders: cheaper than sorting them all). None where two scores of a resample tie
-    with one of these rows' (or one is NaN): the tie-breaks decide then, not the count."""
+    contenders: cheaper than sorting them all with their tie-breaks). None where two
+    scores of a resample tie with one of these rows' (or one is NaN): the tie-breaks
+    decide then, not the count."""
     if np.isnan(scores).any():
         return None
+    count, width = scores.shape
+    # Sorted once for all resamples (numpy's vectorised sort), then each row's score
+    # looked up in its resample: 4x counting where every score lands among the rows.
+    ordered = np.sort(scores, axis=-1)
     rows = scores[:, at]
-    order = np.argsort(rows, axis=-1)
-    ordered = np.take_along_axis(rows, order, axis=-1)
-    if np.any(ordered[:, 1:] == ordered[:, :-1]):
+    after = np.empty(rows.shape, dtype=np.intp)  # how many scores are at most each row's
+    for r in range(count):
+        after[r] = np.searchsorted(ordered[r], rows[r], side="right")
+    # A row's own score is the last at most it; one more equal to it before is a tie.
+    before = np.take_along_axis(ordered, np.maximum(after - 2, 0), axis=-1)
+    if np.any((after >= 2) & (before == rows)):
         return None
-    width = len(at)
-    # Each score's place among its resample's sorted row scores: a score above row k's
-    # lands after it.
-    places = np.empty(scores.shape, dtype=np.intp)
-    for r in range(len(scores)):
-        places[r] = np.searchsorted(ordered[r], scores[r], side="left")
-    # Equal to one row's score only where it is that row's own: else a tie.
-    landed = np.take_along_axis(ordered, np.minimum(places, width - 1), axis=-1)
-    if np.any(np.count_nonzero(landed == scores, axis=-1) != width):
-        return None
-    # How many scores land after each place, every resample at once.
-    offsets = np.arange(len(scores))[:, None] * (width + 1)
-    landing = np.bincount((places + offsets).ravel(), minlength=len(scores) * (width + 1))
-    above = np.cumsum(landing.reshape(len(scores), width + 1)[:, ::-1], axis=-1)[:, ::-1]
-    found = np.empty(rows.shape, dtype=np.intp)
-    np.put_along_axis(found, order, above[:, 1:] + 1, axis=-1)
+    found: NDArray[np.intp] = width - after + 1
     return found
 
 

@@ -132,6 +132,14 @@ def test_counted_ranks_are_the_sorted_ranks_and_decline_ties() -> None:
     twins = scores.copy()
     twins[:, 200] = twins[:, 3]
     assert _counted_ranks(twins, at) is None
+    # The lowest score of its resample, alone and then tied (the first two places).
+    lowest = scores.copy()
+    lowest[9, 17] = lowest[9].min() - 1.0
+    assert np.array_equal(
+        _counted_ranks(lowest, at), (-lowest).argsort(axis=-1).argsort(axis=-1)[:, at] + 1
+    )
+    lowest[9, 50] = lowest[9, 17]
+    assert _counted_ranks(lowest, at) is None
 
 
 def test_a_large_boards_small_pages_are_what_ranking_every_model_gives() -> None:
