@@ -228,7 +228,10 @@ class Resamples:
     def magnitudes(self) -> FloatArray:
         """Each metric's largest good in absolute value, over every resample: what bounds
         the size of any weighting's terms (:func:`scoring.weigh`)."""
-        return np.array([float(np.abs(c).max(initial=0.0)) for c in self.columns])
+        # max(max, -min): no array of absolute values made (10,000,000 goods a metric).
+        return np.array(
+            [float(np.maximum(c.max(initial=0.0), -c.min(initial=0.0))) for c in self.columns]
+        )
 
     @cached_property
     def finite(self) -> bool:
@@ -461,7 +464,9 @@ def resample(
         goods = chunk_goods[:c]
         goods[..., perf_col] = offset + direction * boot
         for at, ks, measured, picks in groups:
-            drawn = np.take_along_axis(measured[:, None, :], picks[:, start : start + c], axis=2)
+            # One flat gather: a quarter of take_along_axis's time (10,000 models' runs).
+            rows = (np.arange(len(measured)) * measured.shape[1])[:, None, None]
+            drawn = np.take(measured.reshape(-1), picks[:, start : start + c] + rows)
             medians = _medians(drawn).T
             goods[:, at, ks] = offset_of[ks] + direction_of[ks] * medians
         perf_samples[start : start + c] = boot

@@ -151,7 +151,7 @@ def amrs_batch(goods: FloatArray, perf_col: int) -> FloatArray:
     Leading axes are independent tables (bootstrap resamples).
     """
     tables, models = math.prod(goods.shape[:-2]), goods.shape[-2]
-    order = np.argsort(goods[..., perf_col].reshape(tables, models), axis=-1, kind="stable")
+    order = _perf_order(goods[..., perf_col].reshape(tables, models))
     # Rows of one flat table, not take_along_axis's gather: a third of the time at 10,000.
     order += models * np.arange(tables)[:, None]
     flat = goods.reshape(tables * models, goods.shape[-1])
@@ -170,6 +170,37 @@ def amrs_batch(goods: FloatArray, perf_col: int) -> FloatArray:
     amrs: FloatArray = np.divide(sums, count, out=np.full(sums.shape, np.nan), where=count > 0)
     amrs[..., perf_col] = 1.0
     return amrs
+
+
+def _perf_order(perf: FloatArray) -> NDArray[np.intp]:
+    """Each table's models by perf, ``(tables, models)`` positions: where models tie in
+    perf, the first of the tie is the lowest position and the last the highest, as a
+    stable sort puts them; the order between (pairs of a tie, never counted) is any.
+
+    So the AMRS is that of the stable order, bit for bit, at a quarter of its sort: a
+    bootstrap sorts 1,000 resamples of 10,000 models (numpy's stable sort 0.55 s, its
+    unstable one 0.14 s), and perf ties are common (a perf is counts over examples).
+    """
+    tables, models = perf.shape
+    order: NDArray[np.intp] = np.argsort(perf, axis=-1)
+    rows = models * np.arange(tables)[:, None]
+    ranked = np.take(perf.reshape(-1), (order + rows).reshape(-1)).reshape(tables, models)
+    tied = ranked[:, 1:] == ranked[:, :-1]  # NaN ties nothing: its pairs are not counted
+    if not tied.any():
+        return order
+    # Each run of equal perf: its start and end in the flat order, then its lowest and
+    # highest position written at them.
+    starts_mask = np.ones((tables, models), dtype=bool)
+    starts_mask[:, 1:] = ~tied
+    starts = np.flatnonzero(starts_mask)
+    ends = np.append(starts[1:], tables * models) - 1
+    sizes = np.diff(np.append(starts, tables * models))
+    flat = order.reshape(-1)
+    for pick, at in ((np.minimum, starts), (np.maximum, ends)):
+        # Swapped into place, so the order stays a permutation.
+        wanted = np.flatnonzero(flat == np.repeat(pick.reduceat(flat, starts), sizes))
+        flat[wanted], flat[at] = flat[at], flat[wanted]
+    return order
 
 
 def scores_batch(
