@@ -67,6 +67,7 @@ __all__ = [
 ]
 
 _CHUNK_CELLS = 4_000_000  # resample counts held at once: rows x examples
+_CHECK_CELLS = 1_000_000  # statistics checked at once: their temporaries reuse one buffer
 _STEP_CELLS = 250_000  # goods of the resamples ranked at once: their temporaries fit a CPU cache
 _BASELINE = "\x00baseline"  # the baseline's column, never a model name
 
@@ -186,9 +187,23 @@ def _stack(
             f"Dataset {dataset!r}: every model needs statistics for the same non-empty list "
             f"of examples, got shapes {sorted(shapes)}"
         )
-    if not np.all(np.isfinite(np.stack(arrays))):
+    stacked = np.stack(arrays, axis=1)  # once: 10,000 models' macro-F1 counts are 360 MB
+    if not all(np.isfinite(part).all() for part in _parts(stacked)):
         raise ScoringError(f"Dataset {dataset!r} has non-finite per-example statistics")
-    return np.stack(arrays, axis=1)
+    return stacked
+
+
+def _parts(array: FloatArray) -> Iterator[FloatArray]:
+    """``array`` a few examples at a time, so that what a check makes of each stays small
+    (a copy of 10,000 models' statistics costs more in fresh memory than in arithmetic)."""
+    step = max(1, _CHECK_CELLS // max(1, array[:1].size))
+    for start in range(0, len(array), step):
+        yield array[start : start + step]
+
+
+def _whole(array: FloatArray) -> bool:
+    """Whether every value is a whole number."""
+    return all(np.array_equal(part, np.round(part)) for part in _parts(array))
 
 
 @dataclass(frozen=True, eq=False)
@@ -622,7 +637,7 @@ def _draw(
     fresh = [i for i in range(len(columns)) if i not in taken]
     # Every column copied: the first one's statistics still say each dataset's length.
     stacked = [_stack(source, [columns[i] for i in fresh or [0]], d) for d in datasets]
-    whole = all(np.array_equal(x, np.round(x)) for x in stacked)
+    whole = all(_whole(x) for x in stacked)
     if copied and not (whole and previous is not None and previous.whole):
         # Fractional statistics: every column summed again (the counts kept all the same).
         copied, fresh = [], list(range(len(columns)))
