@@ -77,9 +77,10 @@ class _Outcomes(BaseModel):
 class EntryDetails:
     """A row's per-dataset figures and outcomes, packed: the zlib of their JSON, about
     0.7 KB against 17 KB as Python objects, so that a 100,000-submission board fits the
-    derived-data cache. Unpacked again on each read, by what reads them: a model's page,
-    a comparison, lineages, and the first re-weighing of a board's datasets (which keeps
-    arrays, ``leaderboard.table``). What every page row shows is kept beside, unpacked.
+    derived-data cache. Unpacked again on each read, by the few that read them: a model's
+    page, a comparison, lineages, and re-averaging a row whose counted figures cannot be
+    used. What every page row shows, and what re-weighing the datasets needs, is kept
+    beside, unpacked.
     """
 
     #: ``zlib(JSON {"per_dataset": ..., "outcomes": [...]})``; empty without results.

@@ -341,7 +341,7 @@ def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> R
         return None
     size = approximate_size(resamples)
     # At most a quarter of the budget, so that the draws, the board and its rankings
-    # stay: at 10,000 models resamples are 162 MB, draws 114 MB and the board 210 MB.
+    # stay: at 10,000 models resamples are 162 MB, draws 114 MB and the board 53 MB.
     if size <= ctx.cache.budget_bytes // 4:
         ctx.cache.put(resamples_key, resamples, size=size)
     return resamples

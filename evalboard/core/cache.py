@@ -40,8 +40,9 @@ __all__ = [
 MISSING: Any = object()
 
 #: Enough for a 10,000-model board with intervals on a 500-example round: its rows
-#: (210 MB), the bootstrap's draws (114 MB) and resamples (162 MB), and a few weightings'
-#: rankings (about 35 MB each) (``EVALBOARD_CACHE_BYTES`` sets it,
+#: (53 MB), the bootstrap's draws (114 MB) and resamples (162 MB, one per dataset
+#: weighting), and many weightings' rankings (about 5 MB each); or for a 100,000-model
+#: board's rows (about 0.35 GB) and its rankings (``EVALBOARD_CACHE_BYTES`` sets it,
 #: :class:`~evalboard.core.settings.Settings`).
 DEFAULT_CACHE_BYTES = 1024**3
 
