@@ -19,14 +19,13 @@ were read under.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import logging
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from sqlalchemy import Row, Text, case, cast, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
@@ -276,6 +275,9 @@ def _derive(
     return derived
 
 
+_DETAILS = TypeAdapter(EntryDetails)
+
+
 def _to_stored(entry: ModelEntry) -> dict[str, Any]:
     return {
         "status": entry.status.value,
@@ -285,14 +287,8 @@ def _to_stored(entry: ModelEntry) -> dict[str, Any]:
         "metrics": entry.metrics,
         "methods": entry.methods,
         "predictions": entry.predictions,
-        "details": {
-            "packed": base64.b64encode(entry.details.packed).decode(),
-            "busiest_load": entry.details.busiest_load,
-            "timed": entry.details.timed,
-            "counted_names": entry.details.counted_names,
-            "counted_weights": entry.details.counted_weights,
-            "counted_figures": base64.b64encode(entry.details.counted_figures).decode(),
-        },
+        # Its packed bytes as base64, as _Stored reads them back.
+        "details": _DETAILS.dump_python(entry.details, mode="json"),
         "predictions_only": entry.predictions_only,
     }
 

@@ -189,7 +189,7 @@ def _perf_order(perf: FloatArray) -> NDArray[np.intp]:
     if not tied.any():
         return order
     # Each run of equal perf: its start and end in the flat order, then its lowest and
-    # highest position written at them.
+    # highest position swapped to them.
     starts_mask = np.ones((tables, models), dtype=bool)
     starts_mask[:, 1:] = ~tied
     starts = np.flatnonzero(starts_mask)
