@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from evalboard.core.cache import MISSING, approximate_size, sampled_size
 from evalboard.core.context import Context
@@ -146,7 +147,8 @@ class RowFigures:
     #: None where the board's resamples could not be taken again to rank this row.
     gap_to_leader: Interval | None
     rank_interval: tuple[int, int] | None
-    p_first: float
+    #: None, like the rank interval, where the resamples could not be taken again.
+    p_first: float | None
     #: Perf minus the baseline's (None: no baseline).
     above_baseline: Interval | None
 
@@ -154,9 +156,10 @@ class RowFigures:
 @dataclass(eq=False)
 class BoardIntervals:
     """A board's intervals under one weighting (:func:`board_intervals`): what every row
-    needs at once from weighing the kept resamples (the order, the floor, ``p_first``),
-    and each row's rank interval and gap to the leader ranked when a page first asks for
-    it (:meth:`prepare`), then kept: a page sent again costs nothing.
+    needs at once from weighing the kept resamples (the order, the floor), and each row's
+    rank interval and gap to the leader ranked when a page first asks for it
+    (:meth:`prepare`), then kept: a page sent again costs nothing. How often each model
+    leads (``p_first``) is counted with the first page ranked, from the same scores.
 
     Shared by every request for the same board and weights, so the rows are filled under
     a lock. It keeps the resamples' small per-model arrays, not their large ones: those
@@ -171,6 +174,9 @@ class BoardIntervals:
     base_estimate: float | None
     flagged: np.ndarray[Any, np.dtype[np.bool_]]
     _rows: dict[int, tuple[tuple[int, int], float, float] | None] = field(default_factory=dict)
+    #: How many resamples each model leads (None until a page is ranked, or where the
+    #: resamples could not be taken again).
+    _first_counts: NDArray[np.intp] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -210,7 +216,9 @@ class BoardIntervals:
             if resamples is None or not self.weighed.fits(resamples):
                 self._rows.update(dict.fromkeys(wanted))
                 return
-            rows = self.weighed.rows(resamples, wanted)
+            rows = self.weighed.rows(resamples, wanted, firsts=self._first_counts is None)
+            if rows.first_counts is not None:
+                self._first_counts = rows.first_counts
             low, high = rows.gaps.tolist()
             for j, i in enumerate(wanted):
                 self._rows[i] = (rows.ranks[j], low[j], high[j])
@@ -240,7 +248,9 @@ class BoardIntervals:
             ),
             gap_to_leader=gap,
             rank_interval=ranked[0] if ranked is not None else None,
-            p_first=float(self.weighed.first_counts[position] / self.weighed.n_resamples),
+            p_first=None
+            if self._first_counts is None
+            else float(self._first_counts[position] / self.weighed.n_resamples),
             above_baseline=above,
         )
 
@@ -248,9 +258,10 @@ class BoardIntervals:
         """Its own arrays and the rows every page could fill (the resamples' small arrays
         it shares are counted with them)."""
         weighed = self.weighed
-        arrays = (weighed.point, weighed.observed, weighed.observed_rank, weighed.first_counts)
+        arrays = (weighed.point, weighed.observed, weighed.observed_rank)
         bounds = (weighed.low, weighed.high, weighed.leader_samples, self.flagged)
-        per_row = 200  # a ranked row: its tuple, two floats and the mapping's slot
+        # A ranked row: its tuple, two floats and the mapping's slot; and its first count.
+        per_row = 200 + np.dtype(np.intp).itemsize
         return approximate_size((*arrays, *bounds)) + per_row * len(weighed.models)
 
 

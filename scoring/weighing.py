@@ -6,13 +6,14 @@ depend on the metric weights; a weighting turns them into resampled Dynascores a
 each resample (the baseline floor first, then the Dynascore and its tie-breaks, as
 :meth:`scoring.NormalisedTable.rank`). Ranking every resample of 10,000 models is ten
 million sorted cells, half a second here, while a page shows a hundred rows. So
-:func:`weigh` makes one pass that keeps what every row needs at once and each model's
-lowest and highest resampled Dynascore, and :meth:`Weighed.rows` ranks, for the rows
-asked, only the models whose range meets theirs: a model whose lowest score is above a
-row's highest is ahead of it in every resample (counted, not ranked), one whose highest
-is below the row's lowest never is. The ranks are the ones a full ranking gives: the
-counted models are strictly ahead or behind in every resample, and the order among the
-ranked ones is the same total order.
+:func:`weigh` bounds each model's resampled Dynascores from below and above (its terms'
+extremes over the resamples, kept with them, weighted and summed: no pass over the
+resamples), and :meth:`Weighed.rows` ranks, for the rows asked, only the models whose
+range meets theirs: a model whose lowest score is above a row's highest is ahead of it in
+every resample (counted, not ranked), one whose highest is below the row's lowest never
+is. The ranks are the ones a full ranking gives: the counted models are strictly ahead or
+behind in every resample, and the order among the ranked ones is the same total order.
+Who leads each resample is found the same way, among the models that can reach the top.
 """
 
 from __future__ import annotations
@@ -49,13 +50,15 @@ class RowIntervals:
     gaps: FloatArray
     #: ``(2, rows)``: the low and high ends of the Dynascore.
     scores: FloatArray
+    #: How many resamples each model (all of them, in name order) leads, where asked.
+    first_counts: NDArray[np.intp] | None = None
 
 
 @dataclass(frozen=True, eq=False)
 class Weighed:
     """One weighting of some :class:`~scoring.bootstrap.Resamples` (:func:`weigh`): the
-    board's order on the full data, how often each model leads, and the bounds of each
-    model's resampled Dynascore, from which :meth:`rows` ranks what a page needs.
+    board's order on the full data and the bounds of each model's resampled Dynascore,
+    from which :meth:`rows` ranks what a page needs (and how often each model leads).
 
     It holds none of the resamples' large arrays: :meth:`rows` is given them again.
     """
@@ -70,8 +73,6 @@ class Weighed:
     point: FloatArray
     observed: NDArray[np.intp]
     observed_rank: NDArray[np.intp]
-    #: How many resamples each model leads.
-    first_counts: NDArray[np.intp]
     #: Each model's lowest and highest resampled Dynascore (NaN where one is NaN).
     low: FloatArray
     high: FloatArray
@@ -91,24 +92,35 @@ class Weighed:
             and resamples.level == self.level
         )
 
-    def rows(self, resamples: Resamples, positions: Sequence[int]) -> RowIntervals:
+    def rows(
+        self, resamples: Resamples, positions: Sequence[int], *, firsts: bool = False
+    ) -> RowIntervals:
         """The rank intervals, gaps to the leader and Dynascore intervals of the models at
         ``positions``, ranking in each resample only the models whose resampled scores
-        can meet theirs (module docstring)."""
+        can meet theirs (module docstring); with ``firsts``, how often each model leads
+        too, from the same exact scores where the rows' contenders hold every model that
+        can lead (a board's first page: at 10,000 models that halves its cost)."""
         if not self.fits(resamples):
             raise ValueError("These resamples are not the ones this weighting was made from")
         asked = np.asarray(positions, dtype=np.intp)
         ranks = np.empty((self.n_resamples, len(asked)), dtype=np.intp)
         samples = np.empty((self.n_resamples, len(asked)))
         flagged = resamples.flagged.astype(bool)
+        # The first of each resample is among the models that clear the baseline (all, if
+        # none does).
+        groups = (~flagged, flagged)
+        top = np.flatnonzero(groups[int(flagged.all())])
+        first = None
         ahead = 0  # the floor: every model that clears the baseline before any that does not
-        for group in (~flagged, flagged):
+        for group in groups:
             mine = group[asked]
             members = np.flatnonzero(group)
             if mine.any():
                 rows = asked[mine]
                 ranked, above = self._contenders(members, rows)
                 scores = _scores(resamples, self.weights, ranked)
+                if firsts and np.array_equal(members, top):
+                    first = self._firsts(resamples, top, scored=(ranked, scores))
                 at = np.searchsorted(ranked, rows)
                 within = _counted_ranks(scores, at) if len(at) * 8 < len(ranked) else None
                 if within is None:  # many rows, or ties: rank every contender
@@ -116,13 +128,42 @@ class Weighed:
                 ranks[:, mine] = ahead + above + within
                 samples[:, mine] = scores[:, at]
             ahead += len(members)
+        if firsts and first is None:
+            first = self._firsts(resamples, top)
         tail = (1 - self.level) / 2
         gaps = samples - self.leader_samples[:, None]
         return RowIntervals(
             ranks=rank_intervals(ranks, observed=self.observed_rank[asked], level=self.level),
             gaps=np.quantile(gaps, [tail, 1 - tail], axis=0, overwrite_input=True),
             scores=np.quantile(samples, [tail, 1 - tail], axis=0, overwrite_input=True),
+            first_counts=None if first is None else np.bincount(first, minlength=len(self.models)),
         )
+
+    def _firsts(
+        self,
+        resamples: Resamples,
+        top: NDArray[np.intp],
+        scored: tuple[NDArray[np.intp], FloatArray] | None = None,
+    ) -> NDArray[np.intp]:
+        """The first of each resample among the ``top`` models, on exact scores: of those
+        whose highest score reaches the best lowest one, ties by the tie-breaks. Their
+        scores are taken from ``scored`` (models in position order, and their scores)
+        where it holds them all: whoever else it holds is below one of them in every
+        resample, so never first nor tied."""
+        low, high = self.low[top], self.high[top]
+        candidates = top if np.isnan(low).any() or np.isnan(high).any() else top[high >= low.max()]
+        if scored is not None and np.isin(candidates, scored[0]).all():
+            columns, scores = scored
+        else:
+            columns, scores = candidates, _scores(resamples, self.weights, candidates)
+        best = np.argmax(scores, axis=-1)
+        if np.isnan(scores).any() or np.any(
+            np.count_nonzero(scores == scores[np.arange(len(scores)), best, None], axis=-1) > 1
+        ):  # a tie for first: the tie-breaks decide, among the candidates
+            own = scores[:, np.searchsorted(columns, candidates)]
+            return candidates[_orders_of(resamples, candidates, own)[:, 0]]
+        found: NDArray[np.intp] = columns[best]
+        return found
 
     def _contenders(
         self, members: NDArray[np.intp], rows: NDArray[np.intp]
@@ -139,8 +180,8 @@ class Weighed:
 
 def weigh(resamples: Resamples, weights: Mapping[str, float] | None = None) -> Weighed:
     """Weigh ``resamples`` with metric ``weights`` (default:
-    :func:`scoring.default_weights`): the order on the full data, how often each model
-    leads, and each model's resampled Dynascore bounds, in one pass over the resamples."""
+    :func:`scoring.default_weights`): the order on the full data and each model's
+    resampled Dynascore bounds (:meth:`Weighed.rows` ranks the rows and finds who leads)."""
     normalised = resamples.normalised
     if weights is None:
         weights = default_weights(normalised.metrics, perf=normalised.perf)
@@ -148,17 +189,12 @@ def weigh(resamples: Resamples, weights: Mapping[str, float] | None = None) -> W
     count = len(normalised.models)
     arange = np.arange(count)
     flagged = resamples.flagged
-    # The first of each resample is among the models that clear the baseline (all, if
-    # none does).
-    top = flagged == 0 if not flagged.all() else np.ones(count, dtype=bool)
-    low, high, first = _sweep(resamples, w, top)
+    low, high = _bounds(resamples, w)
     point = normalised.scores(weights)
     observed = np.lexsort([arange, *normalised.tiebreak_keys()[1:], -point, flagged])
     observed_rank = np.empty(count, dtype=np.intp)
     observed_rank[observed] = arange + 1
     leader = int(observed[0])
-    if first is None:
-        first = _firsts(resamples, w, np.flatnonzero(top), low, high)
     return Weighed(
         models=normalised.models,
         weights=w,
@@ -167,105 +203,48 @@ def weigh(resamples: Resamples, weights: Mapping[str, float] | None = None) -> W
         point=point,
         observed=observed,
         observed_rank=observed_rank,
-        first_counts=np.bincount(first, minlength=count),
         low=low,
         high=high,
         leader_samples=_scores(resamples, w, np.array([leader]))[:, 0],
     )
 
 
-def _sweep(
-    resamples: Resamples, w: FloatArray, top: NDArray[np.bool_]
-) -> tuple[FloatArray, FloatArray, NDArray[np.intp] | None]:
-    """One pass over every resample's Dynascores: each model's lowest and highest, and
-    the first of each resample among the ``top`` models (those that clear the baseline).
-
-    Summed here as one matrix product for the metrics no resample changes (BLAS), where
-    :func:`scoring.scores_batch` divides term by term, so the last bits may differ: the
-    bounds are widened by a margin far above any rounding (contenders are then a
-    superset, and ranked on exact scores), and a first is given only where it leads the
-    next by more than twice the margin (None where any does not: a near tie, decided on
-    exact scores by the caller). NaN bounds where a good or an AMRS is not finite (then
-    every model of a group is ranked, :meth:`Weighed._contenders`).
-    """
-    count = len(resamples.normalised.models)
-    amrs = resamples.amrs
-    usable = np.isfinite(amrs) & (amrs > 0)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        # weight / AMRS per resample and metric; 0 where the metric adds nothing
-        factors = np.where(usable & (w != 0), w / np.where(usable, amrs, 1.0), 0.0)
-    if not (np.isfinite(factors).all() and resamples.finite):
-        nan = np.full(count, np.nan)
-        return nan, nan.copy(), None
-    # The largest magnitude a sum of terms reaches bounds its rounding.
-    margin = 1e-9 * float((np.abs(factors) @ resamples.magnitudes).max(initial=0.0)) + 1e-300
-    varying = [k for k, c in enumerate(resamples.columns) if c.ndim == 2]
-    fixed = [k for k, c in enumerate(resamples.columns) if c.ndim == 1]
-    goods = np.stack([resamples.columns[k] for k in fixed], axis=-1) if fixed else None
-    low, high = np.full(count, np.inf), np.full(count, -np.inf)
-    first = np.empty(resamples.n_resamples, dtype=np.intp)
-    sure = True
-    others = None if top.all() else ~top
-    step = max(1, _STEP_CELLS // max(1, count))
-    for start in range(0, resamples.n_resamples, step):
-        stop = min(start + step, resamples.n_resamples)
-        total = (
-            factors[start:stop, fixed] @ goods.T
-            if goods is not None
-            else np.zeros((stop - start, count))
-        )
-        for k in varying:
-            total += factors[start:stop, k, None] * resamples.columns[k][start:stop]
-        np.minimum(low, total.min(axis=0), out=low)
-        np.maximum(high, total.max(axis=0), out=high)
-        if others is not None:
-            total[:, others] = -np.inf
-        best = total.argmax(axis=-1)
-        leading = total[np.arange(stop - start), best]
-        total[np.arange(stop - start), best] = -np.inf
-        sure = sure and bool(np.all(leading - total.max(axis=-1) > 2 * margin))
-        first[start:stop] = best
-    return low - margin, high + margin, first if sure else None
-
-
-def _firsts(
-    resamples: Resamples,
-    w: FloatArray,
-    top: NDArray[np.intp],
-    low: FloatArray,
-    high: FloatArray,
-) -> NDArray[np.intp]:
-    """The first of each resample among the ``top`` models, on exact scores: of those
-    whose highest score reaches the best lowest one, ties by the tie-breaks."""
-    if np.isnan(low[top]).any() or np.isnan(high[top]).any():
-        candidates = top
-    else:
-        candidates = top[high[top] >= low[top].max()]
-    scores = _scores(resamples, w, candidates)
-    best = np.argmax(scores, axis=-1)
-    if np.isnan(scores).any() or np.any(
-        np.count_nonzero(scores == scores[np.arange(len(scores)), best, None], axis=-1) > 1
-    ):  # a tie for first: the tie-breaks decide
-        best = _orders_of(resamples, candidates, scores)[:, 0]
-    found: NDArray[np.intp] = candidates[best]
-    return found
+def _bounds(resamples: Resamples, w: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Each model's lowest and highest resampled Dynascore under metric weights ``w``, or
+    below and above them: its terms' extremes (:attr:`Resamples.term_bounds`) weighted
+    and summed, widened by a margin far above the rounding of any sum of those terms (so
+    the exact scores, summed in another order, lie within). NaN where a term is not
+    finite (then every model of a group is ranked, :meth:`Weighed._contenders`)."""
+    terms = resamples.term_bounds
+    used = w != 0  # a term of weight 0 adds nothing, whatever its value (scores_batch)
+    # (2, metrics, models); no weight is negative (scoring.normalised_weights), so the
+    # lowest terms make the lowest sum.
+    weighted = np.where(used[:, None], w[:, None] * terms, 0.0)
+    low, high = weighted.sum(axis=1)
+    margin = 1e-9 * float(np.abs(weighted).sum(axis=1).max(initial=0.0)) + 1e-300
+    return low - margin, high + margin
 
 
 def _chunks(resamples: Resamples, w: FloatArray, columns: Any) -> Any:
     """The resampled Dynascores of ``columns`` (an index array or a slice of the
     models), some resamples at a time: ``(resamples, columns)`` blocks."""
-    # np.take, not fancy indexing: a third of the time for 3,000 of 10,000 columns.
-    picked = [
-        c[..., columns] if isinstance(columns, slice) else np.take(c, columns, axis=-1)
-        for c in resamples.columns
-    ]
-    width = picked[0].shape[-1] if picked else 0
-    step = max(1, _STEP_CELLS // max(1, width * len(picked)))
+
+    def pick(column: FloatArray) -> FloatArray:
+        # np.take, not fancy indexing: a third of the time for 3,000 of 10,000 columns.
+        return column[..., columns] if isinstance(columns, slice) else column.take(columns, -1)
+
+    fixed = {k: pick(c) for k, c in enumerate(resamples.columns) if c.ndim == 1}
+    everyone = len(resamples.normalised.models)
+    width = len(range(everyone)[columns]) if isinstance(columns, slice) else len(columns)
+    step = max(1, _STEP_CELLS // max(1, width * len(resamples.columns)))
     for start in range(0, resamples.n_resamples, step):
         stop = start + step
-        yield scores_batch(
-            [c if c.ndim == 1 else c[start:stop] for c in picked], resamples.amrs[start:stop], w
-        )
+        # Each block's columns picked as it is scored: they stay in a CPU cache.
+        picked = [
+            fixed[k] if k in fixed else pick(column[start:stop])
+            for k, column in enumerate(resamples.columns)
+        ]
+        yield scores_batch(picked, resamples.amrs[start:stop], w)
 
 
 def _scores(resamples: Resamples, w: FloatArray, columns: NDArray[np.intp]) -> FloatArray:
@@ -313,16 +292,15 @@ def _counted_ranks(scores: FloatArray, at: NDArray[np.intp]) -> NDArray[np.intp]
     contenders: cheaper than sorting them all with their tie-breaks). None where two
     scores of a resample tie with one of these rows' (or one is NaN): the tie-breaks
     decide then, not the count."""
-    if np.isnan(scores).any():
-        return None
     count, width = scores.shape
     # Every resample's scores sorted by one call, then each row's score looked up in its
     # resample: 4.5x placing every score among the sorted rows' (1,000 x 2,950, 100 rows).
     ordered = np.sort(scores, axis=-1)
+    if np.isnan(ordered[:, -1]).any():  # NaN sorts last
+        return None
     rows = scores[:, at]
-    after = np.empty(rows.shape, dtype=np.intp)  # how many scores are at most each row's
-    for r in range(count):
-        after[r] = np.searchsorted(ordered[r], rows[r], side="right")
+    # How many scores are at most each row's (the array's method: no wrapper per call).
+    after = np.array([o.searchsorted(r, side="right") for o, r in zip(ordered, rows, strict=True)])
     # A row's own score is the last at most it; one more equal to it before is a tie.
     before = np.take_along_axis(ordered, np.maximum(after - 2, 0), axis=-1)
     if np.any((after >= 2) & (before == rows)):

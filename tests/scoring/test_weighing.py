@@ -10,7 +10,7 @@ import pytest
 
 from scoring import Resamples, bootstrap, resample, statistics, weigh
 from scoring.dynascore import scores_batch
-from scoring.weighing import _counted_ranks, _sweep
+from scoring.weighing import _bounds, _counted_ranks
 
 LABELS = ["a", "b", "c"]
 
@@ -95,8 +95,10 @@ def test_the_weighting_is_what_the_bootstrap_reports() -> None:
     weighed = weigh(resamples, {"perf": 1.0, "memory": 1.0})
     models = list(weighed.models)
     assert result.order == [models[i] for i in weighed.observed]
+    first_counts = weighed.rows(resamples, [weighed.leader], firsts=True).first_counts
+    assert first_counts is not None
     assert result.p_first == dict(
-        zip(models, (weighed.first_counts / resamples.n_resamples).tolist(), strict=True)
+        zip(models, (first_counts / resamples.n_resamples).tolist(), strict=True)
     )
     assert sum(result.p_first.values()) == pytest.approx(1.0)
     assert not any(result.p_first[m] for m in models if result.not_above_baseline[m])
@@ -156,22 +158,9 @@ def test_a_large_boards_small_pages_are_what_ranking_every_model_gives() -> None
         assert np.array_equal(rows.gaps, everyone.gaps[:, page])
 
 
-@pytest.mark.parametrize(("seed", "twins"), [(10, False), (11, True)])
-def test_the_first_of_each_resample_is_the_full_rankings_first(seed: int, twins: bool) -> None:
-    """P(first) from one sweep (the leader sure by more than rounding) or, near a tie,
-    from exact scores: what sorting every resample's exact scores with the floor and the
-    tie-breaks gives."""
-    board = _board(seed, 120, constant=True)
-    weights = {"perf": 2.0, "throughput": 1.0, "memory": 0.5}
-    if twins:  # the leader's twin ties with it in every resample: decided on exact scores
-        leader = weigh(_resamples(board), weights)
-        name = leader.models[leader.leader]
-        for part in ("examples", "table", "repeats"):
-            board[part][f"{name}-twin"] = board[part][name]
-    resamples = _resamples(board)
-    weighed = weigh(resamples, weights)
-    top = resamples.flagged == 0
-    assert (_sweep(resamples, weighed.weights, top)[2] is None) == twins
+def _full_firsts(resamples: Resamples, weights: dict[str, float]) -> np.ndarray:
+    """How many resamples each model leads, by sorting every resample's exact scores
+    with the floor and the tie-breaks."""
     normalised = resamples.normalised
     w = normalised.weight_vector(weights)
     scores = scores_batch(list(resamples.columns), resamples.amrs, w)
@@ -180,5 +169,66 @@ def test_the_first_of_each_resample_is_the_full_rankings_first(seed: int, twins:
     keys = dataclasses.replace(normalised, goods=goods).tiebreak_keys()[1:]
     flagged = np.broadcast_to(resamples.flagged, scores.shape)
     firsts = np.lexsort([ids, *keys, -scores, flagged], axis=-1)[:, 0]
-    expected = np.bincount(firsts, minlength=scores.shape[1])
-    assert np.array_equal(weighed.first_counts, expected)
+    return np.bincount(firsts, minlength=scores.shape[1])
+
+
+@pytest.mark.parametrize(("seed", "twins"), [(10, False), (11, True)])
+def test_the_first_of_each_resample_is_the_full_rankings_first(seed: int, twins: bool) -> None:
+    """P(first) from exact scores, counted with any page (the first page's contenders
+    hold every model that can lead; a page far down or of flagged models does not): what
+    sorting every resample's exact scores with the floor and the tie-breaks gives."""
+    board = _board(seed, 120, constant=True)
+    weights = {"perf": 2.0, "throughput": 1.0, "memory": 0.5}
+    if twins:  # the leader's twin ties with it in every resample: the tie-breaks decide
+        leader = weigh(_resamples(board), weights)
+        name = leader.models[leader.leader]
+        for part in ("examples", "table", "repeats"):
+            board[part][f"{name}-twin"] = board[part][name]
+    resamples = _resamples(board)
+    weighed = weigh(resamples, weights)
+    expected = _full_firsts(resamples, weights)
+    assert expected.max() < resamples.n_resamples  # more than one model leads somewhere
+    flagged = np.flatnonzero(resamples.flagged)
+    assert len(flagged) == 2
+    for page in (weighed.observed[:10], weighed.observed[60:70], flagged, [weighed.leader]):
+        rows = weighed.rows(resamples, list(page), firsts=True)
+        assert rows.first_counts is not None
+        assert np.array_equal(rows.first_counts, expected)
+    assert weighed.rows(resamples, [weighed.leader]).first_counts is None  # not asked
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [
+        {"perf": 4.0, "throughput": 1.0, "memory": 1.0},
+        {"perf": 1.0, "throughput": 2.0, "memory": 0.0},
+        {"perf": 0.0, "memory": 3.0},
+        {"perf": 1e-12, "throughput": 1e12},
+    ],
+)
+def test_every_resampled_score_lies_within_its_models_bounds(weights: dict[str, float]) -> None:
+    """The bounds summed from the terms' extremes hold every exact resampled score, with
+    zero weights, and some resamples' AMRS unusable (their term adds 0)."""
+    resamples = _resamples(_board(12, 90, twins=True, constant=True))
+    amrs = resamples.amrs.copy()
+    amrs[::7, resamples.normalised.metrics.index("memory")] = np.nan
+    amrs[3::11, resamples.normalised.metrics.index("throughput")] = 0.0
+    resamples = dataclasses.replace(resamples, amrs=amrs)
+    w = resamples.normalised.weight_vector(weights)
+    low, high = _bounds(resamples, w)
+    scores = scores_batch(list(resamples.columns), resamples.amrs, w)
+    assert np.all(scores >= low) and np.all(scores <= high)
+    # Not loose: each bound is within a hair of the scores' own extreme, or of a sum of
+    # the terms' extremes (which no one resample need reach).
+    assert np.all(high - scores.max(axis=0) <= (high - low))
+
+
+def test_a_term_not_finite_bounds_nothing() -> None:
+    resamples = _resamples(_board(13, 30))
+    columns = list(resamples.columns)
+    perf = resamples.normalised.metrics.index("perf")
+    columns[perf] = columns[perf].copy()
+    columns[perf][5, 3] = np.inf
+    resamples = dataclasses.replace(resamples, columns=tuple(columns))
+    low, high = _bounds(resamples, resamples.normalised.weight_vector({"perf": 1.0}))
+    assert np.isnan(low).all() and np.isnan(high).all()
