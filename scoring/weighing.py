@@ -109,17 +109,18 @@ class Weighed:
         # The first of each resample is among the models that clear the baseline (all, if
         # none does).
         groups = (~flagged, flagged)
-        top = np.flatnonzero(groups[int(flagged.all())])
+        top_group = int(flagged.all())
+        top = np.flatnonzero(groups[top_group])
         first = None
         ahead = 0  # the floor: every model that clears the baseline before any that does not
-        for group in groups:
+        for index, group in enumerate(groups):
             mine = group[asked]
             members = np.flatnonzero(group)
             if mine.any():
                 rows = asked[mine]
                 ranked, above = self._contenders(members, rows)
                 scores = _scores(resamples, self.weights, ranked)
-                if firsts and np.array_equal(members, top):
+                if firsts and index == top_group:
                     first = self._firsts(resamples, top, scored=(ranked, scores))
                 at = np.searchsorted(ranked, rows)
                 within = _counted_ranks(scores, at) if len(at) * 8 < len(ranked) else None
@@ -292,7 +293,7 @@ def _counted_ranks(scores: FloatArray, at: NDArray[np.intp]) -> NDArray[np.intp]
     contenders: cheaper than sorting them all with their tie-breaks). None where two
     scores of a resample tie with one of these rows' (or one is NaN): the tie-breaks
     decide then, not the count."""
-    count, width = scores.shape
+    width = scores.shape[-1]
     # Every resample's scores sorted by one call, then each row's score looked up in its
     # resample: 4.5x placing every score among the sorted rows' (1,000 x 2,950, 100 rows).
     ordered = np.sort(scores, axis=-1)
