@@ -2,7 +2,8 @@
 
 Synthetic rows go through the project's own storage (the real tables via SQLAlchemy, on
 SQLite in a temporary folder): one task, one 500-example scoring round and its perturbed
-copies, and ``n`` finished submissions with a result on each. Each request goes through
+copies (two rounds for the boards with intervals, predictions on both, so that new dataset
+weights move perf), and ``n`` finished submissions with a result on each. Each request goes through
 the whole app in process (httpx's ASGI transport): ``GET /tasks/T/leaderboard`` (the API)
 and ``GET /ui/tasks/T`` (the page, time to the last byte, which bounds its first byte since
 the page is rendered in one piece). Cold: the first request after seeding, which derives
@@ -11,7 +12,9 @@ restart: the first requests of a new :class:`~evalboard.core.context.Context` on
 stored rows (empty derived-data cache); warm: the requests after it, with default
 weights, with new dataset weights asked for again (``api_new_weights``, the cached ranking
 after its first request), with dataset or metric weights no request asked for before
-(``api_fresh_weights``, ``api_fresh_metric_weights``, ranked anew each time);
+(``api_fresh_weights``, ``api_fresh_metric_weights``, ranked anew each time), with every
+round weighed alike by a weight not asked for before (``api_same_shares_weights``: the
+owner's shares, so the kept resamples serve it);
 after_new_result: the first request after one more submission finished (a new version of
 the board: ranked, and with predictions bootstrapped, again). One request's time is also
 split into loading the table, ranking and JSON, so the figure says where the time goes.
@@ -61,6 +64,9 @@ from leaderboard.paging import DEFAULT_LIMIT, BoardQuery  # noqa: E402
 from leaderboard.table import load_table  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "leaderboard.json"
+#: Rounds of the boards with intervals: with two, new dataset weights move each round's
+#: share of perf, so the board resamples (with one, they change no figure).
+INTERVAL_ROUNDS = 2
 TASK_ID = "bench"
 EXAMPLES = 500
 LABELS = ["negative", "neutral", "positive"]
@@ -79,13 +85,13 @@ _PHRASES = {
 }
 
 
-def _dataset_file(folder: Path) -> Path:
-    path = folder / "r1-test.jsonl"
+def _dataset_file(folder: Path, round_: int = 1) -> Path:
+    path = folder / f"r{round_}-test.jsonl"
     rows = []
     for i in range(EXAMPLES):
-        label = LABELS[(i * 7) % 3]
-        text = f"{_SUBJECTS[i % len(_SUBJECTS)]} {_PHRASES[label]} ({i})."
-        rows.append({"uid": f"u{i}", "statement": text, "label": label})
+        label = LABELS[(i * 7 + round_ - 1) % 3]
+        text = f"{_SUBJECTS[i % len(_SUBJECTS)]} {_PHRASES[label]} ({round_}.{i})."
+        rows.append({"uid": f"r{round_}-u{i}", "statement": text, "label": label})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
 
@@ -116,29 +122,32 @@ def _metrics(i: int, perturbation: str | None) -> dict[str, Any]:
     return {"schema_version": SCHEMA_VERSION, **metrics.model_dump(mode="json")}
 
 
-def _predictions(ctx: Context, sid: int, examples: list[dict[str, Any]]) -> str:
-    """Submission ``sid``'s per-example predictions on the original, stored as the
-    evaluator stores them; returns the artifact key."""
+def _predictions(ctx: Context, sid: int, dataset: str, examples: list[dict[str, Any]]) -> str:
+    """Submission ``sid``'s per-example predictions on the original ``dataset``, stored as
+    the evaluator stores them; returns the artifact key."""
     records = []
+    salt = len(dataset) * 13 + ord(dataset[1])  # each round its own right answers
     for i, example in enumerate(examples):
-        right = (sid * 31 + i * 17) % 100 < 50 + sid % 40
+        right = (sid * 31 + i * 17 + salt) % 100 < 50 + sid % 40
         label = example["label"] if right else LABELS[(LABELS.index(example["label"]) + 1) % 3]
         records.append(
             {"uid": example["uid"], "gold": example["label"], "output": {"label": label}}
         )
-    key = f"predictions/{sid}/r1-test.jsonl"
+    key = f"predictions/{sid}/{dataset}.jsonl"
     ctx.artifacts.put_bytes(key, "".join(json.dumps(r) + "\n" for r in records).encode())
     return key
 
 
 def seed_board(
-    ctx: Context, folder: Path, submissions: int, *, predictions: bool = False
+    ctx: Context, folder: Path, submissions: int, *, predictions: bool = False, rounds: int = 1
 ) -> dict[str, int]:
-    """The task, its round and copies, and ``submissions`` finished models, in bulk
-    inserts through the real tables (with per-example predictions on the original when
-    ``predictions``, so the board bootstraps intervals). Returns the count of rows."""
+    """The task, its ``rounds`` rounds (``r1-test``, ``r2-test``, ...) and their copies,
+    and ``submissions`` finished models, in bulk inserts through the real tables (with
+    per-example predictions on the originals when ``predictions``, so the board
+    bootstraps intervals). Returns the count of rows."""
     create_task(ctx, parse_task_spec(TASK))
-    add_dataset(ctx, task_id=TASK_ID, name="r1-test", path=_dataset_file(folder), round=1)
+    for r in range(1, rounds + 1):
+        add_dataset(ctx, task_id=TASK_ID, name=f"r{r}-test", path=_dataset_file(folder, r), round=r)
     return add_submissions(ctx, range(submissions), predictions=predictions)
 
 
@@ -180,7 +189,11 @@ def add_submissions(ctx: Context, numbers: range, *, predictions: bool = False) 
             ],
         ).all()
         by_id = {d.id: d for d in datasets}
-        examples = list(read_examples(ctx, datasets[0])) if predictions else []
+        examples = {
+            d.id: list(read_examples(ctx, d))
+            for d in datasets
+            if predictions and d.perturbation is None
+        }
         session.execute(
             insert(Result),
             [
@@ -191,8 +204,8 @@ def add_submissions(ctx: Context, numbers: range, *, predictions: bool = False) 
                     "metrics": _metrics(sid, by_id[did].perturbation),
                     "provenance": {"seeded": True},
                     "predictions_key": (
-                        _predictions(ctx, sid, examples)
-                        if predictions and by_id[did].perturbation is None
+                        _predictions(ctx, sid, by_id[did].name, examples[did])
+                        if did in examples
                         else None
                     ),
                 }
@@ -228,7 +241,7 @@ async def _timed(client: httpx.AsyncClient, url: str) -> tuple[float, int]:
 
 
 async def _measure(
-    settings: Settings, repeats: int, *, submissions: int, predictions: bool
+    settings: Settings, repeats: int, *, submissions: int, predictions: bool, rounds: int
 ) -> dict[str, Any]:
     ctx = Context.from_settings(settings)
     app = create_app(ctx)
@@ -247,6 +260,7 @@ async def _measure(
             "api_new_weights": [],
             "api_fresh_weights": [],
             "api_fresh_metric_weights": [],
+            "api_same_shares_weights": [],
         }
         for i in range(repeats):  # interleaved, so a neighbour's load falls on all alike
             runs["api"].append((await _timed(client, api))[0])
@@ -257,6 +271,12 @@ async def _measure(
             runs["api_fresh_weights"].append((await _timed(client, fresh))[0])
             metric_weights = f"{api}?weights=perf:4,throughput:{1 + i / 100:g},memory:1"
             runs["api_fresh_metric_weights"].append((await _timed(client, metric_weights))[0])
+            # Every round weighed alike, with a weight not asked for before: the same
+            # shares as the owner's, so every figure stays (its resamples are kept).
+            alike = ",".join(f"r{r}-test:{2 + i}" for r in range(1, rounds + 1))
+            runs["api_same_shares_weights"].append(
+                (await _timed(client, f"{api}?dataset_weights={alike}"))[0]
+            )
         rss_after_warm = _rss_gib()
         # A job finishes: the next request ranks (and bootstraps) the board's new version.
         after: list[float] = []
@@ -298,7 +318,12 @@ def _split(ctx: Context) -> dict[str, float]:
 
 
 def run_size(
-    submissions: int, repeats: int, *, predictions: bool = False, cache_bytes: int | None = None
+    submissions: int,
+    repeats: int,
+    *,
+    predictions: bool = False,
+    rounds: int = 1,
+    cache_bytes: int | None = None,
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp:
         folder = Path(tmp)
@@ -307,14 +332,22 @@ def run_size(
             settings = settings.model_copy(update={"cache_bytes": cache_bytes})
         ctx = Context.from_settings(settings)
         start = time.perf_counter()
-        counts = seed_board(ctx, folder, submissions, predictions=predictions)
+        counts = seed_board(ctx, folder, submissions, predictions=predictions, rounds=rounds)
         seeded_s = time.perf_counter() - start
         ctx.db.dispose()
         result = asyncio.run(
-            _measure(settings, repeats, submissions=submissions, predictions=predictions)
+            _measure(
+                settings, repeats, submissions=submissions, predictions=predictions, rounds=rounds
+            )
         )
         restart = asyncio.run(_restart(settings))
-        return {"rows": counts, "seed_s": round(seeded_s, 1), **result, "restart": restart}
+        return {
+            "rows": counts,
+            "rounds": rounds,
+            "seed_s": round(seeded_s, 1),
+            **result,
+            "restart": restart,
+        }
 
 
 async def _restart(settings: Settings) -> dict[str, float]:
@@ -350,9 +383,11 @@ def main() -> None:
     report: dict[str, Any] = {
         "benchmark": "leaderboard",
         "what": "GET /tasks/T/leaderboard (default page of 100) and GET /ui/tasks/T in "
-        "process, SQLite; sizes: no predictions, with_intervals: predictions on the original; "
-        "api_new_weights: the same new dataset weights each time, api_fresh_weights: "
-        "dataset weights not asked for before, api_fresh_metric_weights: metric weights not "
+        "process, SQLite; sizes: one round, no predictions; with_intervals: two rounds, "
+        "predictions on both originals; api_new_weights: the same new dataset weights each "
+        "time, api_fresh_weights: dataset weights not asked for before (round 1's share "
+        "moves), api_same_shares_weights: every round weighed alike with a weight not asked "
+        "for before (the owner's shares), api_fresh_metric_weights: metric weights not "
         "asked for before; cold: the first requests after seeding (every row derived and "
         "stored); restart: the first requests of a new server on those rows; "
         "after_new_result: the first request after one more submission finished",
@@ -362,7 +397,13 @@ def main() -> None:
             str(n): run_size(n, args.repeats, cache_bytes=args.cache_bytes) for n in args.sizes
         },
         "with_intervals": {
-            str(n): run_size(n, args.repeats, predictions=True, cache_bytes=args.cache_bytes)
+            str(n): run_size(
+                n,
+                args.repeats,
+                predictions=True,
+                rounds=INTERVAL_ROUNDS,
+                cache_bytes=args.cache_bytes,
+            )
             for n in args.interval_sizes
         },
         "goal": {"api_p95_ms_below": 100, "page_first_byte_ms_below": 200, "at": 10_000},

@@ -286,9 +286,13 @@ def _board(results: Path) -> Iterator[Row]:
         ("api", "API"),
         ("page", "task page"),
         ("api_fresh_weights", "API, dataset weights not asked for before,"),
+        (
+            "api_same_shares_weights",
+            "API, dataset weights not asked for before in the owner's proportions,",
+        ),
         ("api_fresh_metric_weights", "API, metric weights not asked for before,"),
     )
-    for group, note in (("sizes", ""), ("with_intervals", " with intervals")):
+    for group, note in (("sizes", ""), ("with_intervals", " with intervals (two rounds)")):
         for size, found in _mapping(board.get(group)).items():
             where = f"{int(size):,} submissions{note}"
             yield from _board_rows(found, parts, where)

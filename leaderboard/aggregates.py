@@ -54,9 +54,9 @@ logger = logging.getLogger(__name__)
 #: Submissions derived per query on the slow path (well under SQLite's bound on parameters).
 _CHUNK = 500
 #: What a stored row holds; bumped when that changes (2: energy and each figure's method;
-#: 3: the per-dataset figures and outcomes packed), so rows stored by an older evalboard
-#: are derived again.
-_FORMAT = 3
+#: 3: the per-dataset figures and outcomes packed; 4: datasets averaged by their shares,
+#: ``scoring.weighted_mean``), so rows stored by an older evalboard are derived again.
+_FORMAT = 4
 
 
 def datasets_digest(datasets: Iterable[Dataset]) -> str:

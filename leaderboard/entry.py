@@ -28,7 +28,7 @@ from evaluator import (
     stored_outcome,
     summarize,
 )
-from scoring import METRICS, FloatArray
+from scoring import METRICS, FloatArray, weighted_mean
 from submission_sandbox import ModelCard
 
 __all__ = [
@@ -220,13 +220,14 @@ class ModelEntry:
         timed = self.details.timed
         if not timed or any(len(runs) < 2 for _, _, runs in timed):
             return []
-        total = sum(weights.get(name, own) for name, own, _ in timed)
-        if not total > 0:
+        chosen = [weights.get(name, own) for name, own, _ in timed]
+        if not sum(chosen) > 0:
             return []
-        return [
-            sum(weights.get(name, own) * runs[j] for name, own, runs in timed) / total
+        means = [
+            weighted_mean(zip([runs[j] for _, _, runs in timed], chosen, strict=True))
             for j in range(min(len(runs) for _, _, runs in timed))
         ]
+        return [m for m in means if m is not None]
 
     def busiest_load(self) -> float | None:
         """The largest share of the worker's CPU other processes used while this model was

@@ -207,7 +207,8 @@ class _Counted:
     ``figures[r, j, k]``: metric ``k`` of row ``r``'s ``j``-th outcome, NaN where it does
     not count (or the row has fewer outcomes); ``key_of[r, j]``: which weight name it
     looks up (``keys``), -1 for padding; ``own``: its own weight, for a name the weights
-    leave out. The sums run in outcome order, as :func:`scoring.weighted_mean` adds.
+    leave out. The sums run in outcome order, each figure by its share of the weight, as
+    :func:`scoring.weighted_mean` adds.
     """
 
     #: Where they stand in the table's models. Not the entries themselves: the cache would
@@ -234,16 +235,18 @@ class _Counted:
         known = np.array([k in weights for k in self.keys] + [False])
         given = np.array([weights.get(k, 0.0) for k in self.keys] + [0.0])
         chosen = np.where(known[self.key_of], given[self.key_of], self.own)
-        total = np.zeros((len(self.rows), len(METRICS)))
-        weight = np.zeros_like(total)
+        counts = ~np.isnan(self.figures)
+        weight = np.zeros((len(self.rows), len(METRICS)))
         for j in range(self.figures.shape[1]):
-            values = self.figures[:, j, :]
-            counts = ~np.isnan(values)
-            w = chosen[:, j, None]
-            # A figure that does not count adds 0.0 (the weights are finite), to both sums.
-            total = total + w * np.where(counts, values, 0.0)
-            weight = weight + np.where(counts, w, 0.0)
-        means: FloatArray = np.where(weight > 0, total / np.where(weight > 0, weight, 1.0), np.nan)
+            # A figure that does not count adds 0.0 (the weights are finite).
+            weight += np.where(counts[:, j, :], chosen[:, j, None], 0.0)
+        some = weight > 0
+        safe = np.where(some, weight, 1.0)
+        total = np.zeros_like(weight)
+        for j in range(self.figures.shape[1]):
+            share = chosen[:, j, None] / safe  # each figure by its share, as weighted_mean
+            total += np.where(counts[:, j, :], share * self.figures[:, j, :], 0.0)
+        means: FloatArray = np.where(some, total, np.nan)
         return means
 
 

@@ -87,18 +87,30 @@ def weighted_mean(
 ) -> float | None:
     """The weighted mean of ``(value, weight)`` pairs, skipping missing values; None when
     no weight is left. The one dataset average, for :func:`average_datasets`, the
-    evaluator's summary and the leaderboard's baseline alike.
+    evaluator's summary and the leaderboard's figures alike (``leaderboard.table`` adds
+    the same way over arrays).
+
+    Each value is weighed by its share of the weight, ``w / sum(w)``, as the bootstrap
+    weighs each dataset's perf (:func:`scoring.dataset_shares`): so weights with the same
+    shares give the same mean to the last bit, and one dataset's mean is its value, not
+    ``w * value / w`` a rounding away (a board's intervals are kept per figures: a
+    weighting that changes nothing must not make them again).
 
     >>> weighted_mean([(60.0, 2.0), (90.0, 1.0), (None, 5.0)])
     70.0
+    >>> weighted_mean([(3.3475247524752474, 0.61)])
+    3.3475247524752474
     """
-    total = weight = 0.0
-    for value, w in values:
-        if value is None:
-            continue
-        total += w * value
+    present = [(value, w) for value, w in values if value is not None]
+    weight = 0.0
+    for _, w in present:
         weight += w
-    return total / weight if weight > 0 else None
+    if not weight > 0:
+        return None
+    total = 0.0
+    for value, w in present:
+        total += w / weight * value
+    return total
 
 
 def average_datasets(

@@ -25,6 +25,7 @@ from leaderboard.routes._page import render
 from leaderboard.routes.tasks import task_public
 from leaderboard.submissions import get_submission
 from leaderboard.table import ModelEntry, TaskTable, load_table
+from scoring import weighted_mean
 
 __all__ = ["router"]
 
@@ -68,16 +69,16 @@ def _dataset_scores(
 def _perf_by_round(
     table: TaskTable, per_dataset: dict[str, dict[str, Any]], may_see_hidden: bool
 ) -> dict[int, float]:
-    sums: dict[int, list[float]] = {}
+    by_round: dict[int, list[tuple[float | None, float]]] = {}
     for dataset in table.originals:
         if dataset.access == Access.HIDDEN and not may_see_hidden:
             continue  # a round of hidden sets only would show their perf
         perf = (per_dataset.get(dataset.name) or {}).get("perf")
-        if perf is not None:
-            acc = sums.setdefault(dataset.round, [0.0, 0.0])
-            acc[0] += dataset.weight * float(perf)
-            acc[1] += dataset.weight
-    return {r: total / weight for r, (total, weight) in sums.items() if weight > 0}
+        by_round.setdefault(dataset.round, []).append(
+            (None if perf is None else float(perf), dataset.weight)
+        )
+    means = {r: weighted_mean(pairs) for r, pairs in by_round.items()}
+    return {r: mean for r, mean in means.items() if mean is not None}
 
 
 def _examples(

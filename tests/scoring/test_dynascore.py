@@ -18,6 +18,7 @@ from scoring import (
     normalise,
     order,
     rank,
+    weighted_mean,
 )
 from scoring.dynascore import _perf_order
 
@@ -150,6 +151,35 @@ def test_average_datasets_by_hand() -> None:
         average_datasets(results, dataset_weights={"r1": 1, "r3": 1})
     equal = average_datasets({"m": {"r1": {"perf": 60.0}, "r2": {"perf": 90.0}}})
     assert equal == {"m": {"perf": 75.0}}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.floats(0, 1e4), min_size=1, max_size=5),
+    weights=st.lists(st.floats(1e-3, 1e3), min_size=5, max_size=5),
+    missing=st.lists(st.booleans(), min_size=5, max_size=5),
+)
+def test_weighted_mean_weighs_each_value_by_its_share(
+    values: list[float], weights: list[float], missing: list[bool]
+) -> None:
+    """One value's mean is the value to the last bit whatever its weight (``w * v / w``
+    is not), and equal weights of any size give the same mean as weights of 1: a
+    weighting that changes no proportion changes no figure (the board keeps its
+    intervals per figures)."""
+    pairs = [(None if gone else v, w) for v, w, gone in zip(values, weights, missing)]
+    present = [v for v, _ in pairs if v is not None]
+    mean = weighted_mean(pairs)
+    if not present:
+        assert mean is None
+        return
+    assert mean is not None and min(present) - 1e-9 <= mean <= max(present) + 1e-9
+    if len(present) == 1:
+        assert mean == present[0]
+    twice = weighted_mean([(v, 2 * w) for v, w in pairs])  # doubling is exact: same shares
+    assert twice == mean
+    if len(present) == 2:
+        equal = [(v, weights[0]) for v, _ in pairs]
+        assert weighted_mean(equal) == weighted_mean([(v, 1.0) for v, _ in pairs])
 
 
 @pytest.mark.parametrize(
