@@ -166,7 +166,7 @@ def test_weighted_mean_weighs_each_value_by_its_share(
     is not), and equal weights of any size give the same mean as weights of 1: a
     weighting that changes no proportion changes no figure (the board keeps its
     intervals per figures)."""
-    pairs = [(None if gone else v, w) for v, w, gone in zip(values, weights, missing)]
+    pairs = [(None if gone else v, w) for v, w, gone in zip(values, weights, missing, strict=False)]
     present = [v for v, _ in pairs if v is not None]
     mean = weighted_mean(pairs)
     if not present:
