@@ -45,10 +45,11 @@ from typing import TypedDict, Unpack
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from scoring import percentiles
 from scoring._table import Table, per_metric
 from scoring.dynascore import (
     NormalisedTable,
-    amrs_batch,
+    amrs_columns,
     normalise,
 )
 from scoring.floor import not_above_baseline
@@ -495,39 +496,45 @@ def resample(
         else np.ascontiguousarray(normalised.goods[:, k])
         for k in range(len(normalised.metrics))
     ]
+    for k in resampled - {perf_col}:  # the models measured once keep their goods
+        metric_columns[k][...] = normalised.goods[:, k]
+    # Each repeated metric's (model, measurement) pairs, to write its goods a metric at a time.
+    into = [
+        [(int(k), np.flatnonzero(ks == k), at[ks == k]) for k in np.unique(ks)]
+        for at, ks, _, _ in groups
+    ]
     amrs_samples = np.empty((n_resamples, len(normalised.metrics)))
-    step = max(1, _STEP_CELLS // normalised.goods.size)
-    # One buffer for every chunk: the metrics no resample changes are written once.
-    chunk_goods = np.empty((min(step, n_resamples), *normalised.goods.shape))
-    chunk_goods[...] = normalised.goods
+    # A metric's goods of the resamples taken at once fit a CPU cache.
+    step = max(1, _STEP_CELLS // len(models))
     for start in range(0, n_resamples, step):
         c = min(step, n_resamples - start)
+        stop = start + c
         boot = np.zeros((c, len(columns)))
         for share, dataset_perf in zip(shares, draws.perf, strict=True):
-            boot += share * dataset_perf[start : start + c]
+            boot += share * dataset_perf[start:stop]
         if paired:  # the best constant answer of this resample
             best = boot[:, len(models) :].max(axis=1, keepdims=True)
             boot = boot[:, : len(models)]
-            above_samples[start : start + c] = boot - best
+            above_samples[start:stop] = boot - best
         else:
-            above_samples[start : start + c] = boot - (base_estimate or 0.0)
-        goods = chunk_goods[:c]
-        goods[..., perf_col] = offset + direction * boot
-        for at, ks, measured, picks in groups:
+            above_samples[start:stop] = boot - (base_estimate or 0.0)
+        metric_columns[perf_col][start:stop] = offset + direction * boot
+        for (_, ks, measured, picks), parts in zip(groups, into, strict=True):
             # One flat gather: a quarter of take_along_axis's time (10,000 models' runs).
             first_run = (np.arange(len(measured)) * measured.shape[1])[:, None, None]
-            drawn = np.take(measured.reshape(-1), picks[:, start : start + c] + first_run)
-            medians = _medians(drawn).T
-            goods[:, at, ks] = offset_of[ks] + direction_of[ks] * medians
-        perf_samples[start : start + c] = boot
-        amrs_samples[start : start + c] = amrs_batch(goods, perf_col)
-        for k in resampled:
-            metric_columns[k][start : start + c] = goods[..., k]
+            drawn = np.take(measured.reshape(-1), picks[:, start:stop] + first_run)
+            goods = offset_of[ks] + direction_of[ks] * _medians(drawn).T
+            for k, pairs, models_at in parts:
+                metric_columns[k][start:stop, models_at] = goods[:, pairs]
+        perf_samples[start:stop] = boot
+        amrs_samples[start:stop] = amrs_columns(
+            [column[start:stop] if column.ndim == 2 else column for column in metric_columns],
+            perf_col,
+        )
 
-    tail = (1 - level) / 2
     # The floor compares each model with the baseline on the same resample (paired): a
     # model answering the majority label everywhere is level with it in every resample.
-    above_q = np.quantile(above_samples, [tail, 1 - tail], axis=0, overwrite_input=True)
+    above_q = percentiles.ends(above_samples, level=level)
     flagged = np.array(
         [
             int(base_estimate is not None and not_above_baseline(high=above_q[1, i], baseline=0.0))
@@ -552,7 +559,7 @@ def resample(
         base_estimate=base_estimate,
         columns=tuple(metric_columns),
         amrs=amrs_samples,
-        perf_q=np.quantile(perf_samples, [tail, 1 - tail], axis=0, overwrite_input=True),
+        perf_q=percentiles.ends(perf_samples, level=level),
         above_q=above_q,
         flagged=flagged,
         first_perf_counts=np.bincount(first_perf, minlength=len(models)),

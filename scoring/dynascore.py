@@ -34,7 +34,6 @@ the browser, and a test holds the two to 1e-9.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -160,27 +159,45 @@ def amrs_batch(goods: FloatArray, perf_col: int) -> FloatArray:
     """AMRS of every metric against perf: goods ``(..., models, metrics)`` -> ``(..., metrics)``.
 
     Models must be in name order (exact perf ties then sort by name); NaN where undefined.
-    Leading axes are independent tables (bootstrap resamples).
+    Leading axes are independent tables (bootstrap resamples): see :func:`amrs_columns`.
     """
-    tables, models = math.prod(goods.shape[:-2]), goods.shape[-2]
-    order = _perf_order(goods[..., perf_col].reshape(tables, models))
-    # Rows of one flat table, not take_along_axis's gather: a third of the time at 10,000.
-    order += models * np.arange(tables)[:, None]
-    flat = goods.reshape(tables * models, goods.shape[-1])
-    ordered = np.take(flat, order.ravel(), axis=0).reshape(goods.shape)
-    steps = np.diff(ordered, axis=-2)
-    gaps = steps[..., perf_col].copy()
-    kept = gaps > AMRS_CUTOFF * np.max(np.abs(goods[..., perf_col]), axis=-1, keepdims=True)
-    gaps[~kept] = 1.0
-    # In place: a bootstrap takes this of 1,000 resamples of 1,000 models.
-    ratios = np.abs(steps, out=steps)
-    with np.errstate(over="ignore"):  # gaps near the smallest float: AMRS inf, unusable
-        np.divide(ratios, gaps[..., None], out=ratios)
-    np.copyto(ratios, 0.0, where=~kept[..., None])
-    sums = ratios.sum(axis=-2)
-    count = kept.sum(axis=-1)[..., None]
-    amrs: FloatArray = np.divide(sums, count, out=np.full(sums.shape, np.nan), where=count > 0)
-    amrs[..., perf_col] = 1.0
+    models, metrics = goods.shape[-2:]
+    tables = goods.reshape(-1, models, metrics)
+    columns = [np.ascontiguousarray(tables[..., k]) for k in range(metrics)]
+    return amrs_columns(columns, perf_col).reshape(*goods.shape[:-2], metrics)
+
+
+def amrs_columns(columns: Sequence[FloatArray], perf_col: int) -> FloatArray:
+    """AMRS of every metric against perf, for tables given a metric at a time: ``columns[k]``
+    holds metric ``k``'s goods ``(tables, models)``, or ``(models,)`` where every table has
+    the same (a bootstrap resamples perf, not memory); ``columns[perf_col]`` is
+    ``(tables, models)``. Returns ``(tables, metrics)``.
+
+    A metric at a time, each table's goods side by side: a bootstrap takes this of 1,000
+    resamples of 10,000 models, and each step reads its memory in order.
+    """
+    perf = columns[perf_col]
+    tables, models = perf.shape
+    order = _perf_order(perf)
+    flat = (order + models * np.arange(tables)[:, None]).ravel()  # into the flat tables
+    gaps = np.diff(np.take(perf.ravel(), flat).reshape(tables, models), axis=-1)
+    kept = gaps > AMRS_CUTOFF * np.max(np.abs(perf), axis=-1, keepdims=True)
+    count = kept.sum(axis=-1)
+    amrs = np.full((tables, len(columns)), np.nan)
+    ratios = np.empty((tables, max(0, models - 1)))
+    for k, column in enumerate(columns):
+        if k == perf_col:
+            continue
+        # Rows of one flat table, not take_along_axis's gather: a third of the time.
+        ordered = np.take(column.ravel(), flat if column.ndim == 2 else order)
+        ordered = ordered.reshape(tables, models)
+        np.subtract(ordered[:, 1:], ordered[:, :-1], out=ratios)
+        np.abs(ratios, out=ratios)
+        with np.errstate(over="ignore"):  # gaps near the smallest float: AMRS inf, unusable
+            np.divide(ratios, gaps, out=ratios, where=kept)
+        sums = ratios.sum(axis=-1, where=kept)  # the pairs not kept add nothing
+        np.divide(sums, count, out=amrs[:, k], where=count > 0)
+    amrs[:, perf_col] = 1.0
     return amrs
 
 

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from scoring import percentiles
 from scoring.bootstrap import Interval
 from scoring.registry import FloatArray, ScoringError
 
@@ -253,13 +254,9 @@ def domain_shift(
     null /= folds
     resampled /= folds
     observed = float(null[0])
-    tail = (1.0 - level) / 2
+    low, high = percentiles.ends(resampled[:, None], level=level)[:, 0].tolist()
     return ShiftTest(
-        auc=Interval(
-            estimate=observed,
-            low=float(np.quantile(resampled, tail)),
-            high=float(np.quantile(resampled, 1 - tail)),
-        ),
+        auc=Interval(estimate=observed, low=low, high=high),
         p_value=float((1 + np.sum(null[1:] >= observed - 1e-12)) / (1 + n_permutations)),
         n_traffic=len(traffic),
         n_reference=len(reference),

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from scoring import percentiles
 from scoring.dynascore import default_weights, scores_batch
 from scoring.floor import rank_intervals
 from scoring.registry import FloatArray
@@ -131,12 +132,11 @@ class Weighed:
             ahead += len(members)
         if firsts and first is None:
             first = self._firsts(resamples, top)
-        tail = (1 - self.level) / 2
         gaps = samples - self.leader_samples[:, None]
         return RowIntervals(
             ranks=rank_intervals(ranks, observed=self.observed_rank[asked], level=self.level),
-            gaps=np.quantile(gaps, [tail, 1 - tail], axis=0, overwrite_input=True),
-            scores=np.quantile(samples, [tail, 1 - tail], axis=0, overwrite_input=True),
+            gaps=percentiles.ends(gaps, level=self.level),
+            scores=percentiles.ends(samples, level=self.level),
             first_counts=None if first is None else np.bincount(first, minlength=len(self.models)),
         )
 
