@@ -20,14 +20,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from evalboard.core.cache import MISSING, approximate_size, sampled_size
+from evalboard.core.cache import MISSING, MemoryCache, approximate_size, sampled_size
 from evalboard.core.context import Context
 from leaderboard.example_statistics import Statistics, Unpaired, constant_statistics
 from leaderboard.table import ModelEntry, TaskTable
@@ -72,47 +73,86 @@ def has_predictions(table: TaskTable, models: list[ModelEntry]) -> bool:
 class IntervalInputs:
     """What a board's resamples are taken from, whatever the metric weights (made by
     :func:`interval_inputs`, kept per board version and dataset weights by
-    ``leaderboard.ranking``)."""
+    ``leaderboard.ranking``). The figures are arrays, digested as bytes: a weighting no
+    request asked for before finds its resamples (kept under ``identity``) in
+    milliseconds, and the mappings the bootstrap reads are made only when it resamples.
+    """
 
     #: Model key -> its prediction file on each original, in the table's order.
     files: dict[str, tuple[str, ...]]
-    other_metrics: Mapping[str, Mapping[str, float]]
+    #: The models' keys in name order: the rows of ``values`` and ``runs``.
+    keys: tuple[str, ...]
+    #: The other metrics' names and their figures ``(models, metrics)``.
+    metrics: tuple[str, ...]
+    values: FloatArray
+    #: Each model's throughput per timed run ``(models, runs)``, NaN past its runs (all
+    #: NaN: none to resample); None: throughput is not weighed.
+    runs: FloatArray | None
     directions: Mapping[str, float]
     offsets: Mapping[str, float]
     #: The majority-class baseline's perf (None: no floor).
     baseline: float | None
     dataset_weights: dict[str, float]
-    repeats: Mapping[str, Mapping[str, list[float]]]
     #: A digest of everything above and the table's facts the resamples depend on.
     identity: str
 
+    @cached_property
+    def other_metrics(self) -> dict[str, dict[str, float]]:
+        """Model key -> the other metrics' figures, as :func:`scoring.resample` reads them."""
+        return {
+            key: dict(zip(self.metrics, row, strict=True))
+            for key, row in zip(self.keys, self.values.tolist(), strict=True)
+        }
+
+    @cached_property
+    def repeats(self) -> dict[str, dict[str, list[float]]]:
+        """Model key -> ``{"throughput": its runs}``, for the models that have runs."""
+        if self.runs is None:
+            return {}
+        measured = ~np.isnan(self.runs)
+        return {
+            key: {"throughput": row[kept].tolist()}
+            for key, row, kept in zip(self.keys, self.runs, measured, strict=True)
+            if kept.any()
+        }
+
     def approximate_size(self) -> int:
-        return sum(
-            sampled_size(list(part.items()))
-            for part in (self.files, self.other_metrics, self.repeats)
-        )
+        """The files from a sample, the arrays, and each key once (the mappings, made
+        when the board resamples, are not kept long: a put measures this before)."""
+        arrays = approximate_size((self.values, self.runs))
+        return sampled_size(list(self.files.items())) + arrays + sampled_size(self.keys)
 
 
 def interval_inputs(
     table: TaskTable,
     models: list[ModelEntry],
     *,
-    other_metrics: Mapping[str, Mapping[str, float]],
+    keys: Sequence[str],
+    metrics: Sequence[str],
+    values: FloatArray,
+    runs: FloatArray | None,
     directions: Mapping[str, float],
     offsets: Mapping[str, float],
     baseline: float | None,
     dataset_weights: Mapping[str, float],
-    repeats: Mapping[str, Mapping[str, list[float]]],
+    cache: MemoryCache | None = None,
 ) -> IntervalInputs:
     """The :class:`IntervalInputs` of ``models`` (each with predictions on every original,
-    :func:`has_predictions`), the originals weighed by ``dataset_weights``."""
+    :func:`has_predictions`), the originals weighed by ``dataset_weights``: ``values`` the
+    other ``metrics`` of the models ``keys`` (in name order), ``runs`` their throughput per
+    timed run (``leaderboard.table.timed_runs``). Their prediction files are kept in
+    ``cache`` under the table's version."""
     originals = table.originals
-    files = {m.key: tuple(m.predictions[d.name] for d in originals) for m in models}
+    files, files_digest = _prediction_files(table, models, cache)
     chosen = {d.name: dataset_weights[d.name] for d in originals}
-    # A digest (repr gives each float exactly): the cache hashes a key at every request.
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    runs = None if runs is None else np.ascontiguousarray(runs, dtype=np.float64)
     identity = _digest(
-        tuple(files.items()),
-        tuple(sorted((k, tuple(sorted(v.items()))) for k, v in other_metrics.items())),
+        files_digest,
+        hashlib.sha256("\0".join(keys).encode()).hexdigest(),
+        tuple(metrics),
+        _array_digest(values),
+        None if runs is None else _array_digest(runs),
         tuple(sorted(directions.items())),
         tuple(sorted(offsets.items())),
         baseline,
@@ -120,23 +160,44 @@ def interval_inputs(
         # Shares, not weights: two weightings with the same shares resample alike.
         tuple(sorted(chosen)),
         dataset_shares(chosen),
-        tuple(
-            sorted(
-                (k, tuple(sorted((m, tuple(v)) for m, v in measured.items())))
-                for k, measured in repeats.items()
-            )
-        ),
     )
     return IntervalInputs(
         files=files,
-        other_metrics=other_metrics,
+        keys=tuple(keys),
+        metrics=tuple(metrics),
+        values=values,
+        runs=runs,
         directions=directions,
         offsets=offsets,
         baseline=baseline,
         dataset_weights=chosen,
-        repeats=repeats,
         identity=identity,
     )
+
+
+def _prediction_files(
+    table: TaskTable, models: list[ModelEntry], cache: MemoryCache | None
+) -> tuple[dict[str, tuple[str, ...]], str]:
+    """Each model's prediction file on each original and their digest, kept in ``cache``
+    under the table's version (no weight changes them)."""
+    kept = cache if table.version else None  # a table built by hand is not cached
+    cache_key = ("prediction-files", table.version)
+    found: tuple[dict[str, tuple[str, ...]], str] | None = (
+        kept.get(cache_key) if kept is not None else None
+    )
+    if found is None:
+        originals = table.originals
+        files = {m.key: tuple(m.predictions[d.name] for d in originals) for m in models}
+        found = files, _digest(tuple(files.items()))
+        if kept is not None:
+            size = sampled_size(list(files.items()))
+            kept.put(cache_key, found, size=size, within=table.board_key)
+    return found
+
+
+def _array_digest(array: FloatArray) -> str:
+    """An array's shape and bytes, digested (each float exactly, as repr would give it)."""
+    return hashlib.sha256(repr(array.shape).encode() + array.tobytes()).hexdigest()
 
 
 @dataclass(frozen=True)

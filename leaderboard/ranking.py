@@ -38,7 +38,7 @@ from leaderboard.schemas import (
     PendingPublic,
     RowPublic,
 )
-from leaderboard.table import METRIC_COLUMN, ModelEntry, RankedFigures, TaskTable
+from leaderboard.table import METRIC_COLUMN, ModelEntry, RankedFigures, TaskTable, timed_runs
 from scoring import (
     METRICS,
     WEIGHABLE_METRICS,
@@ -403,24 +403,21 @@ def _interval_inputs(
     ranked = figures.entries
     inputs = None
     if has_predictions(table, ranked):
-        runs = (
-            {m.key: m.throughput_runs(figures.dataset_weights) for m in ranked}
-            if "throughput" in metrics
-            else {}
-        )
+        # The rows in name order, as the ranking's keys (found.at: each key's figures row).
+        runs = timed_runs(table, figures, kept)[found.at] if "throughput" in metrics else None
         others = [k for k, name in enumerate(metrics) if name != "perf"]
         inputs = interval_inputs(
             table,
             ranked,
-            other_metrics={
-                key: dict(zip([metrics[k] for k in others], row, strict=True))
-                for key, row in zip(found.keys, found.grid[:, others].tolist(), strict=True)
-            },
+            keys=found.keys,
+            metrics=[metrics[k] for k in others],
+            values=found.grid[:, others],
+            runs=runs,
             directions=directions,
             offsets=offsets,
             baseline=figures.majority_perf,
             dataset_weights=figures.dataset_weights,
-            repeats={k: {"throughput": r} for k, r in runs.items() if r},
+            cache=kept,
         )
     if kept is not None:
         kept.put(cache_key, inputs, size=inputs.approximate_size() if inputs else 0)

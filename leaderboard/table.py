@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -47,6 +47,7 @@ from scoring import (
     compute,
     figure_arrays,
     weighted_mean,
+    weighted_means,
 )
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "load_table",
     "stored_card",
     "summary_status",
+    "timed_runs",
 ]
 
 logger = logging.getLogger(__name__)
@@ -232,22 +234,85 @@ class _Counted:
     def means(self, weights: Mapping[str, float]) -> FloatArray:
         """Each row's averages with ``weights`` (rows x ``METRICS``), NaN where no figure
         counted: the summary's None."""
-        known = np.array([k in weights for k in self.keys] + [False])
-        given = np.array([weights.get(k, 0.0) for k in self.keys] + [0.0])
-        chosen = np.where(known[self.key_of], given[self.key_of], self.own)
-        counts = ~np.isnan(self.figures)
-        weight = np.zeros((len(self.rows), len(METRICS)))
-        for j in range(self.figures.shape[1]):
-            # A figure that does not count adds 0.0 (the weights are finite).
-            weight += np.where(counts[:, j, :], chosen[:, j, None], 0.0)
-        some = weight > 0
-        safe = np.where(some, weight, 1.0)
-        total = np.zeros_like(weight)
-        for j in range(self.figures.shape[1]):
-            share = chosen[:, j, None] / safe  # each figure by its share, as weighted_mean
-            total += np.where(counts[:, j, :], share * self.figures[:, j, :], 0.0)
-        means: FloatArray = np.where(some, total, np.nan)
-        return means
+        return weighted_means(self.figures, _chosen(self.keys, self.key_of, self.own, weights))
+
+
+def _chosen(
+    keys: list[str], key_of: NDArray[np.intp], own: FloatArray, weights: Mapping[str, float]
+) -> FloatArray:
+    """Each outcome's weight: the one ``weights`` give its name (``keys[key_of]``), its
+    ``own`` where they give none (and 0 for padding, ``key_of`` past the keys)."""
+    known = np.array([k in weights for k in keys] + [False])
+    given = np.array([weights.get(k, 0.0) for k in keys] + [0.0])
+    chosen: FloatArray = np.where(known[key_of], given[key_of], own)
+    return chosen
+
+
+@dataclass(frozen=True, eq=False)
+class _Timed:
+    """A board's complete rows' timed runs on the originals as arrays, so that their
+    throughput per run under new dataset weights is arithmetic
+    (:meth:`ModelEntry.throughput_runs` of every row at once, to the last bit).
+
+    ``runs[r, j, i]``: run ``i`` of row ``r``'s ``j``-th timed original, NaN past the
+    row's count of runs (the fewest any of its originals has), for padding, and for a row
+    without runs to resample (none timed, or an original timed fewer than twice);
+    ``key_of`` and ``own`` as :class:`_Counted`'s.
+    """
+
+    rows: list[int]
+    keys: list[str]
+    key_of: NDArray[np.intp]
+    own: FloatArray
+    runs: FloatArray
+
+    def __post_init__(self) -> None:
+        read_only(self.key_of, self.own, self.runs)  # kept per version, shared
+
+    @classmethod
+    def of(cls, rows: list[int], entries: Sequence[ModelEntry]) -> _Timed:
+        timed = [m.details.timed for m in entries]
+        keys = sorted({name for runs in timed for name, _, _ in runs})
+        index = {k: i for i, k in enumerate(keys)}
+        width = max((len(t) for t in timed), default=0)
+        most = max((len(r) for t in timed for _, _, r in t), default=0)
+        key_of = np.full((len(entries), width), len(keys), dtype=np.intp)
+        own = np.zeros((len(entries), width))
+        runs = np.full((len(entries), width, most), np.nan)
+        for i, t in enumerate(timed):
+            count = min((len(r) for _, _, r in t), default=0)
+            if count < 2:
+                continue  # ModelEntry.throughput_runs gives none
+            for j, (name, weight, measured) in enumerate(t):
+                key_of[i, j], own[i, j] = index[name], weight
+                runs[i, j, :count] = measured[:count]
+        return cls(rows, keys, key_of, own, runs)
+
+    def approximate_size(self) -> int:
+        arrays = approximate_size((self.key_of, self.own, self.runs))
+        return arrays + sys.getsizeof(self.rows) + len(self.rows) * sys.getsizeof(len(self.rows))
+
+    def means(self, weights: Mapping[str, float]) -> FloatArray:
+        """``(rows, runs)``: each row's throughput per run averaged over its originals with
+        ``weights``, NaN past its runs (all NaN: none to resample)."""
+        return weighted_means(self.runs, _chosen(self.keys, self.key_of, self.own, weights))
+
+
+def timed_runs(
+    table: TaskTable, figures: RankedFigures, cache: MemoryCache | None = None
+) -> FloatArray:
+    """Each of ``figures``' rows' throughput per timed run under its dataset weights,
+    ``(rows, runs)``, NaN past a row's runs (all NaN: it has none to resample): what
+    :meth:`ModelEntry.throughput_runs` gives each, at a new weighting's cost of
+    arithmetic, with the rows' arrays kept in ``cache`` under the table's version."""
+    kept = cache if table.version else None  # a table built by hand is not cached
+    cache_key = ("timed", table.version)
+    found: _Timed | None = kept.get(cache_key) if kept is not None else None
+    if found is None or found.rows != figures.rows:
+        found = _Timed.of(figures.rows, figures.entries)
+        if kept is not None:
+            kept.put(cache_key, found, size=found.approximate_size(), within=table.board_key)
+    return found.means(figures.dataset_weights)
 
 
 @dataclass(frozen=True, eq=False)

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         order,
         rank,
         weighted_mean,
+        weighted_means,
     )
     from scoring.floor import (
         BASELINE_TOLERANCE,
@@ -132,6 +133,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "order",
             "rank",
             "weighted_mean",
+            "weighted_means",
         ),
         "scoring.floor": (
             "BASELINE_TOLERANCE",

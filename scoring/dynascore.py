@@ -63,6 +63,7 @@ __all__ = [
     "order",
     "rank",
     "weighted_mean",
+    "weighted_means",
 ]
 
 AMRS_CUTOFF = 1e-4
@@ -110,6 +111,29 @@ def weighted_mean(
     for value, w in present:
         total += w / weight * value
     return total
+
+
+def weighted_means(values: FloatArray, weights: FloatArray) -> FloatArray:
+    """:func:`weighted_mean` of many rows at once, to the last bit: ``values[r, j, ...]``
+    is row ``r``'s ``j``-th value (NaN: missing, skipped), ``weights[r, j]`` its weight;
+    returns ``[r, ...]``, NaN where no weight is left. Re-weighing 10,000 rows' datasets
+    is then arithmetic, not a call per row.
+
+    >>> weighted_means(np.array([[60.0, 90.0, np.nan]]), np.array([[2.0, 1.0, 5.0]]))
+    array([70.])
+    """
+    present = ~np.isnan(values)
+    w = weights.reshape(*weights.shape, *(1,) * (values.ndim - 2))
+    weight = np.zeros(values.shape[:1] + values.shape[2:])
+    for j in range(values.shape[1]):
+        weight += np.where(present[:, j], w[:, j], 0.0)  # adding 0.0 changes no sum
+    some = weight > 0
+    safe = np.where(some, weight, 1.0)
+    total = np.zeros_like(weight)
+    for j in range(values.shape[1]):
+        total += np.where(present[:, j], w[:, j] / safe * values[:, j], 0.0)
+    means: FloatArray = np.where(some, total, np.nan)
+    return means
 
 
 def average_datasets(

@@ -5,12 +5,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from evalboard.core.cache import approximate_size
+from evalboard.core.states import JobStatus
 from evaluator import DatasetOutcome, summarize
 from evaluator.load import WorkerLoad
 from evaluator.result import DatasetMetrics
-from leaderboard.entry import EntryDetails, board_metrics
+from leaderboard.entry import EntryDetails, ModelEntry, board_metrics
+from leaderboard.table import RankedFigures, TaskTable, timed_runs
 from scoring import METRICS
+from tests.helpers.tasks import sentiment_spec
 
 
 def _metrics(throughput_runs: list[float], share: float | None = None) -> DatasetMetrics:
@@ -101,3 +108,59 @@ def test_the_counted_figures_are_summarize_s_to_the_last_bit() -> None:
     # A repeated name cannot be weighed by name: the row is re-averaged from its outcomes.
     twice = [*outcomes, _outcome("r2", [1.0, 2.0], None)]
     assert EntryDetails.of({}, twice).counted() is None
+
+
+def _entry(key: str, outcomes: list[DatasetOutcome]) -> ModelEntry:
+    return ModelEntry(
+        key=key,
+        submission_id=len(key),
+        name=key,
+        user=None,
+        user_id=None,
+        is_baseline=False,
+        status=JobStatus.FINISHED,
+        complete=True,
+        details=EntryDetails.of({}, outcomes),
+    )
+
+
+RUNS = st.lists(st.floats(1.0, 1e5), min_size=1, max_size=5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    timed=st.lists(
+        st.lists(st.tuples(st.sampled_from(["r1", "r2", "r3"]), st.floats(0.0, 10.0), RUNS)),
+        min_size=1,
+        max_size=6,
+    ),
+    weights=st.dictionaries(st.sampled_from(["r1", "r2", "r3"]), st.floats(0.0, 10.0)),
+)
+def test_every_rows_timed_runs_at_once_are_each_rows_own_to_the_last_bit(
+    timed: list[list[tuple[str, float, list[float]]]], weights: dict[str, float]
+) -> None:
+    """``leaderboard.table.timed_runs`` re-weighs every row's runs in arrays: what each
+    row's :meth:`ModelEntry.throughput_runs` gives, bit for bit, whatever its originals
+    (none, one timed once, different counts of runs, weights of 0)."""
+    entries = []
+    for i, datasets in enumerate(timed):
+        named = {name: (weight, runs) for name, weight, runs in datasets}  # names distinct
+        outcomes = [
+            _outcome(name, runs, None, weight=weight) for name, (weight, runs) in named.items()
+        ]
+        entries.append(_entry(f"m{i}", outcomes))
+    figures = RankedFigures.of(list(range(len(entries))), entries, weights, None)
+    table = TaskTable(
+        task=sentiment_spec(),
+        default_weights={},
+        owner_id=None,
+        datasets=[],
+        scoring=[],
+        models=entries,
+        majority_by_dataset=None,
+    )
+    found = timed_runs(table, figures)
+    for entry, row in zip(entries, found, strict=True):
+        expected = entry.throughput_runs(weights)
+        assert row[~np.isnan(row)].tolist() == expected
+        assert np.isnan(row[len(expected) :]).all()
