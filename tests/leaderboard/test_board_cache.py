@@ -32,6 +32,7 @@ from evalboard.core.tables import BoardVersion, Result, Submission
 from evaluator import summarize
 from leaderboard.accounts import ANONYMOUS, Principal, principal_for_token
 from leaderboard.cards import visible_table
+from leaderboard.intervals import _draws_size, _resamples_size
 from leaderboard.paging import BoardQuery
 from leaderboard.ranking import _Rows, build_leaderboard
 from leaderboard.table import _counted, load_table
@@ -625,6 +626,12 @@ def test_the_kept_rows_and_arrays_are_sized_near_what_a_full_walk_measures(
     for kept in (rows, counted):
         walked = approximate_size(kept)
         assert 0.75 * walked <= kept.approximate_size() <= 1.25 * walked, type(kept).__name__
+    _board(seeded.ctx)  # the bootstrap's resamples, kept
+    resamples = _kept(seeded.ctx.cache, "bootstrap-resamples")
+    _, _, draws = _kept(seeded.ctx.cache, "bootstrap-draws")
+    for kept, measured in ((resamples, _resamples_size), (draws, _draws_size)):
+        walked = approximate_size(kept)
+        assert 0.75 * walked <= measured(kept) <= 1.25 * walked, type(kept).__name__
 
 
 def test_threads_ranking_mixed_weights_through_a_small_cache_see_the_boards_from_scratch(

@@ -359,12 +359,13 @@ def test_the_perf_order_has_a_stable_sorts_members_at_each_ties_ends(
     perf[perf == 0] = -0.0  # equal to 0.0: one tie
     if nans:
         perf[rng.random(perf.shape) < 0.2] = np.nan
-    order = _perf_order(perf)
+    order, ranked = _perf_order(perf)
     stable = np.argsort(perf, axis=-1, kind="stable")
     for t in range(tables):
         assert sorted(order[t].tolist()) == list(range(models))  # a permutation
         values = perf[t, stable[t]]
         assert np.array_equal(perf[t, order[t]], values, equal_nan=True)
+        assert np.array_equal(ranked[t], values, equal_nan=True)
         for start in range(models):  # each run of equal (not NaN) perf: its two ends
             if start == 0 or not values[start] == values[start - 1]:
                 end = start
