@@ -22,7 +22,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -97,17 +96,19 @@ class IntervalInputs:
     #: A digest of everything above and the table's facts the resamples depend on.
     identity: str
 
-    @cached_property
+    @property
     def other_metrics(self) -> dict[str, dict[str, float]]:
-        """Model key -> the other metrics' figures, as :func:`scoring.resample` reads them."""
+        """Model key -> the other metrics' figures, as :func:`scoring.resample` reads them
+        (made on each read: only resampling reads them, once)."""
         return {
             key: dict(zip(self.metrics, row, strict=True))
             for key, row in zip(self.keys, self.values.tolist(), strict=True)
         }
 
-    @cached_property
+    @property
     def repeats(self) -> dict[str, dict[str, list[float]]]:
-        """Model key -> ``{"throughput": its runs}``, for the models that have runs."""
+        """Model key -> ``{"throughput": its runs}``, for the models that have runs (made
+        on each read, as :attr:`other_metrics`)."""
         if self.runs is None:
             return {}
         measured = ~np.isnan(self.runs)
@@ -118,8 +119,7 @@ class IntervalInputs:
         }
 
     def approximate_size(self) -> int:
-        """The files from a sample, the arrays, and each key once (the mappings, made
-        when the board resamples, are not kept long: a put measures this before)."""
+        """The files from a sample, the arrays, and each key once."""
         arrays = approximate_size((self.values, self.runs))
         return sampled_size(list(self.files.items())) + arrays + sampled_size(self.keys)
 
