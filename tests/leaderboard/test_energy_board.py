@@ -13,14 +13,14 @@ import pytest
 from sqlalchemy import select
 
 from evalboard.core.context import Context
-from evalboard.core.states import JobStatus
 from evalboard.core.tables import Job, Result, Submission
 from evaluator import DatasetMetrics, DatasetOutcome
 from leaderboard import build_leaderboard
-from leaderboard.entry import EntryDetails, ModelEntry
+from leaderboard.entry import ModelEntry
 from leaderboard.schemas import LeaderboardPublic
 from leaderboard.table import TaskTable
 from scoring import DEFAULT_WEIGHTS
+from tests.helpers.entries import finished_entry
 from tests.helpers.tasks import sentiment_spec
 from tests.leaderboard.conftest import make_client
 from tests.leaderboard.seeding import TASK, Seeded
@@ -41,20 +41,12 @@ def _entry(key: str, perf: float, energy: float | None) -> ModelEntry:
         energy_j_per_1k=energy,
         energy_method="estimated" if energy is not None else None,
     )
-    return ModelEntry(
-        key=key,
-        submission_id=ord(key),
-        name=key,
-        user=None,
-        user_id=None,
-        is_baseline=False,
-        status=JobStatus.FINISHED,
-        complete=True,
+    return finished_entry(
+        key,
+        ord(key),
+        [DatasetOutcome(dataset="test", sha256="0" * 64, metrics=metrics)],
         metrics={"perf": perf, "throughput": 100.0, "memory": 1.0, "energy": energy},
         methods={"energy": "estimated"} if energy is not None else {},
-        details=EntryDetails.of(
-            {}, [DatasetOutcome(dataset="test", sha256="0" * 64, metrics=metrics)]
-        ),
     )
 
 

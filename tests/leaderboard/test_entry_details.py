@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalboard.core.cache import approximate_size
-from evalboard.core.states import JobStatus
 from evaluator import DatasetOutcome, summarize
 from evaluator.load import WorkerLoad
 from evaluator.result import DatasetMetrics
-from leaderboard.entry import EntryDetails, ModelEntry, board_metrics
+from leaderboard.entry import EntryDetails, board_metrics
 from leaderboard.table import RankedFigures, TaskTable, timed_runs
 from scoring import METRICS
+from tests.helpers.entries import finished_entry
 from tests.helpers.tasks import sentiment_spec
 
 
@@ -110,20 +110,6 @@ def test_the_counted_figures_are_summarize_s_to_the_last_bit() -> None:
     assert EntryDetails.of({}, twice).counted() is None
 
 
-def _entry(key: str, outcomes: list[DatasetOutcome]) -> ModelEntry:
-    return ModelEntry(
-        key=key,
-        submission_id=len(key),
-        name=key,
-        user=None,
-        user_id=None,
-        is_baseline=False,
-        status=JobStatus.FINISHED,
-        complete=True,
-        details=EntryDetails.of({}, outcomes),
-    )
-
-
 RUNS = st.lists(st.floats(1.0, 1e5), min_size=1, max_size=5)
 
 
@@ -148,7 +134,7 @@ def test_every_rows_timed_runs_at_once_are_each_rows_own_to_the_last_bit(
         outcomes = [
             _outcome(name, runs, None, weight=weight) for name, (weight, runs) in named.items()
         ]
-        entries.append(_entry(f"m{i}", outcomes))
+        entries.append(finished_entry(f"m{i}", i, outcomes))
     figures = RankedFigures.of(list(range(len(entries))), entries, weights, None)
     table = TaskTable(
         task=sentiment_spec(),
