@@ -52,7 +52,7 @@ from scoring.dynascore import (
     amrs_columns,
     normalise,
 )
-from scoring.floor import not_above_baseline
+from scoring.floor import not_above_baselines
 from scoring.registry import FloatArray, ScoringError, get_metric
 from scoring.weighing import weigh
 
@@ -535,12 +535,9 @@ def resample(
     # The floor compares each model with the baseline on the same resample (paired): a
     # model answering the majority label everywhere is level with it in every resample.
     above_q = percentiles.ends(above_samples, level=level)
-    flagged = np.array(
-        [
-            int(base_estimate is not None and not_above_baseline(high=above_q[1, i], baseline=0.0))
-            for i in range(len(models))
-        ]
-    )
+    flagged = not_above_baselines(
+        above_q[1], baseline=None if base_estimate is None else 0.0
+    ).astype(np.intp)
     perf_goods = metric_columns[perf_col]
     ids = np.broadcast_to(np.arange(len(models)), perf_goods.shape)
     # The best perf of each resample, ties to the first model by name (argmax's first).
