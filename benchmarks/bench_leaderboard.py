@@ -16,8 +16,13 @@ after its first request), with dataset or metric weights no request asked for be
 round weighed alike by a weight not asked for before (``api_same_shares_weights``: the
 owner's shares, so the kept resamples serve it);
 after_new_result: the first request after one more submission finished (a new version of
-the board: ranked, and with predictions bootstrapped, again). One request's time is also
-split into loading the table, ranking and JSON, so the figure says where the time goes.
+the board: ranked, and with predictions bootstrapped, again). A board of 1,000 models or
+more answers a weighting whose resamples are not kept before its intervals
+(``intervals_pending``; ``EVALBOARD_INTERVALS_INLINE_MODELS``): for the fresh dataset
+weights, the cold and restarted server and after a new result the time until the API
+answers with them is measured too (``*intervals_ready*``: asked again every 0.1 s), and
+waited for before the next request. One request's time is also split into loading the
+table, ranking and JSON, so the figure says where the time goes.
 
 Run: ``.venv/bin/python benchmarks/bench_leaderboard.py [--sizes 1000 10000 100000]
 [--interval-sizes 1000 10000] [--repeats N] [--out PATH]``.
@@ -240,6 +245,21 @@ async def _timed(client: httpx.AsyncClient, url: str) -> tuple[float, int]:
     return seconds, len(response.content)
 
 
+#: How often a client asks again for intervals being computed (the page waits 0.5-3 s).
+POLL_S = 0.1
+
+
+async def _intervals_ready(client: httpx.AsyncClient, url: str, start: float) -> float:
+    """Seconds from ``start`` until ``url`` answers with its intervals: a large board's
+    first answer for new weights comes before them (``intervals_pending``)."""
+    while True:
+        response = await client.get(url)
+        response.raise_for_status()
+        if not response.json().get("intervals_pending"):
+            return time.perf_counter() - start
+        await asyncio.sleep(POLL_S)
+
+
 async def _measure(
     settings: Settings, repeats: int, *, submissions: int, predictions: bool, rounds: int
 ) -> dict[str, Any]:
@@ -251,7 +271,9 @@ async def _measure(
     reweighted = f"{api}?dataset_weights=r1-test:0.5"
     out: dict[str, Any] = {}
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+        started = time.perf_counter()
         cold_api, api_bytes = await _timed(client, api)
+        cold_ready = await _intervals_ready(client, api, started)
         cold_page, page_bytes = await _timed(client, page)
         rss_after_cold = _rss_gib()
         runs: dict[str, list[float]] = {
@@ -262,13 +284,17 @@ async def _measure(
             "api_fresh_metric_weights": [],
             "api_same_shares_weights": [],
         }
+        ready: list[float] = []  # new dataset weights: until their intervals are in
         for i in range(repeats):  # interleaved, so a neighbour's load falls on all alike
             runs["api"].append((await _timed(client, api))[0])
             runs["page"].append((await _timed(client, page))[0])
             runs["api_new_weights"].append((await _timed(client, reweighted))[0])
             # Weights no request asked for before: ranked again, not read from the cache.
             fresh = f"{api}?dataset_weights=r1-test:{0.6 + i / 100:g}"
+            started = time.perf_counter()
             runs["api_fresh_weights"].append((await _timed(client, fresh))[0])
+            # Waited for, so that the next requests do not share the CPU with the making.
+            ready.append(await _intervals_ready(client, fresh, started))
             metric_weights = f"{api}?weights=perf:4,throughput:{1 + i / 100:g},memory:1"
             runs["api_fresh_metric_weights"].append((await _timed(client, metric_weights))[0])
             # Every round weighed alike, with a weight not asked for before: the same
@@ -280,13 +306,22 @@ async def _measure(
         rss_after_warm = _rss_gib()
         # A job finishes: the next request ranks (and bootstraps) the board's new version.
         after: list[float] = []
+        after_ready: list[float] = []
         for i in range(min(repeats, 5)):
             added = range(submissions + i, submissions + i + 1)
             add_submissions(ctx, added, predictions=predictions)
+            started = time.perf_counter()
             after.append((await _timed(client, api))[0])
-    out["cold"] = {"api_ms": round(cold_api * 1000, 1), "page_ms": round(cold_page * 1000, 1)}
+            after_ready.append(await _intervals_ready(client, api, started))
+    out["cold"] = {
+        "api_ms": round(cold_api * 1000, 1),
+        "page_ms": round(cold_page * 1000, 1),
+        "intervals_ready_ms": round(cold_ready * 1000, 1),
+    }
     out["warm"] = {name: _summary(seconds) for name, seconds in runs.items()}
+    out["fresh_weights_intervals_ready"] = _summary(ready)
     out["after_new_result"] = _summary(after)
+    out["after_new_result_intervals_ready"] = _summary(after_ready)
     out["bytes"] = {"api": api_bytes, "page": page_bytes}
     # The process's resident memory: what the cache keeps, and anything kept beside it.
     out["rss_gib"] = {"after_cold": rss_after_cold, "after_warm": rss_after_warm}
@@ -355,10 +390,16 @@ async def _restart(settings: Settings) -> dict[str, float]:
     ctx = Context.from_settings(settings)
     transport = httpx.ASGITransport(app=create_app(ctx))
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+        started = time.perf_counter()
         api, _ = await _timed(client, f"/tasks/{TASK_ID}/leaderboard")
         page, _ = await _timed(client, f"/ui/tasks/{TASK_ID}")
+        ready = await _intervals_ready(client, f"/tasks/{TASK_ID}/leaderboard", started)
     ctx.db.dispose()
-    return {"api_ms": round(api * 1000, 1), "page_ms": round(page * 1000, 1)}
+    return {
+        "api_ms": round(api * 1000, 1),
+        "page_ms": round(page * 1000, 1),
+        "intervals_ready_ms": round(ready * 1000, 1),
+    }
 
 
 def main() -> None:

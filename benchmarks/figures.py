@@ -326,13 +326,24 @@ def _board_rows(
 
 
 def _board_moments(found: Any, where: str, *, source: str = "leaderboard.json") -> Iterator[Row]:
-    """The requests that cannot be warm: a server's first, and the first after a result."""
+    """The requests that cannot be warm: a server's first, and the first after a result;
+    and where the first answer came before the intervals, when they came."""
+    ready = dig(found, "fresh_weights_intervals_ready")
+    if isinstance(ready, Mapping) and {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(ready):
+        yield Row(
+            f"leaderboard API at {where}, dataset weights not asked for before: until the "
+            "answer has its intervals, p50 / p95",
+            _requests(ready),
+            "",
+            source,
+        )
     restart = _mapping(dig(found, "restart"))
     if {"api_ms", "page_ms"} <= set(restart):
         yield Row(
             f"leaderboard at {where}, first request of a restarted server (rows stored), "
             "API / task page",
-            f"{_number(restart['api_ms'])} / {_number(restart['page_ms'])} ms (1 request each)",
+            f"{_number(restart['api_ms'])} / {_number(restart['page_ms'])} ms (1 request each)"
+            + _ready_note(restart),
             "",
             source,
         )
@@ -344,6 +355,24 @@ def _board_moments(found: Any, where: str, *, source: str = "leaderboard.json") 
             "",
             source,
         )
+    after_ready = _mapping(dig(found, "after_new_result_intervals_ready"))
+    if {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(after_ready):
+        yield Row(
+            f"leaderboard API at {where}, after one more result: until the answer has its "
+            "intervals, p50 / p95",
+            _requests(after_ready),
+            "",
+            source,
+        )
+
+
+def _ready_note(moment: Mapping[str, Any]) -> str:
+    """When the intervals came, where the first answer came without them."""
+    ready = moment.get("intervals_ready_ms")
+    first = moment.get("api_ms")
+    if ready is None or first is None or ready <= first * 1.5:
+        return ""
+    return f"; intervals in after {_number(ready)} ms"
 
 
 def _requests(timed: Mapping[str, Any]) -> str:

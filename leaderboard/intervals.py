@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +53,7 @@ __all__ = [
     "board_intervals",
     "has_predictions",
     "interval_inputs",
+    "intervals_later",
 ]
 
 logger = logging.getLogger(__name__)
@@ -344,12 +345,37 @@ class BoardIntervals:
         return approximate_size((*arrays, *bounds)) + per_row * len(weighed.models)
 
 
+def intervals_later(
+    ctx: Context, table: TaskTable, inputs: IntervalInputs, weights: Mapping[str, float]
+) -> Hashable | None:
+    """Where the board's intervals under metric ``weights`` are left to the background,
+    the key of the work making them there; None where they are to be made (or read) now.
+
+    They are left where they are not kept, their resamples are not kept either (weighing
+    kept resamples is quick), and the board has at least ``intervals_inline_models``
+    models, whose resampling takes seconds at 10,000. The request answers without them;
+    asked again once they are made, :func:`board_intervals` finds them kept. Never where
+    the cache keeps nothing: they would be made again and again."""
+    if len(inputs.keys) < ctx.settings.intervals_inline_models or not ctx.cache.budget_bytes:
+        return None
+    cache_key = _intervals_key(inputs, weights)
+    if ctx.cache.has(cache_key) or ctx.cache.has(_resamples_key(table, inputs)):
+        return None
+    chosen = dict(weights)
+    ctx.background.submit(cache_key, lambda: board_intervals(ctx, table, inputs, chosen))
+    return cache_key
+
+
+def _intervals_key(inputs: IntervalInputs, weights: Mapping[str, float]) -> tuple[Any, ...]:
+    return ("bootstrap", inputs.identity, tuple(sorted(weights.items())))
+
+
 def board_intervals(
     ctx: Context, table: TaskTable, inputs: IntervalInputs, weights: Mapping[str, float]
 ) -> BoardIntervals | None:
     """The board's :class:`BoardIntervals` under metric ``weights``, kept per resamples
     and weights; None when there are none to give (module docstring)."""
-    cache_key = ("bootstrap", inputs.identity, tuple(sorted(weights.items())))
+    cache_key = _intervals_key(inputs, weights)
     cached = ctx.cache.get(cache_key, MISSING)  # one call: None (no intervals) is cached too
     if cached is not MISSING:
         return cached  # type: ignore[no-any-return]
@@ -372,27 +398,11 @@ def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> R
     None when the models did not answer the same examples, or their statistics cannot be
     read."""
     originals = table.originals
-    # What the bootstrap draws depends on the examples, not on any weight or other
-    # metric, and each model's columns on its own examples only: kept per task, with the
-    # files drawn and their examples' digests, so weights no request asked for before
-    # cost arithmetic, and a board that gains or re-runs a model reads and sums that
-    # model's statistics alone.
-    task_key = _digest(
-        table.task.id,
-        table.task.perf_metric,
-        tuple(table.task.output.labels or ()),
-        tuple(d.sha256 for d in originals),
-        inputs.baseline is not None,
-        N_RESAMPLES,
-    )
-    # Nor do the resamples depend on the metric weights: kept under what they were taken
-    # from, one entry each, so that a viewer trying other dataset weights does not make
-    # the owner's (or another viewer's) resample again; the least recently used go first.
-    resamples_key = ("bootstrap-resamples", task_key, inputs.identity)
+    resamples_key = _resamples_key(table, inputs)
     resamples = ctx.cache.get(resamples_key)
     if resamples is not None:
         return resamples  # type: ignore[no-any-return]
-    draws_key = ("bootstrap-draws", task_key)
+    draws_key = ("bootstrap-draws", _task_key(table, inputs))
     drawn_files, drawn_uids, draws = ctx.cache.get(draws_key, ({}, {}, None))
     kept = {key for key, f in inputs.files.items() if drawn_files.get(key) == f}
     examples = Statistics(ctx, table, inputs.files, drawn_uids if kept else {})
@@ -433,6 +443,29 @@ def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> R
     if size <= ctx.cache.budget_bytes // 4:
         ctx.cache.put(resamples_key, resamples, size=size)
     return resamples
+
+
+def _task_key(table: TaskTable, inputs: IntervalInputs) -> str:
+    """What the bootstrap draws depends on: the examples, not any weight or other metric.
+    Each model's columns depend on its own examples only: the draws are kept per task,
+    with the files drawn and their examples' digests, so weights no request asked for
+    before cost arithmetic, and a board that gains or re-runs a model reads and sums that
+    model's statistics alone."""
+    return _digest(
+        table.task.id,
+        table.task.perf_metric,
+        tuple(table.task.output.labels or ()),
+        tuple(d.sha256 for d in table.originals),
+        inputs.baseline is not None,
+        N_RESAMPLES,
+    )
+
+
+def _resamples_key(table: TaskTable, inputs: IntervalInputs) -> tuple[str, str, str]:
+    """Nor do the resamples depend on the metric weights: kept under what they were taken
+    from, one entry each, so that a viewer trying other dataset weights does not make the
+    owner's (or another viewer's) resample again; the least recently used go first."""
+    return ("bootstrap-resamples", _task_key(table, inputs), inputs.identity)
 
 
 def _digest(*parts: Any) -> str:

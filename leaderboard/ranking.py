@@ -12,14 +12,20 @@ import csv
 import io
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from evalboard.core.cache import MISSING, approximate_size, read_only, sampled_size
+from evalboard.core.cache import (
+    MISSING,
+    MemoryCache,
+    approximate_size,
+    read_only,
+    sampled_size,
+)
 from evalboard.core.context import Context
 from evalboard.core.heap import keep_long_lived
 from evaluator import CONTENDED_SHARE
@@ -29,6 +35,7 @@ from leaderboard.intervals import (
     board_intervals,
     has_predictions,
     interval_inputs,
+    intervals_later,
 )
 from leaderboard.paging import BoardQuery
 from leaderboard.schemas import (
@@ -211,6 +218,10 @@ class _Ranking:
     #: The intervals, when the table's predictions give them: a row's are ranked when a
     #: page first sends it.
     boot: BoardIntervals | None = None
+    #: The key of the background work making the intervals, while it does
+    #: (:func:`leaderboard.intervals.intervals_later`): the floor is the point
+    #: estimates' meanwhile, and the ranking serves only until that work ends.
+    intervals_work: Hashable | None = None
     flagged: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     order: list[str] = field(default_factory=list)
     #: ``positions[i]``: row ``i``'s rank.
@@ -218,6 +229,10 @@ class _Ranking:
     warnings: list[str] = field(default_factory=list)
     shown_metrics: list[MetricPublic] = field(default_factory=list)
     pending: list[PendingPublic] = field(default_factory=list)
+
+    @property
+    def intervals_pending(self) -> bool:
+        return self.intervals_work is not None
 
     def entry(self, key: str) -> ModelEntry:
         """The row's entry as ranked (its averages with the ranking's dataset weights)."""
@@ -254,6 +269,7 @@ def build_leaderboard(
     *,
     dataset_weights: Mapping[str, float] | None = None,
     intervals: bool = True,
+    wait_for_intervals: bool = True,
     query: BoardQuery | None = None,
     keep: Callable[[ModelEntry], bool] | None = None,
 ) -> LeaderboardPublic:
@@ -268,6 +284,9 @@ def build_leaderboard(
         weights: metric -> weight; None: the task owner's.
         dataset_weights: original scoring dataset -> weight; None: the owner's.
         intervals: bootstrap the intervals, ``rank_interval`` and ``p_first``.
+        wait_for_intervals: False: where the intervals take long to make
+            (:func:`leaderboard.intervals.intervals_later`), answer without them,
+            ``intervals_pending``, while the background makes them.
         query: which ranked rows to send (every model is ranked all the same); None: all.
         keep: which models may be sent at all (a card filter, ``leaderboard.cards``): the
             others are ranked, but neither sent nor counted in ``total``.
@@ -280,8 +299,20 @@ def build_leaderboard(
         intervals,
     )
     ranking = ctx.cache.get(cache_key) if table.version else None
+    if ranking is not None and ranking.intervals_pending:
+        # Kept while its intervals are being made, so that asking again costs a page; once
+        # the work ends (its intervals kept, or it was dropped), ranked again.
+        if wait_for_intervals or not ctx.background.busy(ranking.intervals_work):
+            ranking = None
     if ranking is None:
-        ranking = _rank(ctx, table, weights, dataset_weights=dataset_weights, intervals=intervals)
+        ranking = _rank(
+            ctx,
+            table,
+            weights,
+            dataset_weights=dataset_weights,
+            intervals=intervals,
+            wait_for_intervals=wait_for_intervals,
+        )
         read_only(*ranking.arrays)  # every page of it is cut from these, shared
         if table.version:
             ctx.cache.put(
@@ -298,6 +329,7 @@ def _rank(
     *,
     dataset_weights: Mapping[str, float] | None,
     intervals: bool,
+    wait_for_intervals: bool = True,
 ) -> _Ranking:
     figures = table.ranked_figures(dataset_weights, cache=ctx.cache if ctx is not None else None)
     layout = _ranked_rows(ctx, table, figures.entries)
@@ -356,7 +388,10 @@ def _rank(
         if intervals and "perf" in metrics
         else None
     )
-    found.boot = board_intervals(ctx, table, inputs, used) if inputs is not None else None
+    if inputs is not None and not wait_for_intervals:
+        found.intervals_work = intervals_later(ctx, table, inputs, used)
+    if inputs is not None and not found.intervals_pending:
+        found.boot = board_intervals(ctx, table, inputs, used)
     if found.boot is not None:
         if found.boot.models != found.keys:  # both the ranked keys in name order
             raise AssertionError("the intervals' models are not the ranking's")
@@ -402,7 +437,7 @@ def _interval_inputs(
             return cached  # type: ignore[no-any-return]
     ranked = figures.entries
     inputs = None
-    if has_predictions(table, ranked):
+    if _has_predictions(table, ranked, kept):
         # The rows in name order, as the ranking's keys (found.at: each key's figures row).
         runs = timed_runs(table, figures, kept)[found.at] if "throughput" in metrics else None
         others = [k for k, name in enumerate(metrics) if name != "perf"]
@@ -422,6 +457,18 @@ def _interval_inputs(
     if kept is not None:
         kept.put(cache_key, inputs, size=inputs.approximate_size() if inputs else 0)
     return inputs
+
+
+def _has_predictions(table: TaskTable, ranked: list[ModelEntry], kept: MemoryCache | None) -> bool:
+    """:func:`has_predictions` of the table's ranked models, kept under its version (which
+    decides them): checking 10,000 rows cost 20 ms of each weighting not asked before."""
+    cache_key = ("has-predictions", table.version)
+    found = kept.get(cache_key) if kept is not None else None
+    if found is None:
+        found = has_predictions(table, ranked)
+        if kept is not None:
+            kept.put(cache_key, found, size=64, within=table.board_key)
+    return bool(found)
 
 
 def _board(
@@ -464,6 +511,7 @@ def _board(
         rows=rows,
         total=total,
         pending=[p.model_copy() for p in ranking.pending],
+        intervals_pending=ranking.intervals_pending,
         amrs=dict(ranking.amrs),
         dataset_weights={name: figures.dataset_weights[name] for name in table.weighable_datasets},
         baseline_perf=baseline,

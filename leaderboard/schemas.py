@@ -358,6 +358,13 @@ class LeaderboardPublic(BaseModel):
         0, description="Ranked models matching the search, over all pages (rows sends a page)."
     )
     pending: list[PendingPublic] = Field(description="Submissions not yet ranked.")
+    intervals_pending: bool = Field(
+        False,
+        description="The intervals, rank intervals and P(first) of these weights are being "
+        "computed (a large board's first request for them): ask again (Retry-After) to have "
+        "them. Meanwhile a model is ranked after the others where its perf's point estimate "
+        "does not clear the baseline (with the intervals: where its interval does not).",
+    )
     amrs: dict[str, float | None] = Field(
         description="Each metric's AMRS: how many of its units one perf point is worth."
     )

@@ -123,6 +123,14 @@ class Settings(BaseSettings):
         "rows and rankings, interval statistics), in bytes; the least recently used go "
         "first. 0 keeps nothing (every request derives again).",
     )
+    intervals_inline_models: int = Field(
+        1000,
+        ge=0,
+        description="A board of at least this many ranked models bootstraps a weighting no "
+        "request asked for before (or its first ranking after a start or a new result) in "
+        "the background: the API and the page answer at once, intervals pending, and have "
+        "them when asked again (seconds later at 10,000 models). 0: every board.",
+    )
     max_request_bytes: int = Field(
         1024**3,
         description="Largest single request body from a signed-in caller (a dataset form, "

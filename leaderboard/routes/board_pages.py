@@ -174,7 +174,14 @@ def _ranking(
     )
     cards = params.cards()
     table, board = visible_board(
-        ctx, principal, task_id, params.weights, params.dataset_weights, query, cards
+        ctx,
+        principal,
+        task_id,
+        params.weights,
+        params.dataset_weights,
+        query,
+        cards,
+        wait_for_intervals=False,
     )
     path = f"/ui/tasks/{task_id}"
     pager = _pager(request, path, query, board.total)

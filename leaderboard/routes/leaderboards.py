@@ -23,6 +23,9 @@ __all__ = ["router", "visible_board"]
 
 router = APIRouter(prefix="/tasks/{task_id}", tags=["leaderboards"], responses=ERROR_RESPONSES)
 
+#: Seconds a client is told to wait before asking again for intervals being computed.
+INTERVALS_RETRY_S = 1
+
 Weights = Annotated[
     str | None,
     Query(
@@ -99,8 +102,12 @@ def visible_board(
     dataset_weights: str | None,
     query: BoardQuery | None = None,
     cards: CardFilter | None = None,
+    *,
+    wait_for_intervals: bool = True,
 ) -> tuple[TaskTable, LeaderboardPublic]:
-    """The board ``principal`` may see, ranked for the weights' texts, and the table it ranks."""
+    """The board ``principal`` may see, ranked for the weights' texts, and the table it
+    ranks. ``wait_for_intervals``: False where the caller shows a large board at once and
+    asks again for its intervals (``LeaderboardPublic.intervals_pending``)."""
     # What the principal may see is ranked; the card filter then picks among those ranked
     # rows (before paging and ``total``), so a row keeps its rank on the whole visible board.
     table = visible_table(load_table(ctx, task_id), principal, cache=ctx.cache)
@@ -111,6 +118,7 @@ def visible_board(
         dataset_weights=parse_dataset_weights(table, dataset_weights),
         query=query,
         keep=cards.keep if cards is not None else None,
+        wait_for_intervals=wait_for_intervals,
     )
 
 
@@ -123,6 +131,7 @@ def leaderboard(
     task_id: TaskId,
     ctx: CtxDep,
     principal: PrincipalDep,
+    response: Response,
     weights: Weights = None,
     dataset_weights: DatasetWeights = None,
     limit: Limit = None,
@@ -137,7 +146,9 @@ def leaderboard(
     busy: Busy = True,
 ) -> LeaderboardPublic:
     """Filters show part of the ranking: each row keeps its rank on the whole board, and
-    ``total`` counts the rows that match."""
+    ``total`` counts the rows that match. A large board's first answer for new weights
+    may come before its intervals (``intervals_pending``, with ``Retry-After``); the
+    downloads always wait for them."""
     query = parse_board_query(limit=limit, offset=offset, sort=sort, q=q)
     cards = CardFilter(
         runtime=runtime,
@@ -147,7 +158,12 @@ def leaderboard(
         baselines=baselines,
         busy=busy,
     )
-    return visible_board(ctx, principal, task_id, weights, dataset_weights, query, cards)[1]
+    board = visible_board(
+        ctx, principal, task_id, weights, dataset_weights, query, cards, wait_for_intervals=False
+    )[1]
+    if board.intervals_pending:
+        response.headers["Retry-After"] = str(INTERVALS_RETRY_S)
+    return board
 
 
 @router.get(

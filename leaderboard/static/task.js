@@ -5,7 +5,9 @@
  * (/ui/tasks/T/ranking). Sorting, searching, paging and filtering do the same, so
  * every change keeps the others (weights, search, order, filters, columns) and the
  * address always reloads to what is shown. The table's data, directions and offsets come
- * from the server (#board-data); this file has no copy of the metric table. */
+ * from the server (#board-data); this file has no copy of the metric table. A large
+ * board's section may come before its intervals (#intervals-pending): it is asked for
+ * again, a little later each time, until they are in. */
 (function () {
   "use strict";
   var section = document.getElementById("ranking");
@@ -17,6 +19,11 @@
   var data = readData();
   var pending = null;
   var asked = 0;
+  var intervalsTimer = null;
+  var intervalsTries = 0;
+  // About two minutes of asking: a 10,000-model board's intervals take seconds.
+  var INTERVALS_WAITS_MS = [500, 1000, 1000, 2000, 2000, 3000];
+  var INTERVALS_TRIES = 50;
 
   function readData() {
     return JSON.parse(document.getElementById("board-data").textContent);
@@ -82,8 +89,28 @@
     if (staleNote) staleNote.hidden = !stale;
   }
 
+  /* While the section says its intervals are being computed, ask for it again. */
+  function awaitIntervals() {
+    window.clearTimeout(intervalsTimer);
+    if (!section.querySelector("[data-intervals-pending]")) {
+      intervalsTries = 0;
+      return;
+    }
+    if (intervalsTries >= INTERVALS_TRIES) {
+      note.textContent = "The intervals are taking long to compute: reload the page later.";
+      return;
+    }
+    var wait = INTERVALS_WAITS_MS[Math.min(intervalsTries, INTERVALS_WAITS_MS.length - 1)];
+    intervalsTries += 1;
+    intervalsTimer = window.setTimeout(function () {
+      refresh(new URLSearchParams(window.location.search), "intervals");
+    }, wait);
+  }
+
   /* Ask the server for the ranking of `params` and put it in place. */
   function refresh(params, why) {
+    window.clearTimeout(intervalsTimer);
+    if (why !== "intervals") intervalsTries = 0;
     var number = ++asked;
     var query = params.toString();
     section.setAttribute("aria-busy", "true");
@@ -108,9 +135,16 @@
       }
       var leader = leaderName(section.querySelector("#board tbody"));
       var range = document.getElementById("pager-range");
-      announce.textContent = (why === "weights" && leader ?
-        "Re-ranked: " + leader.name + " is first, Dynascore " + leader.score + "." :
-        (range ? range.textContent.trim() + "." : "")) + (why === "weights" ? " Intervals recomputed." : "");
+      var waiting = Boolean(section.querySelector("[data-intervals-pending]"));
+      if (why === "intervals") {
+        if (!waiting) announce.textContent = "Intervals computed.";
+      } else {
+        announce.textContent = (why === "weights" && leader ?
+          "Re-ranked: " + leader.name + " is first, Dynascore " + leader.score + "." :
+          (range ? range.textContent.trim() + "." : "")) +
+          (why === "weights" ? (waiting ? " Intervals being computed." : " Intervals recomputed.") : "");
+      }
+      awaitIntervals();
     }).catch(function () {
       if (number !== asked) return;
       section.removeAttribute("aria-busy");
@@ -120,6 +154,7 @@
   }
 
   function refreshSoon() {
+    window.clearTimeout(intervalsTimer);
     window.clearTimeout(pending);
     pending = window.setTimeout(function () {
       refresh(withWeights(new URLSearchParams(window.location.search)), "weights");
@@ -145,6 +180,7 @@
     var weights = values(sliders, "metric");
     var tbody = section.querySelector("#board tbody");
     var keys = Object.keys(data.table);
+    window.clearTimeout(intervalsTimer); // the weights move on: their own ranking is asked
     markStale(true);
     followLinks();
     if (data.paged || !tbody || keys.length === 0) return;
@@ -216,6 +252,8 @@
     rerank();
     refresh(params, "weights");
   });
+
+  awaitIntervals();
 
   // Sort links, pages, "show every model": the server's order for the sliders' weights.
   section.addEventListener("click", function (event) {
