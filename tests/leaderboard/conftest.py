@@ -186,6 +186,24 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         ctx.db.dispose()
 
 
+@pytest.fixture(scope="module")
+def large_board_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``evalboard serve`` over a seeded platform whose every board counts as large
+    (``EVALBOARD_INTERVALS_INLINE_MODELS=1``): new weights are answered before their
+    intervals, which the background thread makes. Yields its URL."""
+    tmp = tmp_path_factory.mktemp("live-large")
+    settings = make_settings(tmp)
+    ctx = Context.from_settings(settings)
+    seed(ctx, tmp)
+    try:
+        with serve(
+            settings.data_dir, tmp / "server.log", env={"EVALBOARD_INTERVALS_INLINE_MODELS": "1"}
+        ) as (url, _):
+            yield url
+    finally:
+        ctx.db.dispose()
+
+
 #: The PostgreSQL server's limits, small enough for a test to reach.
 PG_QUOTA = 3
 PG_MAX_OPEN_UPLOADS = 8

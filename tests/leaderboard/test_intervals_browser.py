@@ -7,33 +7,14 @@ so; its script asks again until they are in.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from evalboard.core.context import Context
-from tests.conftest import make_settings
 from tests.helpers.browser import ARTIFACTS
-from tests.leaderboard.conftest import serve
-from tests.leaderboard.seeding import TASK, seed
+from tests.leaderboard.seeding import TASK
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def large_board_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("live-large")
-    settings = make_settings(tmp)
-    ctx = Context.from_settings(settings)
-    seed(ctx, tmp)
-    try:
-        with serve(
-            settings.data_dir, tmp / "server.log", env={"EVALBOARD_INTERVALS_INLINE_MODELS": "1"}
-        ) as (url, _):
-            yield url
-    finally:
-        ctx.db.dispose()
 
 
 def test_the_page_fills_in_the_intervals_it_was_sent_without(
