@@ -362,7 +362,7 @@ def intervals_later(
     if ctx.cache.has(cache_key) or ctx.cache.has(_resamples_key(table, inputs)):
         return None
     chosen = dict(weights)
-    ctx.background.submit(cache_key, lambda: board_intervals(ctx, table, inputs, chosen))
+    ctx.background.submit(cache_key, lambda: _made_intervals(ctx, table, inputs, chosen))
     return cache_key
 
 
@@ -377,8 +377,19 @@ def board_intervals(
     and weights; None when there are none to give (module docstring)."""
     cache_key = _intervals_key(inputs, weights)
     cached = ctx.cache.get(cache_key, MISSING)  # one call: None (no intervals) is cached too
+    if cached is MISSING and ctx.background.busy(cache_key):
+        # Being made for a request that did not wait: waited for, not made twice at once.
+        ctx.background.wait(cache_key)
+        cached = ctx.cache.get(cache_key, MISSING)
     if cached is not MISSING:
         return cached  # type: ignore[no-any-return]
+    return _made_intervals(ctx, table, inputs, weights)
+
+
+def _made_intervals(
+    ctx: Context, table: TaskTable, inputs: IntervalInputs, weights: Mapping[str, float]
+) -> BoardIntervals | None:
+    """:func:`board_intervals` made and kept (the background's work: it never waits)."""
     resamples = board_resamples(ctx, table, inputs)
     found = None
     if resamples is not None:
@@ -387,7 +398,7 @@ def board_intervals(
         )
     # Within the board: the lambda holds the table, rows and all.
     size = found.approximate_size() if found else 0
-    ctx.cache.put(cache_key, found, size=size, within=table.board_key)
+    ctx.cache.put(_intervals_key(inputs, weights), found, size=size, within=table.board_key)
     return found
 
 

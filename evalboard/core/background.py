@@ -69,6 +69,14 @@ class Background:
         with self._changed:
             return key in self._waiting or (self._running is not None and self._running == key)
 
+    def wait(self, key: Hashable, timeout: float | None = None) -> bool:
+        """Wait until the work under ``key`` neither waits nor runs (done, dropped or
+        failed); False where ``timeout`` seconds passed first."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: key not in self._waiting and self._running != key, timeout=timeout
+            )
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until nothing waits or runs; False where ``timeout`` seconds passed first."""
         with self._changed:

@@ -79,3 +79,15 @@ def test_a_running_key_is_not_queued_again() -> None:
     release.set()
     assert work.wait_idle(timeout=10)
     assert not work.busy("k")
+
+
+def test_waiting_for_a_key_returns_once_its_work_is_done() -> None:
+    work = Background()
+    release = hold(work)
+    done: list[str] = []
+    work.submit("a", _record(done, "a"))
+    assert not work.wait("a", timeout=0.05)  # still waiting behind the held work
+    release.set()
+    assert work.wait("a", timeout=10)
+    assert done == ["a"]
+    assert work.wait("never asked", timeout=0)

@@ -8,6 +8,7 @@ made, equal to a board ranked from scratch. The downloads wait for them.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -97,3 +98,23 @@ async def test_intervals_a_cache_cannot_keep_are_made_in_the_request(seeded: See
         ctx.db.dispose()
     assert body["intervals_pending"] is False
     assert all(row["rank_interval"] is not None for row in _ranked(body))
+
+
+async def test_a_download_waits_for_the_intervals_being_made_rather_than_making_them(
+    seeded: Seeded,
+) -> None:
+    ctx = _large(seeded)
+    release = hold(ctx.background)
+    app = create_app(ctx)
+    async with make_client(app) as client:
+        first = await client.get(f"/tasks/{TASK}/leaderboard?dataset_weights={WEIGHTS}")
+        assert first.json()["intervals_pending"] is True  # their work waits its turn
+        download = asyncio.create_task(
+            client.get(f"/tasks/{TASK}/leaderboard.json?dataset_weights={WEIGHTS}")
+        )
+        await asyncio.sleep(0.5)
+        assert not download.done()  # waiting for the background, not resampling itself
+        release.set()
+        body = (await asyncio.wait_for(download, timeout=60)).json()
+    assert body["intervals_pending"] is False
+    assert _ranked(body) == _ranked(_from_scratch(seeded.ctx, {"test": 0.25}))
