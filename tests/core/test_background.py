@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -91,3 +92,12 @@ def test_waiting_for_a_key_returns_once_its_work_is_done() -> None:
     assert work.wait("a", timeout=10)
     assert done == ["a"]
     assert work.wait("never asked", timeout=0)
+
+
+def test_work_starts_no_sooner_than_its_delay_after_it_was_asked() -> None:
+    work = Background(delay_s=0.2)
+    started: list[float] = []
+    asked = time.monotonic()
+    work.submit("a", lambda: started.append(time.monotonic()))
+    assert work.wait_idle(timeout=10)
+    assert started[0] - asked >= 0.2
