@@ -34,8 +34,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -52,6 +50,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 from sqlalchemy import insert  # noqa: E402
 
+from benchmarks._report import load_average, machine  # noqa: E402
 from datasets_registry import (  # noqa: E402
     add_dataset,
     create_task,
@@ -421,6 +420,7 @@ def main() -> None:
         help="the derived-data cache's budget (EVALBOARD_CACHE_BYTES; default: the settings')",
     )
     args = parser.parse_args()
+    load_before = load_average()
     report: dict[str, Any] = {
         "benchmark": "leaderboard",
         "what": "GET /tasks/T/leaderboard (default page of 100) and GET /ui/tasks/T in "
@@ -448,9 +448,8 @@ def main() -> None:
             for n in args.interval_sizes
         },
         "goal": {"api_p95_ms_below": 100, "page_first_byte_ms_below": 200, "at": 10_000},
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "machine": platform.machine(),
+        "load_average_1m": {"before": load_before, "after": load_average()},
+        **machine(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

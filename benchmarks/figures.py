@@ -426,6 +426,17 @@ def _loads(results: Path) -> str:
     return ", ".join(found)
 
 
+def _speeds(results: Path) -> str:
+    found = []
+    for path in sorted(results.glob("*.json")):
+        speed = dig(read_results(results, path.stem), "reference_ms")
+        if isinstance(speed, Mapping) and {"python_loop", "numpy_sort"} <= set(speed):
+            found.append(
+                f"{path.stem} {_number(speed['python_loop'])} / {_number(speed['numpy_sort'])}"
+            )
+    return ", ".join(found)
+
+
 def table(results: Path) -> str:
     """The Markdown block of README.md: a note on the machine, then the table."""
     cell = lambda text: str(text).replace("|", "\\|")  # noqa: E731 - one use
@@ -434,6 +445,16 @@ def table(results: Path) -> str:
         "",
         f"1-minute load average while each ran: {_loads(results) or 'not recorded'} (on "
         f"this project's shared 2-core machines). Spread: median (least-greatest, runs).",
+        *(
+            [
+                "",
+                "The machine's speed when each ran, ms of a 1,000,000-step Python loop / of "
+                "sorting 1,000 x 10,000 floats (`benchmarks/_report.py`; these machines differ "
+                f"by about 3x): {speeds}.",
+            ]
+            if (speeds := _speeds(results))
+            else []
+        ),
         "",
         "| what | measured | goal | from |",
         "|---|---|---|---|",
