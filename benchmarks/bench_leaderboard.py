@@ -20,9 +20,10 @@ the board: ranked, and with predictions bootstrapped, again). A board of 1,000 m
 more answers a weighting whose resamples are not kept before its intervals
 (``intervals_pending``; ``EVALBOARD_INTERVALS_INLINE_MODELS``): for the fresh dataset
 weights, the cold and restarted server and after a new result the time until the API
-answers with them is measured too (``*intervals_ready*``: asked again every 0.1 s), and
-waited for before the next request. One request's time is also split into loading the
-table, ranking and JSON, so the figure says where the time goes.
+answers with them is measured too (``*intervals_ready*``: asked again every 0.1 s; on a
+board without predictions, the second answer), and waited for before the next request.
+One request's time is also split into loading the table, ranking and JSON, so the figure
+says where the time goes.
 
 Run: ``.venv/bin/python benchmarks/bench_leaderboard.py [--sizes 1000 10000 100000]
 [--interval-sizes 1000 10000] [--repeats N] [--out PATH]``.

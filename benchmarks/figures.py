@@ -296,7 +296,7 @@ def _board(results: Path) -> Iterator[Row]:
         for size, found in _mapping(board.get(group)).items():
             where = f"{int(size):,} submissions{note}"
             yield from _board_rows(found, parts, where)
-            yield from _board_moments(found, where)
+            yield from _board_moments(found, where, intervals=group == "with_intervals")
     large = read_results(results, "leaderboard_100k")
     for budget, found in _mapping(large.get("cache_bytes")).items():
         where = f"{large.get('submissions', 0):,} submissions, cache {int(budget) / 1024**3:g} GiB"
@@ -325,10 +325,13 @@ def _board_rows(
             )
 
 
-def _board_moments(found: Any, where: str, *, source: str = "leaderboard.json") -> Iterator[Row]:
+def _board_moments(
+    found: Any, where: str, *, intervals: bool = False, source: str = "leaderboard.json"
+) -> Iterator[Row]:
     """The requests that cannot be warm: a server's first, and the first after a result;
-    and where the first answer came before the intervals, when they came."""
-    ready = dig(found, "fresh_weights_intervals_ready")
+    and on a board with ``intervals``, where the first answer came before them, when
+    they came."""
+    ready = dig(found, "fresh_weights_intervals_ready") if intervals else None
     if isinstance(ready, Mapping) and {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(ready):
         yield Row(
             f"leaderboard API at {where}, dataset weights not asked for before: until the "
@@ -343,7 +346,7 @@ def _board_moments(found: Any, where: str, *, source: str = "leaderboard.json") 
             f"leaderboard at {where}, first request of a restarted server (rows stored), "
             "API / task page",
             f"{_number(restart['api_ms'])} / {_number(restart['page_ms'])} ms (1 request each)"
-            + _ready_note(restart),
+            + (_ready_note(restart) if intervals else ""),
             "",
             source,
         )
@@ -356,7 +359,7 @@ def _board_moments(found: Any, where: str, *, source: str = "leaderboard.json") 
             source,
         )
     after_ready = _mapping(dig(found, "after_new_result_intervals_ready"))
-    if {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(after_ready):
+    if intervals and {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(after_ready):
         yield Row(
             f"leaderboard API at {where}, after one more result: until the answer has its "
             "intervals, p50 / p95",
