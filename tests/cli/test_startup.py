@@ -1,5 +1,5 @@
 """The CLI's start stays light: help and usage errors load no server, database, sandbox,
-energy meter or numeric stack.
+energy meter or numeric stack; an evaluation in the local sandbox loads no Docker SDK.
 
 Every command's ``--help`` and one usage error per command run in one fresh interpreter
 (the walk of tests/cli/test_usage_errors.py); then its ``sys.modules`` is read. A command
@@ -13,6 +13,10 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+from tests.evaluator.conftest import FIXTURES
+from tests.helpers.tasks import SENTIMENT, sentiment_rows, write_jsonl
 
 #: What a command may load only when it runs: each costs tenths of a second to import.
 #: (pydantic is not here: typer itself coerces parameters with it.)
@@ -114,3 +118,36 @@ def test_a_command_line_imports_only_the_command_it_names() -> None:
     everything = loaded("--help")
     assert everything["code"] == 0 and "evaluate" in everything["commands"]
     assert len(everything["commands"]) > 10
+
+
+_EVALUATION = textwrap.dedent(
+    """
+    import contextlib, io, json, sys
+
+    from evalboard.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = main(sys.argv[2:])
+    loaded = [name for name in json.loads(sys.argv[1]) if name in sys.modules]
+    print(json.dumps({"code": code, "loaded": loaded}))
+    """
+)
+
+
+def test_evaluate_in_the_local_sandbox_loads_no_docker(tmp_path: Path) -> None:
+    # The Docker SDK loads only for a sandbox that runs a container (docker, gvisor).
+    data = write_jsonl(tmp_path / "mini.jsonl", sentiment_rows())
+    task = tmp_path / "sentiment.json"
+    task.write_text(json.dumps(SENTIMENT))
+    argv = ["evaluate", str(FIXTURES / "vader_bundle"), "--task-file", str(task)]
+    done = subprocess.run(
+        [sys.executable, "-c", _EVALUATION, json.dumps(["docker"]), *argv, "--dataset", str(data)]
+        + ["--sandbox", "local", "--no-energy"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "EVALBOARD_DATA_DIR": str(tmp_path / "data")},
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(done.stdout) == {"code": 0, "loaded": []}
