@@ -229,10 +229,31 @@ class _Ranking:
     warnings: list[str] = field(default_factory=list)
     shown_metrics: list[MetricPublic] = field(default_factory=list)
     pending: list[PendingPublic] = field(default_factory=list)
+    #: The derived-data cache it was ranked with: the rows' timed runs are kept there.
+    cache: MemoryCache | None = None
+    #: Each row's slowest and fastest timed run, made when a page first asks.
+    _spread: tuple[FloatArray, FloatArray] | None = None
 
     @property
     def intervals_pending(self) -> bool:
         return self.intervals_work is not None
+
+    def throughput_spread(self, i: int) -> tuple[float, float] | None:
+        """Row ``i``'s slowest and fastest timed run under the ranking's dataset weights
+        (None: fewer than two runs), what ``ModelEntry.throughput_runs`` gives, from every
+        row's runs at once (``leaderboard.table.timed_runs``, kept per version): walking
+        each row's own cost 6 ms a page of 100, 0.6 s a whole board of 10,000."""
+        if self._spread is None:
+            runs = timed_runs(self.table, self.figures, self.cache)[self.at]
+            if runs.shape[1] == 0:  # no row has runs
+                nothing = np.full(len(runs), np.nan)
+                self._spread = (nothing, nothing)
+            else:  # NaN past a row's runs: left out; all NaN: it has none
+                self._spread = (np.fmin.reduce(runs, axis=1), np.fmax.reduce(runs, axis=1))
+        low, high = self._spread
+        if math.isnan(low[i]):
+            return None
+        return float(low[i]), float(high[i])
 
     def entry(self, key: str) -> ModelEntry:
         """The row's entry as ranked (its averages with the ranking's dataset weights)."""
@@ -259,7 +280,8 @@ class _Ranking:
         # The keys and names are the entries' strings; the mappings and lists are new.
         per_row = sum(map(sys.getsizeof, (self.keys, self.index, self.names, self.order)))
         boot = self.boot.approximate_size() if self.boot is not None else 0
-        return approximate_size(arrays) + per_row + boot
+        spread = 2 * np.dtype(np.float64).itemsize * len(self.keys)  # made after it is kept
+        return approximate_size(arrays) + per_row + boot + spread
 
 
 def build_leaderboard(
@@ -339,7 +361,14 @@ def _rank(
     directions, offsets = goods_transform(metrics, memory_cap_gib=table.task.memory_cap_gib)
     ranked = figures.entries
     baseline = figures.majority_perf
-    found = _Ranking(table=table, figures=figures, requested=requested, metrics=metrics, used=used)
+    found = _Ranking(
+        table=table,
+        figures=figures,
+        requested=requested,
+        metrics=metrics,
+        used=used,
+        cache=ctx.cache if ctx is not None else None,
+    )
     measured = {name for name, k in METRIC_COLUMN.items() if not figures.missing[:, k].all()}
     found.shown_metrics = [
         MetricPublic(
@@ -528,9 +557,9 @@ def _page_row(ranking: _Ranking, key: str) -> RowPublic:
     row.ranked_as_worst = [
         name for name in ranking.metrics if ranking.used.get(name) and row.metrics.get(name) is None
     ]
-    runs = entry.throughput_runs(ranking.figures.dataset_weights)
-    if runs:
-        row.spread = {"throughput": IntervalPublic(low=min(runs), high=max(runs))}
+    spread = ranking.throughput_spread(i)
+    if spread is not None:
+        row.spread = {"throughput": IntervalPublic(low=spread[0], high=spread[1])}
     share = entry.busiest_load()
     if share is not None and share > CONTENDED_SHARE:
         row.contended = True

@@ -256,6 +256,7 @@ async def test_timed_runs_give_a_spread_and_a_busy_worker_is_marked(
     from sqlalchemy import select
 
     from evalboard.core.tables import Dataset, Result
+    from leaderboard.table import load_table
     from tests.leaderboard.conftest import make_client
 
     bow = seeded.submissions["bow-logreg"]
@@ -276,9 +277,16 @@ async def test_timed_runs_give_a_spread_and_a_busy_worker_is_marked(
     async with make_client(app) as client:  # type: ignore[arg-type]
         board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
         page = (await client.get(f"/ui/tasks/{TASK}")).text
+        reweighed = (await client.get(f"/tasks/{TASK}/leaderboard?dataset_weights=test:0.2")).json()
     row = next(r for r in board["rows"] if r["name"] == "bow-logreg")
     assert row["contended"] is True and "60% of the worker's CPU" in row["load_note"]
     assert row["spread"]["throughput"]["low"] < row["spread"]["throughput"]["high"]
+    # The slowest and fastest run under each board's dataset weights, as the row's own runs.
+    entry = next(m for m in load_table(seeded.ctx, TASK).models if m.name == "bow-logreg")
+    for shown in (board, reweighed):
+        runs = entry.throughput_runs(shown["dataset_weights"])
+        spread = next(r for r in shown["rows"] if r["name"] == "bow-logreg")["spread"]
+        assert spread["throughput"] == {"low": min(runs), "high": max(runs)}
     others = [r for r in board["rows"] if r["rank"] and r["name"] != "bow-logreg"]
     assert all(not r["contended"] and r["spread"] == {} for r in others)
     assert "busy worker" in page and "60% of the worker" in page
