@@ -372,10 +372,7 @@ def _board_moments(
 def _ready_note(moment: Mapping[str, Any]) -> str:
     """When the intervals came, where the first answer came without them."""
     ready = moment.get("intervals_ready_ms")
-    first = moment.get("api_ms")
-    if ready is None or first is None or ready <= first * 1.5:
-        return ""
-    return f"; intervals in after {_number(ready)} ms"
+    return "" if ready is None else f"; intervals in after {_number(ready)} ms"
 
 
 def _requests(timed: Mapping[str, Any]) -> str:

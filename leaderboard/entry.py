@@ -28,7 +28,7 @@ from evaluator import (
     stored_outcome,
     summarize,
 )
-from scoring import METRICS, FloatArray, weighted_mean
+from scoring import METRICS, FloatArray
 from submission_sandbox import ModelCard
 
 __all__ = [
@@ -88,7 +88,7 @@ class EntryDetails:
     #: The largest share of the worker's CPU other processes used while the model was
     #: timed on an original dataset; None when no load was recorded.
     busiest_load: float | None = None
-    #: The originals' timed runs, for :meth:`ModelEntry.throughput_runs`.
+    #: The originals' timed runs, for ``leaderboard.table.timed_runs``.
     timed: tuple[TimedRuns, ...] = ()
     #: Each outcome's weight name (its original's), its own weight and the figures its
     #: row's averages count from it (float64 ``(outcomes, len(METRICS))``, NaN where one
@@ -213,21 +213,6 @@ class ModelEntry:
     def outcomes(self) -> list[DatasetOutcome]:
         """The finished results on scoring datasets (unpacked on each read: bind it once)."""
         return self.details.outcomes
-
-    def throughput_runs(self, weights: Mapping[str, float]) -> list[float]:
-        """The model's throughput per timed run, each averaged over the originals with
-        ``weights`` (run j of every dataset together); empty without repeated runs."""
-        timed = self.details.timed
-        if not timed or any(len(runs) < 2 for _, _, runs in timed):
-            return []
-        chosen = [weights.get(name, own) for name, own, _ in timed]
-        if not sum(chosen) > 0:
-            return []
-        means = [
-            weighted_mean(zip([runs[j] for _, _, runs in timed], chosen, strict=True))
-            for j in range(min(len(runs) for _, _, runs in timed))
-        ]
-        return [m for m in means if m is not None]
 
     def busiest_load(self) -> float | None:
         """The largest share of the worker's CPU other processes used while this model was

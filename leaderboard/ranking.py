@@ -240,7 +240,7 @@ class _Ranking:
 
     def throughput_spread(self, i: int) -> tuple[float, float] | None:
         """Row ``i``'s slowest and fastest timed run under the ranking's dataset weights
-        (None: fewer than two runs), what ``ModelEntry.throughput_runs`` gives, from every
+        (None: fewer than two runs), from every
         row's runs at once (``leaderboard.table.timed_runs``, kept per version): walking
         each row's own cost 6 ms a page of 100, 0.6 s a whole board of 10,000."""
         if self._spread is None:

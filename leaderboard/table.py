@@ -251,8 +251,8 @@ def _chosen(
 @dataclass(frozen=True, eq=False)
 class _Timed:
     """A board's complete rows' timed runs on the originals as arrays, so that their
-    throughput per run under new dataset weights is arithmetic
-    (:meth:`ModelEntry.throughput_runs` of every row at once, to the last bit).
+    throughput per run under new dataset weights is arithmetic (a row's run j: run j of
+    each of its originals, averaged with the dataset weights).
 
     ``runs[r, j, i]``: run ``i`` of row ``r``'s ``j``-th timed original, NaN past the
     row's count of runs (the fewest any of its originals has), for padding, and for a row
@@ -282,7 +282,7 @@ class _Timed:
         for i, t in enumerate(timed):
             count = min((len(r) for _, _, r in t), default=0)
             if count < 2:
-                continue  # ModelEntry.throughput_runs gives none
+                continue  # a dataset with fewer than two runs: the row has none
             for j, (name, weight, measured) in enumerate(t):
                 key_of[i, j], own[i, j] = index[name], weight
                 runs[i, j, :count] = measured[:count]
@@ -302,9 +302,11 @@ def timed_runs(
     table: TaskTable, figures: RankedFigures, cache: MemoryCache | None = None
 ) -> FloatArray:
     """Each of ``figures``' rows' throughput per timed run under its dataset weights,
-    ``(rows, runs)``, NaN past a row's runs (all NaN: it has none to resample): what
-    :meth:`ModelEntry.throughput_runs` gives each, at a new weighting's cost of
-    arithmetic, with the rows' arrays kept in ``cache`` under the table's version."""
+    ``(rows, runs)``, NaN past a row's runs (all NaN: fewer than two on an original, or
+    no weight on any): run j of each original averaged with the figures' dataset weights,
+    at a new weighting's cost of arithmetic, with the rows' arrays kept in ``cache`` under
+    the table's version. The rule for one row is ``throughput_runs`` in
+    ``tests/helpers/entries.py``, which the tests hold this to."""
     kept = cache if table.version else None  # a table built by hand is not cached
     cache_key = ("timed", table.version)
     found: _Timed | None = kept.get(cache_key) if kept is not None else None

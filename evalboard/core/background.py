@@ -55,7 +55,7 @@ class Background:
     def submit(self, key: Hashable, work: Callable[[], object]) -> bool:
         """Queue ``work`` under ``key``; False where that key already waits or runs."""
         with self._changed:
-            if key in self._waiting or (self._running is not None and self._running == key):
+            if self._holds(key):
                 return False
             self._waiting[key] = (time.monotonic(), work)
             self._waiting.move_to_end(key, last=False)  # the latest asked goes first
@@ -71,15 +71,13 @@ class Background:
     def busy(self, key: Hashable) -> bool:
         """Whether the work under ``key`` waits or runs."""
         with self._changed:
-            return key in self._waiting or (self._running is not None and self._running == key)
+            return self._holds(key)
 
     def wait(self, key: Hashable, timeout: float | None = None) -> bool:
         """Wait until the work under ``key`` neither waits nor runs (done, dropped or
         failed); False where ``timeout`` seconds passed first."""
         with self._changed:
-            return self._changed.wait_for(
-                lambda: key not in self._waiting and self._running != key, timeout=timeout
-            )
+            return self._changed.wait_for(lambda: not self._holds(key), timeout=timeout)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until nothing waits or runs; False where ``timeout`` seconds passed first."""
@@ -87,6 +85,10 @@ class Background:
             return self._changed.wait_for(
                 lambda: not self._waiting and self._running is None, timeout=timeout
             )
+
+    def _holds(self, key: Hashable) -> bool:
+        """Whether ``key``'s work waits or runs (the caller holds the lock)."""
+        return key in self._waiting or (self._running is not None and self._running == key)
 
     def _run(self) -> None:
         while True:

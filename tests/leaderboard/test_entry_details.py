@@ -16,7 +16,7 @@ from evaluator.result import DatasetMetrics
 from leaderboard.entry import EntryDetails, board_metrics
 from leaderboard.table import RankedFigures, TaskTable, timed_runs
 from scoring import METRICS
-from tests.helpers.entries import finished_entry
+from tests.helpers.entries import finished_entry, throughput_runs
 from tests.helpers.tasks import sentiment_spec
 
 
@@ -147,6 +147,6 @@ def test_every_rows_timed_runs_at_once_are_each_rows_own_to_the_last_bit(
     )
     found = timed_runs(table, figures)
     for entry, row in zip(entries, found, strict=True):
-        expected = entry.throughput_runs(weights)
+        expected = throughput_runs(entry, weights)
         assert row[~np.isnan(row)].tolist() == expected
         assert np.isnan(row[len(expected) :]).all()

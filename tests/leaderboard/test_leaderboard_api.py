@@ -257,6 +257,7 @@ async def test_timed_runs_give_a_spread_and_a_busy_worker_is_marked(
 
     from evalboard.core.tables import Dataset, Result
     from leaderboard.table import load_table
+    from tests.helpers.entries import throughput_runs
     from tests.leaderboard.conftest import make_client
 
     bow = seeded.submissions["bow-logreg"]
@@ -284,7 +285,7 @@ async def test_timed_runs_give_a_spread_and_a_busy_worker_is_marked(
     # The slowest and fastest run under each board's dataset weights, as the row's own runs.
     entry = next(m for m in load_table(seeded.ctx, TASK).models if m.name == "bow-logreg")
     for shown in (board, reweighed):
-        runs = entry.throughput_runs(shown["dataset_weights"])
+        runs = throughput_runs(entry, shown["dataset_weights"])
         spread = next(r for r in shown["rows"] if r["name"] == "bow-logreg")["spread"]
         assert spread["throughput"] == {"low": min(runs), "high": max(runs)}
     others = [r for r in board["rows"] if r["rank"] and r["name"] != "bow-logreg"]
