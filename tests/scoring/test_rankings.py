@@ -80,6 +80,39 @@ def test_pareto_fronts_by_hand() -> None:
     assert pareto_front(twins) == ["x", "y"]
 
 
+def _beaten(goods: dict[str, tuple[float, ...]], name: str) -> bool:
+    mine = goods[name]
+    return any(
+        all(o >= m for o, m in zip(other, mine, strict=True)) and other != mine
+        for other in goods.values()
+    )
+
+
+# Few distinct values, so that ties in one metric or both are common.
+_pairs = st.dictionaries(
+    st.text("abcdefgh", min_size=1, max_size=3),
+    st.tuples(st.sampled_from([0.0, 1.0, 1.5, 2.0, 7.0]), st.sampled_from([-3.0, 0.0, 2.5, 4.0])),
+    min_size=1,
+    max_size=30,
+)
+
+
+@given(_pairs, st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_a_front_of_two_metrics_is_the_models_no_other_beats(
+    pairs: dict[str, tuple[float, float]], lower_memory: bool
+) -> None:
+    """Two metrics take a sweep, not every pair compared: the front must be the same."""
+    table = {name: {"perf": p, "memory": m} for name, (p, m) in pairs.items()}
+    sign = -1.0 if lower_memory else 1.0
+    goods = {name: (p, sign * m) for name, (p, m) in pairs.items()}
+    expected = sorted(
+        (name for name in goods if not _beaten(goods, name)), key=lambda n: (-goods[n][0], n)
+    )
+    directions = {"memory": -1.0} if lower_memory else None
+    assert pareto_front(table, metrics=["perf", "memory"], directions=directions) == expected
+
+
 def test_mean_z_score_by_hand() -> None:
     table = {
         "a": {"perf": 1.0, "mem": 3.0},
