@@ -8,9 +8,11 @@ Writes ``benchmarks/results/evaluator.json``: every figure a median with its ran
    the dataset file read, the sandbox's start, the timed phase, output checks, scoring,
    the sandbox's close, the JSON written and the tables printed), on 10,000 examples
    (real DynaSent/SST sentences from ../shared/datasets, cycled; synthetic sentences
-   where that is absent), against the same model's ``predict`` in this process over the
-   same batches of 64 ("raw inference"). Each repetition times both, one after the other,
-   and gives one ratio. Models, named by what they are:
+   where that is absent), against the same model's ``predict`` over the same batches of
+   64 in a fresh process of its own, one pass timed as the sandbox makes one ("raw
+   inference", ``_raw_inference.py``: a Python loop's speed differs by up to 15% from one
+   process to the next, so each side is a fresh process). Each repetition times both, one after the
+   other, and gives one ratio. Models, named by what they are:
 
    - ``vader``: VADER (vaderSentiment's rule-based lexicon model,
      tests/evaluator/fixtures/vader_bundle), tens of microseconds per example; in the
@@ -33,7 +35,6 @@ close) is measured by ``bench_startup.py``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import random
 import shutil
@@ -61,11 +62,13 @@ from evaluator import WorkerPool, enqueue_submission  # noqa: E402
 from evaluator.jobs.dispatch import make_celery  # noqa: E402
 from evaluator.provenance import cpu_count, cpu_model  # noqa: E402
 from tests.evaluator.conftest import submit  # noqa: E402
+from tests.helpers.sentiment_bundles import load_handler  # noqa: E402
 from tests.helpers.tasks import SENTIMENT  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "evaluator.json"
 VADER = ROOT / "tests" / "evaluator" / "fixtures" / "vader_bundle"
 KEYWORD = ROOT / "tests" / "evaluator" / "fixtures" / "keyword_bundle"
+RAW_INFERENCE = ROOT / "benchmarks" / "_raw_inference.py"
 DYNASENT = ROOT.parent / "shared" / "datasets" / "dynasent"
 EVALBOARD = Path(sys.executable).parent / "evalboard"
 LABELS = {"positive", "negative", "neutral"}
@@ -95,19 +98,6 @@ def sentences(n: int) -> tuple[list[dict[str, Any]], str]:
     return examples, source
 
 
-def _handler(bundle: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(f"handler_{bundle.name}", bundle / "handler.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def raw_model(bundle: Path) -> Any:
-    """The bundle's model loaded in this process, as its author would call it."""
-    return _handler(bundle).Model(str(bundle))
-
-
 def _timed(action: Callable[[], object]) -> float:
     started = time.perf_counter()
     action()
@@ -124,16 +114,21 @@ def bench_end_to_end(
         dataset.write_text("".join(json.dumps(e) + "\n" for e in examples), encoding="utf-8")
     task_file = root / "task.json"  # JSON is YAML
     task_file.write_text(json.dumps(SENTIMENT), encoding="utf-8")
-    inputs = [{"uid": e["uid"], "statement": e["statement"]} for e in examples]
-    model = raw_model(bundle)
+    inputs = root / "bench-10k-inputs.jsonl"  # what the model sees: no labels
+    unlabelled = ({"uid": e["uid"], "statement": e["statement"]} for e in examples)
+    inputs.write_text("".join(json.dumps(e) + "\n" for e in unlabelled), encoding="utf-8")
+    raw_argv = [sys.executable, str(RAW_INFERENCE), str(bundle), str(inputs), str(BATCH)]
     argv = [str(EVALBOARD), "evaluate", str(bundle), "--task-file", str(task_file)]
     argv += ["--dataset", str(dataset), "--sandbox", sandbox, "--json", str(root / "r.json")]
     argv += ["--batch-size", str(BATCH), "--energy" if energy else "--no-energy"]
     env = user_env(EVALBOARD_DATA_DIR=str(root / "data"), COLUMNS="120")
 
-    def raw() -> None:
-        for offset in range(0, len(inputs), BATCH):
-            model.predict(inputs[offset : offset + BATCH])
+    def raw() -> float:
+        """The predict loop's seconds, in a fresh process (benchmarks/_raw_inference.py)."""
+        done = subprocess.run(raw_argv, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"raw inference failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        return float(done.stdout.strip().splitlines()[-1])
 
     def cli() -> None:
         done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
@@ -144,7 +139,7 @@ def bench_end_to_end(
     cli()  # warm-up: the page cache, an image build, codecarbon's kept hardware probe
     raw_s, cli_s = [], []
     for _ in range(repeats):
-        raw_s.append(_timed(raw))
+        raw_s.append(raw())
         cli_s.append(_timed(cli))
     result = json.loads((root / "r.json").read_text())["datasets"][0]["metrics"]
     return {
@@ -166,7 +161,7 @@ def bench_end_to_end(
 
 def iterations_per_ms() -> int:
     """Loop iterations of the keyword model's ``busy`` that take about 1 ms here (best of 5)."""
-    busy = _handler(KEYWORD).busy
+    busy = load_handler(KEYWORD).busy
     n = 200_000
     best = min(_timed(lambda: busy(n)) for _ in range(5))
     return max(1, round(n / (best * 1000)))

@@ -266,18 +266,19 @@ def bench_evaluate_10k(runs: int) -> dict[str, Any]:
     addressed by its canonical sha256), the sandbox's start until the model's hello, the
     timed phase (requests, the model's answers, each output checked), scoring, the
     sandbox's close."""
-    from benchmarks.bench_evaluator import BATCH, EXAMPLES, raw_model, sentences
+    from benchmarks.bench_evaluator import BATCH, EXAMPLES, sentences
     from datasets_registry import parse_task_spec
     from evaluator import TestSet
     from evaluator.measurement import measure
     from evaluator.scorecard import score
     from submission_sandbox import load_bundle, open_sandbox
+    from tests.helpers.sentiment_bundles import load_in_process
     from tests.helpers.tasks import SENTIMENT
 
     task = parse_task_spec(SENTIMENT)
     examples, source = sentences(EXAMPLES)
     inputs = [{"uid": e["uid"], "statement": e["statement"]} for e in examples]
-    model = raw_model(VADER)
+    model = load_in_process(VADER)
     steps: dict[str, list[float]] = {
         name: [] for name in ("bundle", "read", "start", "timed", "raw", "score", "close")
     }

@@ -101,13 +101,18 @@ def write_bundle(
     return bundle
 
 
-def load_in_process(bundle: Path) -> Any:
-    """The bundle's ``Model``, loaded in this process."""
+def load_handler(bundle: Path) -> Any:
+    """The bundle's ``handler.py``, imported in this process."""
     spec = importlib.util.spec_from_file_location(f"handler_{bundle.name}", bundle / "handler.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.Model(str(bundle))
+    return module
+
+
+def load_in_process(bundle: Path) -> Any:
+    """The bundle's ``Model``, loaded in this process."""
+    return load_handler(bundle).Model(str(bundle))
 
 
 def train_bow(rows: list[dict[str, Any]]) -> str:
