@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from evalboard.core.cache import MISSING, MemoryCache, approximate_size, sampled_size
 from evalboard.core.context import Context
 from leaderboard.example_statistics import Statistics, Unpaired, constant_statistics
+from leaderboard.kept_draws import load_draws, save_draws, worth_saving
 from leaderboard.table import ModelEntry, TaskTable
 from scoring import (
     Draws,
@@ -413,8 +414,22 @@ def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> R
     resamples = ctx.cache.get(resamples_key)
     if resamples is not None:
         return resamples  # type: ignore[no-any-return]
-    draws_key = ("bootstrap-draws", _task_key(table, inputs))
-    drawn_files, drawn_uids, draws = ctx.cache.get(draws_key, ({}, {}, None))
+    task_key = _task_key(table, inputs)
+    draws_key = ("bootstrap-draws", task_key)
+    kept_draws = ctx.cache.get(draws_key)
+    # A server's start: the draws kept on disk, if any. A cache of 0 bytes keeps nothing
+    # derived, there either: every request draws from the statistics (the tests' board
+    # "from scratch").
+    on_disk = ctx.cache.budget_bytes > 0
+    if kept_draws is None and on_disk:
+        kept_draws = load_draws(ctx, table.task.id, task_key)
+        if kept_draws is not None:
+            ctx.cache.put(draws_key, kept_draws, size=_draws_size(kept_draws[2]))
+    drawn_files: dict[str, tuple[str, ...]] = {}
+    drawn_uids: dict[str, str] = {}
+    draws: Draws | None = None
+    if kept_draws is not None:
+        drawn_files, drawn_uids, draws = kept_draws
     kept = {key for key, f in inputs.files.items() if drawn_files.get(key) == f}
     examples = Statistics(ctx, table, inputs.files, drawn_uids if kept else {})
     try:
@@ -434,6 +449,8 @@ def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> R
         if drawn_files != inputs.files:
             draws = draw(examples, **arguments, previous=draws, kept=kept)
             ctx.cache.put(draws_key, (inputs.files, examples.uids, draws), size=_draws_size(draws))
+            if on_disk and worth_saving(len(inputs.files), len(inputs.files) - len(kept)):
+                save_draws(ctx, table.task.id, task_key, inputs.files, examples.uids, draws)
         resamples = resample(
             examples,
             **arguments,
