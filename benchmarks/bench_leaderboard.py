@@ -3,15 +3,17 @@
 Synthetic rows go through the project's own storage (the real tables via SQLAlchemy, on
 SQLite in a temporary folder): one task, one 500-example scoring round and its perturbed
 copies (two rounds for the boards with intervals, predictions on both, so that new dataset
-weights move perf), and ``n`` finished submissions with a result on each. Each request goes through
-the whole app in process (httpx's ASGI transport): ``GET /tasks/T/leaderboard`` (the API)
-and ``GET /ui/tasks/T`` (the page, time to the last byte, which bounds its first byte since
-the page is rendered in one piece). Cold: the first request after seeding, which derives
-and stores every row (a backfill, as after an upgrade that changes the rows' format);
-restart: the first requests of a new :class:`~evalboard.core.context.Context` on the
-stored rows (empty derived-data cache); warm: the requests after it, with default
-weights, with new dataset weights asked for again (``api_new_weights``, the cached ranking
-after its first request), with dataset or metric weights no request asked for before
+weights move perf), and ``n`` finished submissions with a result on each. Each request goes
+through the whole app in process (httpx's ASGI transport): ``GET /tasks/T/leaderboard``
+(the API) and ``GET /ui/tasks/T`` (the page, time to the last byte, which bounds its first
+byte since the page is rendered in one piece), and a model's page
+(``GET /ui/tasks/T/models/N``, a model from the middle of the board: its row, card, charts
+and first examples). Cold: the first request after seeding, which derives and stores
+every row (a backfill, as after an upgrade that changes the rows' format); restart: the
+first requests of a new :class:`~evalboard.core.context.Context` on the stored rows and
+the bootstrap's draws kept on disk (empty derived-data cache); warm: the requests after
+it, with default weights, with new dataset weights asked for again (``api_new_weights``,
+the cached ranking after its first request), with dataset or metric weights no request asked for before
 (``api_fresh_weights``, ``api_fresh_metric_weights``, ranked anew each time), with every
 round weighed alike by a weight not asked for before (``api_same_shares_weights``: the
 owner's shares, so the kept resamples serve it);
@@ -283,11 +285,16 @@ async def _measure(
             "api_fresh_weights": [],
             "api_fresh_metric_weights": [],
             "api_same_shares_weights": [],
+            "model_page": [],
         }
         ready: list[float] = []  # new dataset weights: until their intervals are in
+        # A model's page: one from the middle of the board (its row, its charts).
+        listed = (await client.get(f"{api}?offset={submissions // 2}&limit=1")).json()
+        model = f"/ui/tasks/{TASK_ID}/models/{listed['rows'][0]['submission_id']}"
         for i in range(repeats):  # interleaved, so a neighbour's load falls on all alike
             runs["api"].append((await _timed(client, api))[0])
             runs["page"].append((await _timed(client, page))[0])
+            runs["model_page"].append((await _timed(client, model))[0])
             runs["api_new_weights"].append((await _timed(client, reweighted))[0])
             # Weights no request asked for before: ranked again, not read from the cache.
             fresh = f"{api}?dataset_weights=r1-test:{0.6 + i / 100:g}"

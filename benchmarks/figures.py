@@ -291,6 +291,7 @@ def _board(results: Path) -> Iterator[Row]:
             "API, dataset weights not asked for before in the owner's proportions,",
         ),
         ("api_fresh_metric_weights", "API, metric weights not asked for before,"),
+        ("model_page", "a model's page (its row, card, charts, first examples)"),
     )
     for group, note in (("sizes", ""), ("with_intervals", " with intervals (two rounds)")):
         for size, found in _mapping(board.get(group)).items():
@@ -313,14 +314,16 @@ def _board_rows(
     goal: tuple[str, str] = ("first byte < 200 ms", "p95 < 100 ms"),
     source: str = "leaderboard.json",
 ) -> Iterator[Row]:
-    """The warm requests; ``goal``: the page's, then the API's."""
+    """The warm requests; ``goal``: the task page's, then the API's (a model's page has
+    none of its own)."""
+    goals = {"page": goal[0], "model_page": ""}
     for part, what in parts:
         warm = dig(found, "warm", part)
         if isinstance(warm, Mapping) and {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(warm):
             yield Row(
                 f"leaderboard {what} at {where}, warm, p50 / p95",
                 _requests(warm),
-                goal[0] if part == "page" else goal[1],
+                goals.get(part, goal[1]),
                 source,
             )
 
