@@ -13,17 +13,17 @@ every row (a backfill, as after an upgrade that changes the rows' format); resta
 first requests of a new :class:`~evalboard.core.context.Context` on the stored rows and
 the bootstrap's draws kept on disk (empty derived-data cache); warm: the requests after
 it, with default weights, with new dataset weights asked for again (``api_new_weights``,
-the cached ranking after its first request), with dataset or metric weights no request asked for before
-(``api_fresh_weights``, ``api_fresh_metric_weights``, ranked anew each time), with every
-round weighed alike by a weight not asked for before (``api_same_shares_weights``: the
-owner's shares, so the kept resamples serve it);
+the cached ranking after its first request), with dataset or metric weights no request
+asked for before (``api_fresh_weights``, ``api_fresh_metric_weights``, ranked anew each
+time), with every round weighed alike by a weight not asked for before
+(``api_same_shares_weights``: the owner's shares, so the kept resamples serve it);
 after_new_result: the first request after one more submission finished (a new version of
 the board: ranked, and with predictions bootstrapped, again). A board of 1,000 models or
 more answers a weighting whose resamples are not kept before its intervals
 (``intervals_pending``; ``EVALBOARD_INTERVALS_INLINE_MODELS``): for the fresh dataset
 weights, the cold and restarted server and after a new result the time until the API
-answers with them is measured too (``*intervals_ready*``: asked again every 0.1 s; on a
-board without predictions, the second answer), and waited for before the next request.
+answers with them is measured too (``*intervals_ready*``: asked again every 0.1 s; boards
+with predictions only), and waited for before the next request.
 One request's time is also split into loading the table, ranking and JSON, so the figure
 says where the time goes.
 
@@ -251,9 +251,14 @@ async def _timed(client: httpx.AsyncClient, url: str) -> tuple[float, int]:
 POLL_S = 0.1
 
 
-async def _intervals_ready(client: httpx.AsyncClient, url: str, start: float) -> float:
+async def _intervals_ready(
+    client: httpx.AsyncClient, url: str, start: float, *, predictions: bool
+) -> float | None:
     """Seconds from ``start`` until ``url`` answers with its intervals: a large board's
-    first answer for new weights comes before them (``intervals_pending``)."""
+    first answer for new weights comes before them (``intervals_pending``). None on a
+    board without ``predictions`` (no intervals to wait for)."""
+    if not predictions:
+        return None
     while True:
         response = await client.get(url)
         response.raise_for_status()
@@ -275,7 +280,7 @@ async def _measure(
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
         started = time.perf_counter()
         cold_api, api_bytes = await _timed(client, api)
-        cold_ready = await _intervals_ready(client, api, started)
+        cold_ready = await _intervals_ready(client, api, started, predictions=predictions)
         cold_page, page_bytes = await _timed(client, page)
         rss_after_cold = _rss_gib()
         runs: dict[str, list[float]] = {
@@ -287,7 +292,7 @@ async def _measure(
             "api_same_shares_weights": [],
             "model_page": [],
         }
-        ready: list[float] = []  # new dataset weights: until their intervals are in
+        ready: list[float | None] = []  # new dataset weights: until their intervals are in
         # A model's page: one from the middle of the board (its row, its charts).
         listed = (await client.get(f"{api}?offset={submissions // 2}&limit=1")).json()
         model = f"/ui/tasks/{TASK_ID}/models/{listed['rows'][0]['submission_id']}"
@@ -301,7 +306,7 @@ async def _measure(
             started = time.perf_counter()
             runs["api_fresh_weights"].append((await _timed(client, fresh))[0])
             # Waited for, so that the next requests do not share the CPU with the making.
-            ready.append(await _intervals_ready(client, fresh, started))
+            ready.append(await _intervals_ready(client, fresh, started, predictions=predictions))
             metric_weights = f"{api}?weights=perf:4,throughput:{1 + i / 100:g},memory:1"
             runs["api_fresh_metric_weights"].append((await _timed(client, metric_weights))[0])
             # Every round weighed alike, with a weight not asked for before: the same
@@ -313,22 +318,27 @@ async def _measure(
         rss_after_warm = _rss_gib()
         # A job finishes: the next request ranks (and bootstraps) the board's new version.
         after: list[float] = []
-        after_ready: list[float] = []
+        after_ready: list[float | None] = []
         for i in range(min(repeats, 5)):
             added = range(submissions + i, submissions + i + 1)
             add_submissions(ctx, added, predictions=predictions)
             started = time.perf_counter()
             after.append((await _timed(client, api))[0])
-            after_ready.append(await _intervals_ready(client, api, started))
+            after_ready.append(
+                await _intervals_ready(client, api, started, predictions=predictions)
+            )
     out["cold"] = {
         "api_ms": round(cold_api * 1000, 1),
         "page_ms": round(cold_page * 1000, 1),
-        "intervals_ready_ms": round(cold_ready * 1000, 1),
+        **_ready_ms(cold_ready),
     }
     out["warm"] = {name: _summary(seconds) for name, seconds in runs.items()}
-    out["fresh_weights_intervals_ready"] = _summary(ready)
     out["after_new_result"] = _summary(after)
-    out["after_new_result_intervals_ready"] = _summary(after_ready)
+    if predictions:
+        out["fresh_weights_intervals_ready"] = _summary([r for r in ready if r is not None])
+        out["after_new_result_intervals_ready"] = _summary(
+            [r for r in after_ready if r is not None]
+        )
     out["bytes"] = {"api": api_bytes, "page": page_bytes}
     # The process's resident memory: what the cache keeps, and anything kept beside it.
     out["rss_gib"] = {"after_cold": rss_after_cold, "after_warm": rss_after_warm}
@@ -338,7 +348,7 @@ async def _measure(
 
 
 def _rss_gib() -> float:
-    return round(psutil.Process().memory_info().rss / 1024**3, 2)
+    return round(float(psutil.Process().memory_info().rss) / 1024**3, 2)
 
 
 def _split(ctx: Context) -> dict[str, float]:
@@ -382,7 +392,7 @@ def run_size(
                 settings, repeats, submissions=submissions, predictions=predictions, rounds=rounds
             )
         )
-        restart = asyncio.run(_restart(settings))
+        restart = asyncio.run(_restart(settings, predictions=predictions))
         return {
             "rows": counts,
             "rounds": rounds,
@@ -392,7 +402,11 @@ def run_size(
         }
 
 
-async def _restart(settings: Settings) -> dict[str, float]:
+def _ready_ms(seconds: float | None) -> dict[str, float]:
+    return {} if seconds is None else {"intervals_ready_ms": round(seconds * 1000, 1)}
+
+
+async def _restart(settings: Settings, *, predictions: bool) -> dict[str, float]:
     """The first requests of a server started again: its rows stored, nothing in memory."""
     ctx = Context.from_settings(settings)
     transport = httpx.ASGITransport(app=create_app(ctx))
@@ -400,13 +414,11 @@ async def _restart(settings: Settings) -> dict[str, float]:
         started = time.perf_counter()
         api, _ = await _timed(client, f"/tasks/{TASK_ID}/leaderboard")
         page, _ = await _timed(client, f"/ui/tasks/{TASK_ID}")
-        ready = await _intervals_ready(client, f"/tasks/{TASK_ID}/leaderboard", started)
+        ready = await _intervals_ready(
+            client, f"/tasks/{TASK_ID}/leaderboard", started, predictions=predictions
+        )
     ctx.db.dispose()
-    return {
-        "api_ms": round(api * 1000, 1),
-        "page_ms": round(page * 1000, 1),
-        "intervals_ready_ms": round(ready * 1000, 1),
-    }
+    return {"api_ms": round(api * 1000, 1), "page_ms": round(page * 1000, 1), **_ready_ms(ready)}
 
 
 def main() -> None:
