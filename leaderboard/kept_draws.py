@@ -94,7 +94,7 @@ def save_draws(
     try:
         with ctx.artifacts.open_write(_key(task_id)) as handle:
             np.savez(handle, allow_pickle=False, **arrays)
-    except PlatformError as exc:
+    except (PlatformError, OSError) as exc:  # never the request's intervals
         logger.warning("bootstrap draws of task %s not stored: %s", task_id, exc)
 
 

@@ -375,6 +375,7 @@ def test_a_store_that_cannot_keep_statistics_costs_nothing_but_time(
     try:
         on_full_disk = _board(full)
         assert "interval statistics not stored" in caplog.text
+        assert "bootstrap draws of task" in caplog.text
     finally:
         full.db.dispose()
     expected = _from_scratch(seeded.ctx)
