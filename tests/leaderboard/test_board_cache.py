@@ -505,6 +505,34 @@ def test_kept_draws_that_do_not_read_back_are_drawn_again(
         restarted.db.dispose()
 
 
+def test_servers_starting_at_once_each_keep_whole_draws(seeded: Seeded) -> None:
+    """Several servers on one store bootstrapping the same board at once (each writes its
+    draws: every column is new to each): every board equals one ranked from scratch, and
+    what is left on disk is one whole file that a later server reads back."""
+    expected = _from_scratch(seeded.ctx)
+    contexts = [Context.from_settings(seeded.ctx.settings) for _ in range(6)]
+    start = threading.Barrier(len(contexts))
+    found: list[dict[str, Any]] = []
+
+    def server(ctx: Context) -> None:
+        start.wait()
+        found.append(_board(ctx))
+
+    threads = [threading.Thread(target=server, args=(ctx,)) for ctx in contexts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    try:
+        assert len(found) == len(contexts) and all(board == expected for board in found)
+        path = _kept_draws(seeded.ctx)
+        assert [p.name for p in path.parent.iterdir()] == [path.name]  # no partial left
+        assert load_draws(seeded.ctx, TASK, _stored_task_key(path)) is not None
+    finally:
+        for ctx in contexts:
+            ctx.db.dispose()
+
+
 def _stored_task_key(path: Path) -> str:
     with np.load(path, allow_pickle=False) as stored:
         return str(json.loads(bytes(stored["header"]).decode())["task_key"])
