@@ -188,8 +188,9 @@ def pareto_figure(scatter: Scatter, info: MetricPublic | None, highlight: str) -
     better = "lower" if lower else "higher"
     return {
         "data": [
-            trace("Pareto front", on_front, mode="lines", line={"color": _FRONT, "dash": "dot"}),
+            # The cloud first: the front's line is drawn over it, not hidden under it.
             trace(others_name, others[::step], mode="markers", marker={"color": _MUTED, "size": 9}),
+            trace("Pareto front", on_front, mode="lines", line={"color": _FRONT, "dash": "dot"}),
             trace(
                 "this model",
                 mine,

@@ -83,7 +83,7 @@ def test_a_large_pareto_chart_draws_its_front_and_model_and_thins_the_rest() -> 
     memory = MetricPublic(
         name="memory", label="Memory", unit="GiB", direction="lower", weighable=True
     )
-    front, others, highlighted = pareto_figure(scatter, memory, mine)["data"]
+    others, front, highlighted = pareto_figure(scatter, memory, mine)["data"]
     table = {
         key: {"perf": p, "memory": m}
         for key, p, m in zip(scatter.keys, scatter.perf, scatter.values, strict=True)
@@ -99,6 +99,6 @@ def test_a_large_pareto_chart_draws_its_front_and_model_and_thins_the_rest() -> 
 
 def test_a_small_pareto_chart_draws_every_model() -> None:
     scatter = _scatter(50)
-    _, others, highlighted = pareto_figure(scatter, None, scatter.keys[0])["data"]
+    others, _, highlighted = pareto_figure(scatter, None, scatter.keys[0])["data"]
     assert others["name"] == "models" and len(others["x"]) == 49
     assert highlighted["x"] == [scatter.values[0]]
