@@ -30,7 +30,7 @@ import numpy as np
 
 from evalboard.core.context import Context
 from evalboard.core.errors import PlatformError
-from scoring.bootstrap import Draws
+from scoring import Draws
 
 __all__ = ["KeptDraws", "load_draws", "save_draws", "worth_saving"]
 
