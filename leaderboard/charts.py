@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from leaderboard.ranking import Scatter
 from leaderboard.schemas import MetricPublic, RowPublic
-from scoring import pareto_front
+from scoring import pareto_mask
 
 __all__ = [
     "MAX_SCATTER_POINTS",
@@ -159,16 +161,13 @@ def pareto_figure(scatter: Scatter, info: MetricPublic | None, highlight: str) -
     metric = scatter.metric
     label = f"{info.label} ({info.unit})" if info else metric
     lower = info is not None and info.direction == "lower"
-    table: dict[str, dict[str, float]] = {
-        key: {"perf": perf, metric: value}
-        for key, perf, value in zip(scatter.keys, scatter.perf, scatter.values, strict=True)
-    }
-    directions = {metric: -1.0} if lower else None
-    paired = ["perf", metric]
-    front = set(pareto_front(table, metrics=paired, directions=directions) if table else [])
+    # Goods, higher is better: from the arrays (100,000 models: no table of mappings).
+    values = np.asarray(scatter.values, dtype=np.float64)
+    perf = np.asarray(scatter.perf, dtype=np.float64)
+    goods = np.column_stack([perf, -values if lower else values])
+    front = np.flatnonzero(pareto_mask(goods)).tolist() if len(goods) else []
+    on_front = sorted(front, key=scatter.values.__getitem__)
     points = range(len(scatter.keys))
-    by_value = scatter.values.__getitem__
-    on_front = sorted((i for i in points if scatter.keys[i] in front), key=by_value)
     others = [i for i in points if scatter.keys[i] != highlight]
     step = -(-len(others) // MAX_SCATTER_POINTS)  # ceil: every step-th kept
     others_name = "models" if step == 1 else f"models (1 in {step}, by rank)"

@@ -15,7 +15,13 @@ from scoring import squad as _squad  # noqa: F401
 from scoring import text as _text  # noqa: F401
 
 if TYPE_CHECKING:
-    from scoring.aggregates import mean_win_rate, mean_z_score, pareto_front, pareto_fronts
+    from scoring.aggregates import (
+        mean_win_rate,
+        mean_z_score,
+        pareto_front,
+        pareto_fronts,
+        pareto_mask,
+    )
     from scoring.bootstrap import (
         BootstrapResult,
         Draws,
@@ -101,7 +107,13 @@ if TYPE_CHECKING:
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        "scoring.aggregates": ("mean_win_rate", "mean_z_score", "pareto_front", "pareto_fronts"),
+        "scoring.aggregates": (
+            "mean_win_rate",
+            "mean_z_score",
+            "pareto_front",
+            "pareto_fronts",
+            "pareto_mask",
+        ),
         "scoring.bootstrap": (
             "BootstrapResult",
             "Draws",

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from scoring._table import Table, per_metric, to_goods, to_matrix
 from scoring.registry import FloatArray, ScoringError
 
-__all__ = ["mean_win_rate", "mean_z_score", "pareto_front", "pareto_fronts"]
+__all__ = ["mean_win_rate", "mean_z_score", "pareto_front", "pareto_fronts", "pareto_mask"]
 
 _ROWS_AT_ONCE = 256
 
@@ -56,16 +56,23 @@ def pareto_front(
     ['y']
     """
     models, _, goods = _columns(table, directions, metrics)
-    if goods.shape[1] == 2 and np.isfinite(goods).all():
-        on_front = _front_of_two(goods)
-    else:
-        on_front = np.empty(len(models), dtype=bool)
-        for start in range(0, len(models), _ROWS_AT_ONCE):
-            rows = goods[start : start + _ROWS_AT_ONCE, None, :]
-            dominates = np.all(goods >= rows, axis=-1) & np.any(goods > rows, axis=-1)
-            on_front[start : start + _ROWS_AT_ONCE] = ~np.any(dominates, axis=-1)
-    front = np.flatnonzero(on_front)
+    front = np.flatnonzero(pareto_mask(goods))
     return [models[i] for i in sorted(front, key=lambda i: (-goods[i, 0], models[i]))]
+
+
+def pareto_mask(goods: FloatArray) -> NDArray[np.bool_]:
+    """Which rows of ``goods`` (``(models, metrics)``, higher is better: after direction)
+    are on the Pareto front: beaten by no row at least as good everywhere and better
+    somewhere. The array form of :func:`pareto_front`, for callers that hold the figures
+    as arrays (a board's 100,000 models: no table of mappings to build and check)."""
+    if goods.ndim == 2 and goods.shape[1] == 2 and np.isfinite(goods).all():
+        return _front_of_two(goods)
+    on_front = np.empty(len(goods), dtype=bool)
+    for start in range(0, len(goods), _ROWS_AT_ONCE):
+        rows = goods[start : start + _ROWS_AT_ONCE, None, :]
+        dominates = np.all(goods >= rows, axis=-1) & np.any(goods > rows, axis=-1)
+        on_front[start : start + _ROWS_AT_ONCE] = ~np.any(dominates, axis=-1)
+    return on_front
 
 
 def _front_of_two(goods: FloatArray) -> NDArray[np.bool_]:
