@@ -167,11 +167,11 @@ def pareto_figure(scatter: Scatter, info: MetricPublic | None, highlight: str) -
     goods = np.column_stack([perf, -values if lower else values])
     front = np.flatnonzero(pareto_mask(goods)).tolist() if len(goods) else []
     on_front = sorted(front, key=scatter.values.__getitem__)
-    points = range(len(scatter.keys))
-    others = [i for i in points if scatter.keys[i] != highlight]
-    step = -(-len(others) // MAX_SCATTER_POINTS)  # ceil: every step-th kept
+    mine = [scatter.keys.index(highlight)] if highlight in scatter.keys else []
+    count = len(scatter.keys) - len(mine)
+    step = max(1, -(-count // MAX_SCATTER_POINTS))  # ceil: every step-th kept
     others_name = "models" if step == 1 else f"models (1 in {step}, by rank)"
-    mine = [i for i in points if scatter.keys[i] == highlight]
+    others = [i for i in range(0, len(scatter.keys), step) if i not in mine]
 
     def trace(name: str, subset: Sequence[int], **style: Any) -> dict[str, Any]:
         return {
@@ -188,7 +188,7 @@ def pareto_figure(scatter: Scatter, info: MetricPublic | None, highlight: str) -
     return {
         "data": [
             # The cloud first: the front's line is drawn over it, not hidden under it.
-            trace(others_name, others[::step], mode="markers", marker={"color": _MUTED, "size": 9}),
+            trace(others_name, others, mode="markers", marker={"color": _MUTED, "size": 9}),
             trace("Pareto front", on_front, mode="lines", line={"color": _FRONT, "dash": "dot"}),
             trace(
                 "this model",

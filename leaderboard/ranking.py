@@ -236,6 +236,9 @@ class _Ranking:
     cache: MemoryCache | None = None
     #: Each row's slowest and fastest timed run, made when a page first asks.
     _spread: tuple[FloatArray, FloatArray] | None = None
+    #: The rows' positions in ``keys`` in rank order, their keys and names: made when a
+    #: chart first asks, shared by its charts (read-only).
+    _in_order: tuple[NDArray[np.intp], list[str], list[str]] | None = None
 
     @property
     def intervals_pending(self) -> bool:
@@ -271,18 +274,23 @@ class _Ranking:
 
     def scatter(self, metric: str) -> Scatter:
         """Every ranked row's perf and ``metric``, those that have ``metric``."""
-        if not self.keys:
-            return Scatter(metric, [], [], [], [])
-        ranked = [self.index[key] for key in self.order]
-        rows = self.at[ranked]
+        if self._in_order is None:
+            positions = np.fromiter(
+                (self.index[key] for key in self.order), dtype=np.intp, count=len(self.order)
+            )
+            self._in_order = (positions, self.order, [self.names[key] for key in self.order])
+        positions, keys, names = self._in_order
+        rows = self.at[positions]
         values, missing = self.figures.values, self.figures.missing
         perf, other = METRIC_COLUMN["perf"], METRIC_COLUMN[metric]
         has = ~missing[rows, other]
-        rows, shown = rows[has], np.asarray(ranked)[has]
+        if not has.all():  # only those with the figure
+            rows, kept = rows[has], np.flatnonzero(has).tolist()
+            keys, names = [keys[i] for i in kept], [names[i] for i in kept]
         return Scatter(
             metric=metric,
-            keys=[self.keys[i] for i in shown],
-            names=[self.names[self.keys[i]] for i in shown],
+            keys=keys,
+            names=names,
             perf=np.where(missing[rows, perf], 0.0, values[rows, perf]).tolist(),
             values=values[rows, other].tolist(),
         )
@@ -301,8 +309,9 @@ class _Ranking:
         # The keys and names are the entries' strings; the mappings and lists are new.
         per_row = sum(map(sys.getsizeof, (self.keys, self.index, self.names, self.order)))
         boot = self.boot.approximate_size() if self.boot is not None else 0
-        spread = 2 * np.dtype(np.float64).itemsize * len(self.keys)  # made after it is kept
-        return approximate_size(arrays) + per_row + boot + spread
+        # Made after it is kept: the throughput spread, the charts' rank order.
+        later = (2 * np.dtype(np.float64).itemsize + 3 * 8) * len(self.keys)
+        return approximate_size(arrays) + per_row + boot + later
 
 
 def build_leaderboard(
@@ -431,7 +440,8 @@ def model_standing(
         intervals=True,
         wait_for_intervals=True,
     )
-    board = _board(ranking, BoardQuery(), lambda entry: entry.submission_id == submission_id)
+    entry = table.entry(submission_id)
+    board = _board(ranking, BoardQuery(), only=entry.key if entry is not None else "")
     shown = {m.name for m in board.metrics}
     return Standing(
         board=board,
@@ -598,15 +608,22 @@ def _has_predictions(table: TaskTable, ranked: list[ModelEntry], kept: MemoryCac
 
 
 def _board(
-    ranking: _Ranking, query: BoardQuery, keep: Callable[[ModelEntry], bool] | None
+    ranking: _Ranking,
+    query: BoardQuery,
+    keep: Callable[[ModelEntry], bool] | None = None,
+    *,
+    only: str | None = None,
 ) -> LeaderboardPublic:
-    """One page of ``ranking``, as the API sends it."""
+    """One page of ``ranking``, as the API sends it; ``only``: the row of that key alone
+    (none where it is not ranked), without walking the others."""
     table, figures = ranking.table, ranking.figures
     baseline = figures.majority_perf
     total = 0
     rows: list[RowPublic] = []
     if ranking.keys:
-        if keep is None:
+        if only is not None:
+            order = [only] if only in ranking.index else []
+        elif keep is None:
             order = ranking.order
         else:
             entries = figures.entries
