@@ -292,21 +292,55 @@ def _counted_ranks(scores: FloatArray, at: NDArray[np.intp]) -> NDArray[np.intp]
     by counting in each resample the scores above theirs (a few rows among thousands of
     contenders: cheaper than sorting them all with their tie-breaks). None where two
     scores of a resample tie with one of these rows' (or one is NaN): the tie-breaks
-    decide then, not the count."""
+    decide then, not the count.
+
+    Counted in single precision, half the sort of double here (1,000 x 3,000 scores: 30
+    against 59 ms), and exact all the same: rounding keeps order (``a <= b`` gives
+    ``single(a) <= single(b)``), so a score whose single is below a row's is below it and
+    one whose single is above is above; only where another score's single equals the
+    row's are that row's scores compared in double."""
     width = scores.shape[-1]
-    # Every resample's scores sorted by one call, then each row's score looked up in its
-    # resample: 4.5x placing every score among the sorted rows' (1,000 x 2,950, 100 rows).
-    ordered = np.sort(scores, axis=-1)
+    ordered = np.sort(scores.astype(np.float32), axis=-1)
     if np.isnan(ordered[:, -1]).any():  # NaN sorts last
         return None
     rows = scores[:, at]
-    # How many scores are at most each row's (the array's method: no wrapper per call).
-    after = np.array([o.searchsorted(r, side="right") for o, r in zip(ordered, rows, strict=True)])
-    # A row's own score is the last at most it; one more equal to it before is a tie.
+    singles = rows.astype(np.float32)
+    after = _at_most(ordered, singles)
+    # A row's own single is the last at most it; one more equal to it before is unsure.
+    before = np.take_along_axis(ordered, np.maximum(after - 2, 0), axis=-1)
+    unsure = np.nonzero((after >= 2) & (before == singles))
+    if len(unsure[0]) * _UNSURE_SHARE > after.size:  # many near-ties: count in double
+        return _counted_in_double(scores, rows)
+    for start in range(0, len(unsure[0]), _UNSURE_AT_ONCE):
+        r, j = (part[start : start + _UNSURE_AT_ONCE] for part in unsure)
+        theirs, mine = scores[r], rows[r, j][:, None]
+        if np.any(np.count_nonzero(theirs == mine, axis=-1) > 1):
+            return None
+        after[r, j] = np.count_nonzero(theirs <= mine, axis=-1)
+    found: NDArray[np.intp] = width - after + 1
+    return found
+
+
+#: Beyond one unsure row in this many, the whole count is made in double.
+_UNSURE_SHARE = 20
+#: Unsure rows compared at once (each copies its resample's scores).
+_UNSURE_AT_ONCE = 256
+
+
+def _at_most(ordered: NDArray[Any], rows: NDArray[Any]) -> NDArray[np.intp]:
+    """How many of each resample's ``ordered`` scores are at most each of its ``rows``'
+    (the array's own method per resample: no wrapper per call)."""
+    return np.array([o.searchsorted(r, side="right") for o, r in zip(ordered, rows, strict=True)])
+
+
+def _counted_in_double(scores: FloatArray, rows: FloatArray) -> NDArray[np.intp] | None:
+    """:func:`_counted_ranks` for ``rows`` (``scores``' own), every score sorted in double."""
+    ordered = np.sort(scores, axis=-1)
+    after = _at_most(ordered, rows)
     before = np.take_along_axis(ordered, np.maximum(after - 2, 0), axis=-1)
     if np.any((after >= 2) & (before == rows)):
         return None
-    found: NDArray[np.intp] = width - after + 1
+    found: NDArray[np.intp] = scores.shape[-1] - after + 1
     return found
 
 

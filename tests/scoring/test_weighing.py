@@ -144,6 +144,35 @@ def test_counted_ranks_are_the_sorted_ranks_and_decline_ties() -> None:
     assert _counted_ranks(lowest, at) is None
 
 
+def _sorted_ranks(scores: np.ndarray, at: np.ndarray) -> np.ndarray:
+    return (-scores).argsort(axis=-1, kind="stable").argsort(axis=-1)[:, at] + 1
+
+
+@pytest.mark.parametrize("near", [3, 200], ids=["a-few-near-ties", "many-near-ties"])
+def test_counted_ranks_are_exact_where_single_precision_cannot_tell(near: int) -> None:
+    """Scores a few units of the last place apart in double are equal in single: those
+    rows are counted in double (a few), or every row is (many); the ranks are the full
+    sort's either way, and an exact tie among them still declines."""
+    rng = np.random.default_rng(11)
+    scores = rng.normal(size=(40, 500)) * 10
+    at = np.array([0, 5, 250, 499])
+    for column in rng.choice(np.arange(6, 250), size=near, replace=False):
+        row = rng.integers(0, 40)
+        target = at[rng.integers(0, len(at))]
+        # 1 to 3 units of the last place above or below the row's: the same single.
+        steps = rng.integers(1, 4)
+        towards = np.inf if rng.random() < 0.5 else -np.inf
+        value = scores[row, target]
+        for _ in range(steps):
+            value = np.nextafter(value, towards)
+        scores[row, column] = value
+    assert np.float32(scores[row, column]) == np.float32(scores[row, target])
+    assert np.array_equal(_counted_ranks(scores, at), _sorted_ranks(scores, at))
+    tied = scores.copy()
+    tied[row, column] = tied[row, target]
+    assert _counted_ranks(tied, at) is None
+
+
 def test_a_large_boards_small_pages_are_what_ranking_every_model_gives() -> None:
     """Pages of a few rows among hundreds of contenders: ranked by counting."""
     board = _board(9, 400, twins=True, constant=True)
