@@ -16,6 +16,7 @@ import pytest
 
 from evalboard.core.context import Context
 from leaderboard.app import create_app
+from leaderboard.paging import DEFAULT_LIMIT
 from tests.helpers.background import hold
 from tests.leaderboard.conftest import make_client
 from tests.leaderboard.seeding import TASK, Seeded
@@ -118,3 +119,22 @@ async def test_a_download_waits_for_the_intervals_being_made_rather_than_making_
         body = (await asyncio.wait_for(download, timeout=60)).json()
     assert body["intervals_pending"] is False
     assert _ranked(body) == _ranked(_from_scratch(seeded.ctx, {"test": 0.25}))
+
+
+async def test_the_background_ranks_the_first_page_with_the_intervals(seeded: Seeded) -> None:
+    """The request that finds the intervals made ranks no row: the background ranked the
+    first page's rows (and who leads) with them."""
+    ctx = _large(seeded)
+    async with make_client(create_app(ctx)) as client:
+        pending = await client.get(f"/tasks/{TASK}/leaderboard?dataset_weights={WEIGHTS}")
+        assert pending.json()["intervals_pending"] is True
+        assert ctx.background.wait_idle(timeout=60)
+    made = [
+        value
+        for key, (value, *_) in list(ctx.cache._entries.items())
+        if isinstance(key, tuple) and key[:1] == ("bootstrap",) and value is not None
+    ]
+    assert len(made) == 1
+    intervals = made[0]
+    first_page = intervals.order[:DEFAULT_LIMIT]
+    assert set(intervals._rows) == set(first_page) and intervals._first_counts is not None
