@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from leaderboard.ranking import Scatter
 from leaderboard.schemas import MetricPublic, RowPublic
@@ -162,24 +163,24 @@ def pareto_figure(scatter: Scatter, info: MetricPublic | None, highlight: str) -
     label = f"{info.label} ({info.unit})" if info else metric
     lower = info is not None and info.direction == "lower"
     # Goods, higher is better: from the arrays (100,000 models: no table of mappings).
-    values = np.asarray(scatter.values, dtype=np.float64)
-    perf = np.asarray(scatter.perf, dtype=np.float64)
+    values, perf = scatter.values, scatter.perf
     goods = np.column_stack([perf, -values if lower else values])
-    front = np.flatnonzero(pareto_mask(goods)).tolist() if len(goods) else []
-    on_front = sorted(front, key=scatter.values.__getitem__)
+    front = np.flatnonzero(pareto_mask(goods)) if len(goods) else np.zeros(0, dtype=np.intp)
+    on_front = front[np.argsort(values[front], kind="stable")]
     mine = [scatter.keys.index(highlight)] if highlight in scatter.keys else []
     count = len(scatter.keys) - len(mine)
     step = max(1, -(-count // MAX_SCATTER_POINTS))  # ceil: every step-th kept
     others_name = "models" if step == 1 else f"models (1 in {step}, by rank)"
     others = [i for i in range(0, len(scatter.keys), step) if i not in mine]
 
-    def trace(name: str, subset: Sequence[int], **style: Any) -> dict[str, Any]:
+    def trace(name: str, subset: Sequence[int] | NDArray[np.intp], **style: Any) -> dict[str, Any]:
+        picked = np.asarray(subset, dtype=np.intp)
         return {
             "type": "scatter",
             "name": name,
-            "x": [scatter.values[i] for i in subset],
-            "y": [scatter.perf[i] for i in subset],
-            "text": [scatter.names[i] for i in subset],
+            "x": values[picked].tolist(),
+            "y": perf[picked].tolist(),
+            "text": [scatter.names[i] for i in picked.tolist()],
             "hovertemplate": "%{text}<br>perf %{y:.2f}<br>" + metric + " %{x:.3g}<extra></extra>",
             **style,
         }

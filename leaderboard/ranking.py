@@ -291,8 +291,8 @@ class _Ranking:
             metric=metric,
             keys=keys,
             names=names,
-            perf=np.where(missing[rows, perf], 0.0, values[rows, perf]).tolist(),
-            values=values[rows, other].tolist(),
+            perf=np.where(missing[rows, perf], 0.0, values[rows, perf]),
+            values=values[rows, other],
         )
 
     @property
@@ -404,8 +404,8 @@ class Scatter:
     metric: str
     keys: list[str]
     names: list[str]
-    perf: list[float]
-    values: list[float]
+    perf: FloatArray
+    values: FloatArray
 
 
 @dataclass(frozen=True)

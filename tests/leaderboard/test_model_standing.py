@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from leaderboard.app import create_app
@@ -74,7 +75,8 @@ def _scatter(count: int, seed: int = 7) -> Scatter:
     # Coarse values: ties on either axis are common, as they are on a real board.
     perf = [round(rng.uniform(40, 90), 1) for _ in keys]
     memory = [round(rng.uniform(0.5, 8), 1) for _ in keys]
-    return Scatter("memory", keys, [f"model {k}" for k in keys], perf, memory)
+    names = [f"model {k}" for k in keys]
+    return Scatter("memory", keys, names, np.array(perf), np.array(memory))
 
 
 def test_a_large_pareto_chart_draws_its_front_and_model_and_thins_the_rest() -> None:
