@@ -306,9 +306,7 @@ def _counted_ranks(scores: FloatArray, at: NDArray[np.intp]) -> NDArray[np.intp]
     rows = scores[:, at]
     singles = rows.astype(np.float32)
     after = _at_most(ordered, singles)
-    # A row's own single is the last at most it; one more equal to it before is unsure.
-    before = np.take_along_axis(ordered, np.maximum(after - 2, 0), axis=-1)
-    unsure = np.nonzero((after >= 2) & (before == singles))
+    unsure = np.nonzero(_shared(ordered, after, singles))
     if len(unsure[0]) * _UNSURE_SHARE > after.size:  # many near-ties: count in double
         return _counted_in_double(scores, rows)
     for start in range(0, len(unsure[0]), _UNSURE_AT_ONCE):
@@ -333,12 +331,21 @@ def _at_most(ordered: NDArray[Any], rows: NDArray[Any]) -> NDArray[np.intp]:
     return np.array([o.searchsorted(r, side="right") for o, r in zip(ordered, rows, strict=True)])
 
 
+def _shared(
+    ordered: NDArray[Any], after: NDArray[np.intp], rows: NDArray[Any]
+) -> NDArray[np.bool_]:
+    """Where another of ``ordered``'s scores equals a row's (``after``: :func:`_at_most`):
+    a row's own score is the last at most it, so one more equal to it comes just before."""
+    before = np.take_along_axis(ordered, np.maximum(after - 2, 0), axis=-1)
+    found: NDArray[np.bool_] = (after >= 2) & (before == rows)
+    return found
+
+
 def _counted_in_double(scores: FloatArray, rows: FloatArray) -> NDArray[np.intp] | None:
     """:func:`_counted_ranks` for ``rows`` (``scores``' own), every score sorted in double."""
     ordered = np.sort(scores, axis=-1)
     after = _at_most(ordered, rows)
-    before = np.take_along_axis(ordered, np.maximum(after - 2, 0), axis=-1)
-    if np.any((after >= 2) & (before == rows)):
+    if _shared(ordered, after, rows).any():
         return None
     found: NDArray[np.intp] = scores.shape[-1] - after + 1
     return found
