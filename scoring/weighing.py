@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from scoring import percentiles
 from scoring.dynascore import default_weights, scores_batch
 from scoring.floor import rank_intervals
+from scoring.parallel import over_rows
 from scoring.registry import FloatArray
 
 if TYPE_CHECKING:
@@ -150,20 +151,27 @@ class Weighed:
         whose highest score reaches the best lowest one, ties by the tie-breaks. Their
         scores are taken from ``scored`` (models in position order, and their scores)
         where it holds them all: whoever else it holds is below one of them in every
-        resample, so never first nor tied."""
+        resample, so never first nor tied (and is not looked at)."""
         low, high = self.low[top], self.high[top]
         candidates = top if np.isnan(low).any() or np.isnan(high).any() else top[high >= low.max()]
         if scored is not None and np.isin(candidates, scored[0]).all():
-            columns, scores = scored
+            own = scored[1][:, np.searchsorted(scored[0], candidates)]
         else:
-            columns, scores = candidates, _scores(resamples, self.weights, candidates)
-        best = np.argmax(scores, axis=-1)
-        if np.isnan(scores).any() or np.any(
-            np.count_nonzero(scores == scores[np.arange(len(scores)), best, None], axis=-1) > 1
-        ):  # a tie for first: the tie-breaks decide, among the candidates
-            own = scores[:, np.searchsorted(columns, candidates)]
+            own = _scores(resamples, self.weights, candidates)
+        best = np.empty(len(own), dtype=np.intp)
+        tied: list[bool] = []
+
+        def lead(part: slice) -> None:
+            mine = own[part]
+            best[part] = np.argmax(mine, axis=-1)
+            tops = mine[np.arange(len(mine)), best[part], None]
+            many = np.count_nonzero(mine == tops, axis=-1) > 1
+            tied.append(bool(np.isnan(mine).any() or many.any()))
+
+        over_rows(len(own), lead, cells_per_row=own.shape[-1])
+        if any(tied):  # a tie for first: the tie-breaks decide, among the candidates
             return candidates[_orders_of(resamples, candidates, own)[:, 0]]
-        found: NDArray[np.intp] = columns[best]
+        found: NDArray[np.intp] = candidates[best]
         return found
 
     def _contenders(
@@ -226,9 +234,9 @@ def _bounds(resamples: Resamples, w: FloatArray) -> tuple[FloatArray, FloatArray
     return low - margin, high + margin
 
 
-def _chunks(resamples: Resamples, w: FloatArray, columns: Any) -> Any:
+def _chunks(resamples: Resamples, w: FloatArray, columns: Any, rows: slice) -> Any:
     """The resampled Dynascores of ``columns`` (an index array or a slice of the
-    models), some resamples at a time: ``(resamples, columns)`` blocks."""
+    models) in the resamples at ``rows``, some at a time: ``(resamples, columns)`` blocks."""
 
     def pick(column: FloatArray) -> FloatArray:
         # np.take, not fancy indexing: a third of the time for 3,000 of 10,000 columns.
@@ -238,8 +246,8 @@ def _chunks(resamples: Resamples, w: FloatArray, columns: Any) -> Any:
     everyone = len(resamples.normalised.models)
     width = len(range(everyone)[columns]) if isinstance(columns, slice) else len(columns)
     step = max(1, _STEP_CELLS // max(1, width * len(resamples.columns)))
-    for start in range(0, resamples.n_resamples, step):
-        stop = start + step
+    for start in range(rows.start, rows.stop, step):
+        stop = min(start + step, rows.stop)
         # Each block's columns picked as it is scored: they stay in a CPU cache.
         picked = [
             fixed[k] if k in fixed else pick(column[start:stop])
@@ -250,14 +258,19 @@ def _chunks(resamples: Resamples, w: FloatArray, columns: Any) -> Any:
 
 def _scores(resamples: Resamples, w: FloatArray, columns: NDArray[np.intp]) -> FloatArray:
     """``(n_resamples, len(columns))``: the resampled Dynascores of the models at
-    ``columns`` (all of them: no copy of the resamples' columns)."""
+    ``columns`` (all of them: no copy of the resamples' columns), the resamples split
+    over the cores (:func:`scoring.parallel.over_rows`)."""
     whole = len(columns) == len(resamples.normalised.models)
     found = np.empty((resamples.n_resamples, len(columns)))
+    picked = slice(None) if whole else columns
 
-    start = 0
-    for block in _chunks(resamples, w, slice(None) if whole else columns):
-        found[start : start + len(block)] = block
-        start += len(block)
+    def fill(rows: slice) -> None:
+        start = rows.start
+        for block in _chunks(resamples, w, picked, rows):
+            found[start : start + len(block)] = block
+            start += len(block)
+
+    over_rows(len(found), fill, cells_per_row=len(columns) * len(resamples.columns))
     return found
 
 
@@ -300,12 +313,19 @@ def _counted_ranks(scores: FloatArray, at: NDArray[np.intp]) -> NDArray[np.intp]
     one whose single is above is above; only where another score's single equals the
     row's are that row's scores compared in double."""
     width = scores.shape[-1]
-    ordered = np.sort(scores.astype(np.float32), axis=-1)
-    if np.isnan(ordered[:, -1]).any():  # NaN sorts last
-        return None
+    ordered = np.empty(scores.shape, dtype=np.float32)
     rows = scores[:, at]
     singles = rows.astype(np.float32)
-    after = _at_most(ordered, singles)
+    after = np.empty(singles.shape, dtype=np.intp)
+
+    def count(part: slice) -> None:
+        ordered[part] = scores[part]
+        ordered[part].sort(axis=-1)
+        after[part] = _at_most(ordered[part], singles[part])
+
+    over_rows(len(scores), count, cells_per_row=width)
+    if np.isnan(ordered[:, -1]).any():  # NaN sorts last
+        return None
     unsure = np.nonzero(_shared(ordered, after, singles))
     if len(unsure[0]) * _UNSURE_SHARE > after.size:  # many near-ties: count in double
         return _counted_in_double(scores, rows)

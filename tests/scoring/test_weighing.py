@@ -16,7 +16,12 @@ LABELS = ["a", "b", "c"]
 
 
 def _board(
-    seed: int, models: int, *, twins: bool = False, constant: bool = False
+    seed: int,
+    models: int,
+    *,
+    twins: bool = False,
+    constant: bool = False,
+    accuracies: tuple[float, float] = (0.3, 0.95),
 ) -> dict[str, Any]:
     """``models`` classifiers of spread accuracy on 120 examples, with the other metrics
     and repeated throughput a board has; ``twins``: three models answer exactly as
@@ -25,7 +30,7 @@ def _board(
     golds = [LABELS[i] for i in rng.integers(0, 3, 120)]
     examples, table, repeats = {}, {}, {}
     for m in range(models):
-        accuracy = rng.uniform(0.3, 0.95)
+        accuracy = rng.uniform(*accuracies)
         predictions = [g if rng.random() < accuracy else LABELS[rng.integers(0, 3)] for g in golds]
         if constant and m < 2:
             predictions = ["a"] * len(golds)
@@ -149,15 +154,19 @@ def _sorted_ranks(scores: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("near", [3, 200], ids=["a-few-near-ties", "many-near-ties"])
-def test_counted_ranks_are_exact_where_single_precision_cannot_tell(near: int) -> None:
+@pytest.mark.parametrize("resamples", [40, 800], ids=["in-one-part", "split-over-cores"])
+def test_counted_ranks_are_exact_where_single_precision_cannot_tell(
+    near: int, resamples: int
+) -> None:
     """Scores a few units of the last place apart in double are equal in single: those
     rows are counted in double (a few), or every row is (many); the ranks are the full
-    sort's either way, and an exact tie among them still declines."""
+    sort's either way, and an exact tie among them still declines. 800 resamples of 500
+    scores are counted in parts, on as many cores as there are (scoring.parallel)."""
     rng = np.random.default_rng(11)
-    scores = rng.normal(size=(40, 500)) * 10
+    scores = rng.normal(size=(resamples, 500)) * 10
     at = np.array([0, 5, 250, 499])
     for column in rng.choice(np.arange(6, 250), size=near, replace=False):
-        row = rng.integers(0, 40)
+        row = rng.integers(0, resamples)
         target = at[rng.integers(0, len(at))]
         # 1 to 3 units of the last place above or below the row's: the same single.
         steps = rng.integers(1, 4)
@@ -201,12 +210,21 @@ def _full_firsts(resamples: Resamples, weights: dict[str, float]) -> np.ndarray:
     return np.bincount(firsts, minlength=scores.shape[1])
 
 
-@pytest.mark.parametrize(("seed", "twins"), [(10, False), (11, True)])
-def test_the_first_of_each_resample_is_the_full_rankings_first(seed: int, twins: bool) -> None:
+@pytest.mark.parametrize(
+    ("seed", "twins", "close"), [(10, False, False), (11, True, False), (12, False, True)]
+)
+def test_the_first_of_each_resample_is_the_full_rankings_first(
+    seed: int, twins: bool, close: bool
+) -> None:
     """P(first) from exact scores, counted with any page (the first page's contenders
     hold every model that can lead; a page far down or of flagged models does not): what
-    sorting every resample's exact scores with the floor and the tie-breaks gives."""
+    sorting every resample's exact scores with the floor and the tie-breaks gives.
+    ``close``: 300 models of about the same accuracy, many of which can lead, in 1,000
+    resamples (the leaders found in parts, scoring.parallel)."""
     board = _board(seed, 120, constant=True)
+    if close:
+        board = _board(seed, 300, constant=True, accuracies=(0.6, 0.62))
+        board["n_resamples"] = 1000
     weights = {"perf": 2.0, "throughput": 1.0, "memory": 0.5}
     if twins:  # the leader's twin ties with it in every resample: the tie-breaks decide
         leader = weigh(_resamples(board), weights)
