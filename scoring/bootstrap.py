@@ -53,6 +53,7 @@ from scoring.dynascore import (
     normalise,
 )
 from scoring.floor import not_above_baselines
+from scoring.parallel import over_rows
 from scoring.registry import FloatArray, ScoringError, get_metric
 from scoring.weighing import weigh
 
@@ -504,33 +505,37 @@ def resample(
         for at, ks, _, _ in groups
     ]
     amrs_samples = np.empty((n_resamples, len(normalised.metrics)))
-    # A metric's goods of the resamples taken at once fit a CPU cache.
+    # A metric's goods of the resamples taken at once fit a CPU cache; the resamples are
+    # split over the cores, each part writing its own rows (scoring.parallel).
     step = max(1, _STEP_CELLS // len(models))
-    for start in range(0, n_resamples, step):
-        c = min(step, n_resamples - start)
-        stop = start + c
-        boot = np.zeros((c, len(columns)))
-        for share, dataset_perf in zip(shares, draws.perf, strict=True):
-            boot += share * dataset_perf[start:stop]
-        if paired:  # the best constant answer of this resample
-            best = boot[:, len(models) :].max(axis=1, keepdims=True)
-            boot = boot[:, : len(models)]
-            above_samples[start:stop] = boot - best
-        else:
-            above_samples[start:stop] = boot - (base_estimate or 0.0)
-        metric_columns[perf_col][start:stop] = offset + direction * boot
-        for (_, ks, measured, picks), parts in zip(groups, into, strict=True):
-            # One flat gather: a quarter of take_along_axis's time (10,000 models' runs).
-            first_run = (np.arange(len(measured)) * measured.shape[1])[:, None, None]
-            drawn = np.take(measured.reshape(-1), picks[:, start:stop] + first_run)
-            goods = offset_of[ks] + direction_of[ks] * _medians(drawn).T
-            for k, pairs, models_at in parts:
-                metric_columns[k][start:stop, models_at] = goods[:, pairs]
-        perf_samples[start:stop] = boot
-        amrs_samples[start:stop] = amrs_columns(
-            [column[start:stop] if column.ndim == 2 else column for column in metric_columns],
-            perf_col,
-        )
+
+    def fill(rows: slice) -> None:
+        for start in range(rows.start, rows.stop, step):
+            stop = min(start + step, rows.stop)
+            boot = np.zeros((stop - start, len(columns)))
+            for share, dataset_perf in zip(shares, draws.perf, strict=True):
+                boot += share * dataset_perf[start:stop]
+            if paired:  # the best constant answer of this resample
+                best = boot[:, len(models) :].max(axis=1, keepdims=True)
+                boot = boot[:, : len(models)]
+                above_samples[start:stop] = boot - best
+            else:
+                above_samples[start:stop] = boot - (base_estimate or 0.0)
+            metric_columns[perf_col][start:stop] = offset + direction * boot
+            for (_, ks, measured, picks), parts in zip(groups, into, strict=True):
+                # One flat gather: a quarter of take_along_axis's time (10,000 models' runs).
+                first_run = (np.arange(len(measured)) * measured.shape[1])[:, None, None]
+                drawn = np.take(measured.reshape(-1), picks[:, start:stop] + first_run)
+                goods = offset_of[ks] + direction_of[ks] * _medians(drawn).T
+                for k, pairs, models_at in parts:
+                    metric_columns[k][start:stop, models_at] = goods[:, pairs]
+            perf_samples[start:stop] = boot
+            amrs_samples[start:stop] = amrs_columns(
+                [column[start:stop] if column.ndim == 2 else column for column in metric_columns],
+                perf_col,
+            )
+
+    over_rows(n_resamples, fill, cells_per_row=len(columns) * len(normalised.metrics))
 
     # The floor compares each model with the baseline on the same resample (paired): a
     # model answering the majority label everywhere is level with it in every resample.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scoring.parallel import over_rows
 from scoring.registry import FloatArray
 
 __all__ = ["ends"]
@@ -23,12 +24,11 @@ __all__ = ["ends"]
 
 def ends(samples: FloatArray, *, level: float) -> FloatArray:
     """``(2, columns)``: the low and high ends of each column's ``level`` interval over
-    the rows of ``samples`` ``(resamples, columns)``; NaN where a column holds NaN."""
+    the rows of ``samples`` ``(resamples, columns)``; NaN where a column holds NaN. The
+    columns are split over the cores (:func:`scoring.parallel.over_rows`)."""
     n = samples.shape[0]
     tail = (1 - level) / 2
     q = np.array([tail, 1 - tail])
-    ordered = np.ascontiguousarray(samples.T)  # each column's resamples side by side
-    ordered.sort(axis=-1)  # NaN sorts last
     virtual = (n - 1) * q  # where numpy's linear method looks, as it computes it
     before = np.floor(virtual)
     after = before + 1
@@ -37,11 +37,19 @@ def ends(samples: FloatArray, *, level: float) -> FloatArray:
     before[below], after[below] = 0, 0
     gamma = virtual - before
     low_at, high_at = before.astype(np.intp), after.astype(np.intp)
-    a, b = ordered[:, low_at].T, ordered[:, high_at].T  # (2, columns)
     t = gamma[:, None]
-    with np.errstate(invalid="ignore"):  # inf - inf: NaN, as numpy gives
-        difference = b - a
-        found: FloatArray = a + difference * t
-        np.subtract(b, difference * (1 - t), out=found, where=np.broadcast_to(t >= 0.5, a.shape))
-    found[:, np.isnan(ordered[:, -1])] = np.nan
+    found: FloatArray = np.empty((2, samples.shape[1]))
+
+    def part(columns: slice) -> None:
+        ordered = np.ascontiguousarray(samples[:, columns].T)  # each column's resamples
+        ordered.sort(axis=-1)  # NaN sorts last
+        a, b = ordered[:, low_at].T, ordered[:, high_at].T  # (2, columns)
+        mine = found[:, columns]
+        with np.errstate(invalid="ignore"):  # inf - inf: NaN, as numpy gives
+            difference = b - a
+            np.add(a, difference * t, out=mine)
+            np.subtract(b, difference * (1 - t), out=mine, where=np.broadcast_to(t >= 0.5, a.shape))
+        mine[:, np.isnan(ordered[:, -1])] = np.nan
+
+    over_rows(samples.shape[1], part, cells_per_row=n)
     return found

@@ -43,3 +43,17 @@ def test_a_column_with_nan_has_nan_ends_and_leaves_the_others() -> None:
     assert np.isnan(found[:, 0]).all()
     assert found[:, 1].tolist() == [2.5, 3.5]
     assert not np.isnan(samples[:, 1]).any() and samples[1, 1] == 3.0  # the input kept
+
+
+def test_a_boards_columns_split_over_the_cores_end_as_numpys() -> None:
+    """1,000 resamples of 600 columns are sorted in parts (scoring.parallel): the same
+    ends as numpy's, every column's, NaN and infinities where they are."""
+    rng = np.random.default_rng(5)
+    samples = rng.normal(size=(1000, 600))
+    samples[rng.integers(0, 1000, 40), rng.integers(0, 600, 40)] = np.nan
+    samples[:, 599] = np.inf
+    samples[:3, 300] = -np.inf
+    tail = (1 - 0.95) / 2  # as ends() makes it: 0.025000000000000022
+    with np.errstate(invalid="ignore"):
+        expected = np.quantile(samples, [tail, 1 - tail], axis=0)
+    assert np.array_equal(ends(samples, level=0.95), expected, equal_nan=True)
