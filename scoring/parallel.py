@@ -26,6 +26,7 @@ _MAX_PARTS = 4
 
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
+_pool_pid = 0  # the process that made the pool: a forked child makes its own
 _in_part = threading.local()
 
 
@@ -37,10 +38,13 @@ def _cores() -> int:
 
 
 def _executor() -> ThreadPoolExecutor:
-    global _pool
+    global _pool, _pool_pid
     with _lock:
-        if _pool is None:
+        # A process forked after the pool was made (a prefork worker) has the pool but not
+        # its threads: work handed to it would wait for ever.
+        if _pool is None or _pool_pid != os.getpid():
             _pool = ThreadPoolExecutor(max_workers=_MAX_PARTS - 1, thread_name_prefix="rows")
+            _pool_pid = os.getpid()
         return _pool
 
 

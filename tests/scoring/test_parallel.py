@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
+import time
 
 import pytest
 
@@ -65,3 +67,29 @@ def test_the_first_failure_is_raised_once_every_part_is_done() -> None:
     with pytest.raises(ValueError, match="the first part fails"):
         over_rows(40, work, cells_per_row=MIN_CELLS_PER_PART)
     assert len(finished) == min(40, CORES, 4) - 1
+
+
+@pytest.mark.skipif(CORES < 2, reason="one core: no pool is made")
+def test_a_forked_process_splits_work_with_threads_of_its_own() -> None:
+    """The pool is made before the fork (as a prefork worker's parent would); the child
+    has the pool but none of its threads, and still finishes its work."""
+    assert len(_record(100, MIN_CELLS_PER_PART)) > 1  # the pool exists, with its threads
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 once the work is done, 1 if it fails
+        try:
+            covered = sorted(
+                i for part, _ in _record(100, MIN_CELLS_PER_PART) for i in range(100)[part]
+            )
+            os._exit(0 if covered == list(range(100)) else 1)
+        except BaseException:
+            os._exit(1)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked process's work never finished")
