@@ -1,0 +1,115 @@
+"""Does a run reproduce another? Each figure's new median against the reference's range.
+
+Run: ``.venv/bin/python -m benchmarks.reproduce REFERENCE [RESULTS]``: ``REFERENCE`` a
+folder of results (``benchmarks/results`` as committed, say ``git worktree`` or ``git
+show`` into a temporary folder), ``RESULTS`` the run to check (default:
+``benchmarks/results``). Every figure measured several times in both, a spread
+(``{"median", "min", "max"}``) or a leaderboard timing (``{"p50_ms", "min_ms",
+"max_ms"}``), found at the same place in the same file, is reproduced where the new
+median lies within the reference's least and greatest. Prints those that are not and a
+count; the machines' speeds (each file's ``reference_ms``) come first, since a figure in
+seconds moves with the machine (these differ by about 3x) and a ratio should not.
+Exit 0 (it is a report), 2 where a folder is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Comparison", "compare", "figures"]
+
+RESULTS = Path(__file__).resolve().parent / "results"
+#: Where a figure is (its keys) and its middle, least and greatest.
+Figure = tuple[tuple[str, ...], tuple[float, float, float]]
+#: A figure's keys: its middle, least and greatest.
+_SHAPES = (("median", "min", "max"), ("p50_ms", "min_ms", "max_ms"))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One figure in both runs."""
+
+    where: str  # file and keys, ``leaderboard.json: sizes/10000/warm/api``
+    low: float
+    high: float
+    median: float  # the new run's
+
+    @property
+    def within(self) -> bool:
+        return self.low <= self.median <= self.high
+
+
+def figures(data: Any, path: tuple[str, ...] = ()) -> Iterator[Figure]:
+    """Every figure in a results tree: its keys and (middle, least, greatest)."""
+    if not isinstance(data, Mapping):
+        return
+    for keys in _SHAPES:
+        values = [data.get(key) for key in keys]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            yield path, (float(values[0]), float(values[1]), float(values[2]))
+            return
+    for key, value in data.items():
+        yield from figures(value, (*path, str(key)))
+
+
+def _read(folder: Path) -> dict[str, Any]:
+    found = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            found[path.name] = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            continue
+    return found
+
+
+def compare(reference: Path, results: Path) -> list[Comparison]:
+    """Every figure measured in both folders' results, the new median against the range."""
+    before, after = _read(reference), _read(results)
+    found = []
+    for name in sorted(set(before) & set(after)):
+        new = dict(figures(after[name]))
+        for keys, (_, low, high) in figures(before[name]):
+            if keys in new:
+                found.append(Comparison(f"{name}: {'/'.join(keys)}", low, high, new[keys][0]))
+    return found
+
+
+def _speeds(folder: Path) -> str:
+    speeds = {
+        name.removesuffix(".json"): data.get("reference_ms")
+        for name, data in _read(folder).items()
+        if isinstance(data, Mapping) and isinstance(data.get("reference_ms"), Mapping)
+    }
+    return ", ".join(
+        f"{name} {speed.get('python_loop', '?')} / {speed.get('numpy_sort', '?')}"
+        for name, speed in speeds.items()
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("reference", type=Path, help="the results to reproduce")
+    parser.add_argument("results", type=Path, nargs="?", default=RESULTS, help="the new run's")
+    args = parser.parse_args(argv)
+    for folder in (args.reference, args.results):
+        if not folder.is_dir():
+            print(f"error: {folder} is not a folder of results", file=sys.stderr)
+            return 2
+    print(f"machine speed (ms of a Python loop / a sort), reference: {_speeds(args.reference)}")
+    print(f"machine speed, this run: {_speeds(args.results)}")
+    found = compare(args.reference, args.results)
+    outside = [c for c in found if not c.within]
+    for c in outside:
+        print(f"outside: {c.where}: {c.median:.4g} not in {c.low:.4g}-{c.high:.4g}")
+    print(f"{len(found) - len(outside)} of {len(found)} figures within the reference's range")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
