@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -279,3 +280,33 @@ def test_a_term_not_finite_bounds_nothing() -> None:
     resamples = dataclasses.replace(resamples, columns=tuple(columns))
     low, high = _bounds(resamples, resamples.normalised.weight_vector({"perf": 1.0}))
     assert np.isnan(low).all() and np.isnan(high).all()
+
+
+def test_pages_ranked_at_once_from_many_threads_are_the_pages_ranked_alone() -> None:
+    """Requests share the row pool (scoring.parallel): sixteen pages under four weightings,
+    ranked from eight threads at once, are each what ranking it alone gives."""
+    board = _board(13, 300, constant=True, accuracies=(0.55, 0.65))
+    board["n_resamples"] = 1000
+    resamples = _resamples(board)
+    weighings = [
+        weigh(resamples, {"perf": 1.0 + k, "throughput": 0.5, "memory": k / 4}) for k in range(4)
+    ]
+    asks = [
+        (w, w.observed[start : start + 5].tolist())
+        for w in weighings
+        for start in (0, 40, 120, 250)
+    ]
+
+    def ranked(ask: tuple[Any, list[int]]) -> tuple[list[tuple[int, int]], np.ndarray, Any]:
+        weighed, page = ask
+        rows = weighed.rows(resamples, page, firsts=True)
+        return rows.ranks, rows.gaps, rows.first_counts
+
+    alone = [ranked(ask) for ask in asks]
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(ranked, asks * 3))
+    for i, (ranks, gaps, firsts) in enumerate(together):
+        expected = alone[i % len(asks)]
+        assert ranks == expected[0]
+        assert np.array_equal(gaps, expected[1])
+        assert np.array_equal(firsts, expected[2])
