@@ -133,3 +133,30 @@ def test_an_edited_card_or_unpublishing_refreshes_the_stored_row(seeded: Seeded)
     assert after is not None and not after.published
     assert (after.card.license, after.card.params) == ("mit", 355_000_000)
     assert [asdict(m) for m in load_table(seeded.ctx, TASK).models] == _slow_path(seeded.ctx)
+
+
+def test_a_running_server_reuses_unchanged_rows_and_its_version_is_a_new_ones(
+    seeded: Seeded,
+) -> None:
+    """After one submission changes, a warm process makes again only that row's digest and
+    entry (the others are the same objects), and reaches the version and rows that a
+    process reading the board for the first time reaches."""
+    roberta = seeded.submissions["roberta-large"]
+    before = load_table(seeded.ctx, TASK)
+    with seeded.ctx.db.session() as session:
+        session.execute(
+            update(Submission).where(Submission.id == roberta).values(name="roberta-xl")
+        )
+    after = load_table(seeded.ctx, TASK)
+    assert after.version != before.version
+    for old, new in zip(before.models, after.models, strict=True):
+        assert (new is old) == (new.submission_id != roberta)
+    assert after.entry(roberta).name == "roberta-xl"  # type: ignore[union-attr]
+    reader = _fresh(seeded.ctx)
+    try:
+        first_read = load_table(reader, TASK)
+    finally:
+        reader.db.dispose()
+    assert first_read.version == after.version
+    assert [asdict(m) for m in after.models] == [asdict(m) for m in first_read.models]
+    assert [asdict(m) for m in after.models] == _slow_path(seeded.ctx)
