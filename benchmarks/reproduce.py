@@ -46,7 +46,12 @@ class Comparison:
 
 
 def figures(data: Any, path: tuple[str, ...] = ()) -> Iterator[Figure]:
-    """Every figure in a results tree: its keys and (middle, least, greatest)."""
+    """Every figure in a results tree: its keys (a list's items by their place) and
+    (middle, least, greatest)."""
+    if isinstance(data, list):
+        for place, item in enumerate(data):
+            yield from figures(item, (*path, str(place)))
+        return
     if not isinstance(data, Mapping):
         return
     for keys in _SHAPES:
