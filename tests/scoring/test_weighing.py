@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -310,3 +311,23 @@ def test_pages_ranked_at_once_from_many_threads_are_the_pages_ranked_alone() -> 
         assert ranks == expected[0]
         assert np.array_equal(gaps, expected[1])
         assert np.array_equal(firsts, expected[2])
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: nothing is split")
+def test_resamples_made_on_every_core_are_those_made_on_one() -> None:
+    """The resampling's rows split over the cores (scoring.parallel) give every array that
+    the same resampling on one core gives (a thread held to one core splits nothing)."""
+    board = _board(14, 300, constant=True)
+    board["n_resamples"] = 1000
+    split = _resamples(board)
+    everywhere = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(everywhere)})  # this thread only
+    try:
+        alone = _resamples(board)
+    finally:
+        os.sched_setaffinity(0, everywhere)
+    for name in ("amrs", "perf_q", "above_q", "flagged", "first_perf_counts", "estimate"):
+        assert np.array_equal(getattr(split, name), getattr(alone, name), equal_nan=True), name
+    assert len(split.columns) == len(alone.columns)
+    for ours, theirs in zip(split.columns, alone.columns, strict=True):
+        assert np.array_equal(ours, theirs, equal_nan=True)
