@@ -222,7 +222,8 @@ def evaluate(
         None,
         "--pin-cpus/--share-cpus",
         help="Run each sandbox on cores of its own where the machine has them free (never "
-        "the first core), or on every core. Default: EVALBOARD_CPU_PINNING (auto: pin).",
+        "the first core), or on every core. Default: EVALBOARD_CPU_PINNING (auto, the "
+        "default: pin).",
     ),
 ) -> int:
     """Evaluate a model bundle on every dataset of its task and print all the metrics.

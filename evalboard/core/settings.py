@@ -62,10 +62,12 @@ class Settings(BaseSettings):
         "(one wall); `local` does not isolate.",
     )
     cpu_pinning: Literal["off", "auto"] = Field(
-        "off",
+        "auto",
         description="`auto` runs each sandbox on cores of its own where the machine has "
         "them free (never the first core; each result says which, or that it ran "
-        "unpinned), so a busy neighbour moves throughput less; `off` shares every core.",
+        "unpinned), away from the evaluator's own work, so a busy neighbour moves "
+        "throughput less (and under gVisor, which moves less between cores, more is done); "
+        "`off` shares every core.",
     )
     base_image: str = Field(
         "evalboard/runtime-python:latest", description="Runtime image for python/onnx bundles."
