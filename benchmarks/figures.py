@@ -19,10 +19,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BEGIN", "END", "Row", "dig", "figure", "read_results", "rows", "table", "update_readme"]
+__all__ = [
+    "BEGIN",
+    "END",
+    "SPREAD_KEYS",
+    "TIMING_KEYS",
+    "Row",
+    "dig",
+    "figure",
+    "read_results",
+    "rows",
+    "speeds",
+    "table",
+    "update_readme",
+]
 
 BEGIN = "<!-- benchmarks:begin (made by `python -m benchmarks` from benchmarks/results) -->"
 END = "<!-- benchmarks:end -->"
+#: A figure measured several times: its median, least and greatest, and how many runs.
+SPREAD_KEYS = ("median", "min", "max", "runs")
+#: A timing of several requests (the leaderboard's): its p50, least, greatest and p95.
+TIMING_KEYS = ("p50_ms", "min_ms", "max_ms", "p95_ms")
 
 
 @dataclass(frozen=True)
@@ -74,7 +91,7 @@ def figure(spread: Any, unit: str = "", scale: float = 1.0) -> str | None:
     >>> figure({"median": 0.0123, "min": 0.011, "max": 0.02, "runs": 3}, " ms", 1000)
     '12.3 ms (11-20, 3 runs)'
     """
-    if not isinstance(spread, Mapping) or not {"median", "min", "max", "runs"} <= set(spread):
+    if not isinstance(spread, Mapping) or not set(SPREAD_KEYS) <= set(spread):
         return None
     low, high = _number(spread["min"] * scale), _number(spread["max"] * scale)
     return f"{_number(spread['median'] * scale, unit)} ({low}-{high}, {spread['runs']} runs)"
@@ -319,7 +336,7 @@ def _board_rows(
     goals = {"page": goal[0], "model_page": ""}
     for part, what in parts:
         warm = dig(found, "warm", part)
-        if isinstance(warm, Mapping) and {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(warm):
+        if isinstance(warm, Mapping) and set(TIMING_KEYS) <= set(warm):
             yield Row(
                 f"leaderboard {what} at {where}, warm, p50 / p95",
                 _requests(warm),
@@ -335,7 +352,7 @@ def _board_moments(
     and on a board with ``intervals``, where the first answer came before them, when
     they came."""
     ready = dig(found, "fresh_weights_intervals_ready") if intervals else None
-    if isinstance(ready, Mapping) and {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(ready):
+    if isinstance(ready, Mapping) and set(TIMING_KEYS) <= set(ready):
         yield Row(
             f"leaderboard API at {where}, dataset weights not asked for before: until the "
             "answer has its intervals, p50 / p95",
@@ -354,7 +371,7 @@ def _board_moments(
             source,
         )
     after = _mapping(dig(found, "after_new_result"))
-    if {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(after):
+    if set(TIMING_KEYS) <= set(after):
         yield Row(
             f"leaderboard API at {where}, first request after one more result, p50 / p95",
             _requests(after),
@@ -362,7 +379,7 @@ def _board_moments(
             source,
         )
     after_ready = _mapping(dig(found, "after_new_result_intervals_ready"))
-    if intervals and {"p50_ms", "p95_ms", "min_ms", "max_ms"} <= set(after_ready):
+    if intervals and set(TIMING_KEYS) <= set(after_ready):
         yield Row(
             f"leaderboard API at {where}, after one more result: until the answer has its "
             "intervals, p50 / p95",
@@ -429,7 +446,8 @@ def _loads(results: Path) -> str:
     return ", ".join(found)
 
 
-def _speeds(results: Path) -> str:
+def speeds(results: Path) -> str:
+    """Each results file's machine speed, ``name loop / sort`` (ms), comma-separated."""
     found = []
     for path in sorted(results.glob("*.json")):
         speed = dig(read_results(results, path.stem), "reference_ms")
@@ -453,9 +471,9 @@ def table(results: Path) -> str:
                 "",
                 "The machine's speed when each ran, ms of a 1,000,000-step Python loop / of "
                 "sorting 1,000 x 10,000 floats (`benchmarks/_report.py`; these machines differ "
-                f"by about 3x): {speeds}.",
+                f"by about 3x): {speed}.",
             ]
-            if (speeds := _speeds(results))
+            if (speed := speeds(results))
             else []
         ),
         "",

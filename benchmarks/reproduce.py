@@ -15,20 +15,21 @@ Exit 0 (it is a report), 2 where a folder is missing.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Comparison", "compare", "figures"]
+from benchmarks.figures import SPREAD_KEYS, TIMING_KEYS, read_results, speeds
+
+__all__ = ["Comparison", "compare", "measured"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: Where a figure is (its keys) and its middle, least and greatest.
 Figure = tuple[tuple[str, ...], tuple[float, float, float]]
-#: A figure's keys: its middle, least and greatest.
-_SHAPES = (("median", "min", "max"), ("p50_ms", "min_ms", "max_ms"))
+#: A figure's keys: its middle, least and greatest (the README's two shapes of figure).
+_SHAPES = (SPREAD_KEYS[:3], TIMING_KEYS[:3])
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,12 @@ class Comparison:
         return self.low <= self.median <= self.high
 
 
-def figures(data: Any, path: tuple[str, ...] = ()) -> Iterator[Figure]:
+def measured(data: Any, path: tuple[str, ...] = ()) -> Iterator[Figure]:
     """Every figure in a results tree: its keys (a list's items by their place) and
     (middle, least, greatest)."""
     if isinstance(data, list):
         for place, item in enumerate(data):
-            yield from figures(item, (*path, str(place)))
+            yield from measured(item, (*path, str(place)))
         return
     if not isinstance(data, Mapping):
         return
@@ -60,17 +61,11 @@ def figures(data: Any, path: tuple[str, ...] = ()) -> Iterator[Figure]:
             yield path, (float(values[0]), float(values[1]), float(values[2]))
             return
     for key, value in data.items():
-        yield from figures(value, (*path, str(key)))
+        yield from measured(value, (*path, str(key)))
 
 
 def _read(folder: Path) -> dict[str, Any]:
-    found = {}
-    for path in sorted(folder.glob("*.json")):
-        try:
-            found[path.name] = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            continue
-    return found
+    return {path.name: read_results(folder, path.stem) for path in sorted(folder.glob("*.json"))}
 
 
 def compare(reference: Path, results: Path) -> list[Comparison]:
@@ -78,23 +73,11 @@ def compare(reference: Path, results: Path) -> list[Comparison]:
     before, after = _read(reference), _read(results)
     found = []
     for name in sorted(set(before) & set(after)):
-        new = dict(figures(after[name]))
-        for keys, (_, low, high) in figures(before[name]):
+        new = dict(measured(after[name]))
+        for keys, (_, low, high) in measured(before[name]):
             if keys in new:
                 found.append(Comparison(f"{name}: {'/'.join(keys)}", low, high, new[keys][0]))
     return found
-
-
-def _speeds(folder: Path) -> str:
-    speeds = {
-        name.removesuffix(".json"): data.get("reference_ms")
-        for name, data in _read(folder).items()
-        if isinstance(data, Mapping) and isinstance(data.get("reference_ms"), Mapping)
-    }
-    return ", ".join(
-        f"{name} {speed.get('python_loop', '?')} / {speed.get('numpy_sort', '?')}"
-        for name, speed in speeds.items()
-    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         if not folder.is_dir():
             print(f"error: {folder} is not a folder of results", file=sys.stderr)
             return 2
-    print(f"machine speed (ms of a Python loop / a sort), reference: {_speeds(args.reference)}")
-    print(f"machine speed, this run: {_speeds(args.results)}")
+    print(f"machine speed (ms of a Python loop / a sort), reference: {speeds(args.reference)}")
+    print(f"machine speed, this run: {speeds(args.results)}")
     found = compare(args.reference, args.results)
     outside = [c for c in found if not c.within]
     for c in outside:

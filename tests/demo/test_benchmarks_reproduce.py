@@ -51,7 +51,7 @@ def test_each_figure_in_both_is_within_the_references_range_or_named(
     }
     assert main([str(reference), str(run)]) == 0
     out = capsys.readouterr().out
-    assert "leaderboard 28.0 / 266.0" in out and "leaderboard 80.0 / 55.0" in out
+    assert "leaderboard 28 / 266" in out and "leaderboard 80 / 55" in out  # as the README
     assert "outside: leaderboard.json: sizes/10000/warm/api: 9.5 not in 6-9" in out
     assert "1 of 3 figures within the reference's range" in out
 
