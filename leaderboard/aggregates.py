@@ -231,9 +231,9 @@ def _sources(
     100,000 submissions a sha256 per row was 0.56 s of the request, hashing the rows 14
     ms. Two different rows of equal hash (64 bits) would keep a stale digest until the
     row changes again: about one chance in 10^19 for each row that changes."""
-    same = kept is not None and kept.digest == digest
-    earlier = kept.read_as if kept is not None and same else {}
-    entries = kept.entries if kept is not None and same else {}
+    earlier, entries = (
+        (kept.read_as, kept.entries) if kept is not None and kept.digest == digest else ({}, {})
+    )
     sources: dict[int, str] = {}
     read_as: dict[int, int] = {}
     for row in rows:
