@@ -14,7 +14,9 @@ kept in the context's derived-data cache, one entry per task under the board's v
 reuses every row whose own digest still matches. A warm request does not run the query
 either while the task's counter in ``board_versions`` (bumped by database triggers on
 every write to those facts, migration ``0017_board_version``) is the one the cached rows
-were read under.
+were read under; when it has moved, the query reads again only the submissions the same
+triggers recorded as changed since (``board_row_versions``, migration
+``0018_board_row_versions``), and every other row is the kept one.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from evalboard.core.heap import paused_collection
 from evalboard.core.states import JobStatus
 from evalboard.core.tables import (
     BoardEntry,
+    BoardRowVersion,
     BoardVersion,
     Dataset,
     Job,
@@ -53,6 +56,9 @@ logger = logging.getLogger(__name__)
 
 #: Submissions derived per query on the slow path (well under SQLite's bound on parameters).
 _CHUNK = 500
+#: At most this many submissions changed since a kept board are read again alone; more,
+#: and the whole board is read in one query (about 1 s at 100,000 submissions).
+_CHANGED_ALONE = 5_000
 #: What a stored row holds; bumped when that changes (2: energy and each figure's method;
 #: 3: the per-dataset figures and outcomes packed; 4: datasets averaged by their shares,
 #: ``scoring.weighted_mean``), so rows stored by an older evalboard are derived again.
@@ -75,9 +81,10 @@ def source_digest(datasets: str, facts: Sequence[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _board_query(task_id: str) -> Any:
-    """One row per submission of the task: who, its stored entry, and per-status job
-    counts with its results' count and newest id (what a stored entry must still match).
+def _board_query(task_id: str, ids: Sequence[int] | None = None) -> Any:
+    """One row per submission of the task (or of those of ``ids``): who, its stored
+    entry, and per-status job counts with its results' count and newest id (what a
+    stored entry must still match).
 
     One flat GROUP BY that walks each submission's jobs by their (submission, dataset)
     index: a grouped subquery joined back would be materialised and indexed on every
@@ -106,7 +113,9 @@ def _board_query(task_id: str) -> Any:
         .outerjoin(BoardEntry, BoardEntry.submission_id == Submission.id)
         .outerjoin(Job, Job.submission_id == Submission.id)
         .outerjoin(Result, Result.job_id == Job.id)
-        .where(Submission.task_id == task_id)
+        .where(
+            Submission.task_id == task_id, *([Submission.id.in_(ids)] if ids is not None else [])
+        )
         .group_by(Submission.id, User.name, BoardEntry.source)
         .order_by(Submission.id)
     )
@@ -161,8 +170,11 @@ def load_board(
     A warm request does not even run that query: the task's stored counter
     (``board_versions``, bumped by triggers in every writing transaction) and the
     datasets' digest still being those the cached board was read under means no fact has
-    changed since. The counter is read before the query, so a write in between leaves
-    the cached board under the older counter, and the next request reads it all again.
+    changed since. When the counter has moved but the datasets' digest has not, the query
+    reads only the submissions recorded as changed since the kept board's counter
+    (:func:`_changed`), and every other row is the kept one. The counter is read before
+    the query, so a write in between leaves the cached board under the older counter,
+    and the next request reads that write again.
 
     Two cache entries: the rows of each version (immutable, what derived values are kept
     within), and which version the task's counter was last read at. A write that changes
@@ -178,9 +190,20 @@ def load_board(
         stored = session.scalar(select(BoardVersion.version).where(BoardVersion.task_id == task_id))
         if kept is not None and current[1] == (stored, digest):
             return Board(current[0], kept.models, ("board-rows", task_id, current[0]))
+        since = current[1][0] if kept is not None and kept.digest == digest else None
+        changed = (
+            _changed(session, task_id, since) if since is not None and stored is not None else None
+        )
         # Core, not the ORM: plain rows, no per-row ORM bookkeeping.
-        rows = session.connection().execute(_board_query(task_id)).all()
+        rows = (
+            session.connection().execute(_board_query(task_id)).all()
+            if changed is None
+            else changed[1]
+        )
     sources, read_as = _sources(rows, digest, kept)
+    if changed is not None:
+        assert kept is not None
+        sources, read_as = _merged(kept, changed[0], sources, read_as)
     version = _version(digest, sources)
     cache_key = ("board-rows", task_id, version)
     # The rows of this version may be kept though the note of which version is current
@@ -194,6 +217,8 @@ def load_board(
             entries = _entries(
                 ctx, task_id, rows, sources, previous, datasets=datasets, scoring=scoring
             )
+            if changed is not None:  # the rows read again, the kept ones for the others
+                entries = {sid: entries.get(sid) or previous[sid] for sid in sources}
         models = [entry for _, entry in entries.values()]
         # keep, not put: a request that read the same version at once keeps its rows,
         # and what is kept within them.
@@ -243,6 +268,48 @@ def _sources(
         else:
             sources[row.id] = source_digest(digest, _facts(row))
     return sources, read_as
+
+
+def _changed(session: Session, task_id: str, since: int) -> tuple[list[int], list[Row[Any]]] | None:
+    """The submissions whose rows changed since the task's counter was ``since`` (the
+    triggers record each, migration ``0018_board_row_versions``) and their query rows (a
+    deleted one has none); None when more changed than are worth reading alone (a
+    dataset added gives every submission a job: the whole board is read at once)."""
+    ids = list(
+        session.scalars(
+            select(BoardRowVersion.submission_id).where(
+                BoardRowVersion.task_id == task_id, BoardRowVersion.version > since
+            )
+        )
+    )
+    if len(ids) > _CHANGED_ALONE:
+        return None
+    rows: list[Row[Any]] = []
+    for start in range(0, len(ids), _CHUNK):
+        query = _board_query(task_id, ids[start : start + _CHUNK])
+        rows += session.connection().execute(query).all()
+    return ids, rows
+
+
+def _merged(
+    kept: _Kept, changed: list[int], sources: dict[int, str], read_as: dict[int, int]
+) -> tuple[dict[int, str], dict[int, int]]:
+    """The kept version's row digests and query hashes with those of the rows read again
+    (``sources``, ``read_as``): a changed submission the query no longer finds was
+    deleted and is dropped, a new one takes its place in submission order."""
+    merged = {sid: entry[0] for sid, entry in kept.entries.items()}
+    hashes = dict(kept.read_as)
+    for sid in changed:
+        if sid not in sources:
+            merged.pop(sid, None)
+            hashes.pop(sid, None)
+    last = next(reversed(kept.entries), None)
+    merged.update(sources)
+    hashes.update(read_as)
+    if any(last is not None and sid < last and sid not in kept.entries for sid in sources):
+        # Committed out of id order (two writers at once): submission order again.
+        merged, hashes = dict(sorted(merged.items())), dict(sorted(hashes.items()))
+    return merged, hashes
 
 
 def _version(digest: str, sources: dict[int, str]) -> str:

@@ -16,6 +16,7 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -29,6 +30,7 @@ __all__ = [
     "ApiToken",
     "Base",
     "BoardEntry",
+    "BoardRowVersion",
     "BoardVersion",
     "Dataset",
     "DriftCheck",
@@ -294,6 +296,22 @@ class BoardVersion(Base):
     __tablename__ = "board_versions"
 
     task_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)
+
+
+class BoardRowVersion(Base):
+    """Which submissions' board rows a bump of their task's :class:`BoardVersion` changed:
+    the same triggers record, per submission a write reaches, the counter value they
+    bumped its task's to (migration ``0018_board_row_versions``). A process that kept the
+    board read at counter ``c`` reads again only the submissions recorded above ``c``.
+    A deleted submission's record stays (no foreign key): it tells that process to drop
+    the row."""
+
+    __tablename__ = "board_row_versions"
+    __table_args__ = (Index("ix_board_row_versions_task_version", "task_id", "version"),)
+
+    task_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    submission_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     version: Mapped[int] = mapped_column(BigInteger)
 
 

@@ -21,10 +21,11 @@ from sqlalchemy import delete, event, insert, select, text, update
 from datasets_registry import add_dataset, set_dataset_weight
 from evalboard.core.context import Context
 from evalboard.core.tables import BoardVersion, Job, Result, Submission, Task, User
+from leaderboard import aggregates
 from leaderboard.accounts import principal_for_token
 from leaderboard.phases import create_phase, reveal_phase
 from tests.helpers.tasks import write_jsonl
-from tests.leaderboard.seeding import OTHER_TASK, TASK, Seeded
+from tests.leaderboard.seeding import OTHER_TASK, TASK, Seeded, seed
 from tests.leaderboard.test_board_cache import _board, _from_scratch
 
 
@@ -280,3 +281,115 @@ def test_a_write_racing_the_board_query_is_not_lost(seeded: Seeded) -> None:
     after = _board(seeded.ctx)
     assert "in-between" in {r["name"] for r in after["rows"]}
     assert after == _from_scratch(seeded.ctx)
+
+
+def _whole_scans(statements: list[str]) -> list[str]:
+    """The board queries over every submission of a task (not over a list of them)."""
+    return [s for s in _scans(statements) if "submissions.id IN" not in s]
+
+
+#: Writes that change some submissions' rows and not the datasets: read again alone.
+ONE_ROW_WRITES = [
+    _result_stored_again,
+    _unpublished,
+    _deleted,
+    _renamed_in_raw_sql,
+    _card_edited,
+    _owner_renamed,
+    _default_weights_changed,  # no row at all
+]
+
+
+@pytest.mark.parametrize(
+    "write", ONE_ROW_WRITES, ids=[w.__name__.strip("_") for w in ONE_ROW_WRITES]
+)
+def test_a_write_to_a_few_submissions_reads_only_those_again(
+    seeded: Seeded, tmp_path: Path, write: Callable[[Seeded, Path], None]
+) -> None:
+    """The triggers record which submissions each bump changed (migration
+    ``0018_board_row_versions``): the next request reads those rows, not the board."""
+    _board(seeded.ctx)
+    write(seeded, tmp_path)
+    with _statements(seeded.ctx) as next_request:
+        after = _board(seeded.ctx)
+    assert not _whole_scans(next_request), "the whole board was read again"
+    assert any("board_row_versions" in s for s in next_request)
+    assert after == _from_scratch(seeded.ctx)
+
+
+def test_a_dataset_added_reads_the_whole_board_again(seeded: Seeded, tmp_path: Path) -> None:
+    """Every row depends on the datasets: their digest changed, nothing kept is reused."""
+    _board(seeded.ctx)
+    _dataset_added(seeded, tmp_path)
+    with _statements(seeded.ctx) as next_request:
+        after = _board(seeded.ctx)
+    assert _whole_scans(next_request)
+    assert after == _from_scratch(seeded.ctx)
+
+
+def test_more_changed_submissions_than_worth_reading_alone_read_the_board(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(aggregates, "_CHANGED_ALONE", 1)
+    _board(seeded.ctx)
+    with seeded.ctx.db.session() as session:
+        session.execute(text("UPDATE submissions SET name = name || '-2'"))
+    with _statements(seeded.ctx) as next_request:
+        after = _board(seeded.ctx)
+    assert _whole_scans(next_request)
+    assert after == _from_scratch(seeded.ctx)
+
+
+def test_a_submission_committed_out_of_id_order_takes_its_place(seeded: Seeded) -> None:
+    """Two writers at once may commit a later id first: the rows stay in submission order
+    (what a first reader sees), the lower id read in after the higher one."""
+    ctx = seeded.ctx
+    gone = min(seeded.submissions.values())
+    with ctx.db.session() as session:
+        row = session.execute(select(Submission.__table__).where(Submission.id == gone)).one()
+        session.execute(delete(Submission).where(Submission.id == gone))
+    _board(ctx)  # kept without it
+    with ctx.db.session() as session:  # back under its old id, below every kept one
+        session.execute(insert(Submission.__table__).values(**row._asdict()))
+    with _statements(ctx) as next_request:
+        after = _board(ctx)
+    assert not _whole_scans(next_request)
+    assert gone in {r["submission_id"] for r in after["rows"] + after["pending"]}
+    assert after == _from_scratch(ctx)
+
+
+def test_each_changed_submission_is_recorded_on_both_databases(
+    any_ctx: Context, tmp_path: Path
+) -> None:
+    """On SQLite and the real PostgreSQL: a board kept by one process follows a rename,
+    a deletion and a new model written by another, reading only those rows again."""
+    seeded = seed(any_ctx, tmp_path)
+    _board(any_ctx)
+    other = Context.from_settings(any_ctx.settings)
+    try:
+        with other.db.session() as session:
+            session.execute(
+                update(Submission)
+                .where(Submission.id == seeded.submissions["roberta-large"])
+                .values(name="roberta-renamed")
+            )
+            session.execute(
+                delete(Submission).where(Submission.id == seeded.submissions["bow-logreg"])
+            )
+            template = session.execute(
+                select(*(c for c in Submission.__table__.c if c.name != "id")).where(
+                    Submission.id == seeded.submissions["roberta-large"]
+                )
+            ).one()
+            session.execute(
+                insert(Submission.__table__).values({**template._asdict(), "name": "newcomer"})
+            )
+        with _statements(any_ctx) as next_request:
+            after = _board(any_ctx)
+        assert not _whole_scans(next_request)
+        names = {r["name"] for r in after["rows"] + after["pending"]}
+        assert "roberta-renamed" in names and "newcomer" in names
+        assert "bow-logreg" not in names
+        assert after == _board(other) == _from_scratch(any_ctx)
+    finally:
+        other.db.dispose()
