@@ -10,6 +10,7 @@ that the counter moved, and compares the warm board with one ranked from nothing
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -304,10 +305,12 @@ ONE_ROW_WRITES = [
     "write", ONE_ROW_WRITES, ids=[w.__name__.strip("_") for w in ONE_ROW_WRITES]
 )
 def test_a_write_to_a_few_submissions_reads_only_those_again(
-    seeded: Seeded, tmp_path: Path, write: Callable[[Seeded, Path], None]
+    any_ctx: Context, tmp_path: Path, write: Callable[[Seeded, Path], None]
 ) -> None:
     """The triggers record which submissions each bump changed (migration
-    ``0018_board_row_versions``): the next request reads those rows, not the board."""
+    ``0018_board_row_versions``), on SQLite and the real PostgreSQL: the next request
+    reads those rows, not the board."""
+    seeded = seed(any_ctx, tmp_path)
     _board(seeded.ctx)
     write(seeded, tmp_path)
     with _statements(seeded.ctx) as next_request:
@@ -393,3 +396,69 @@ def test_each_changed_submission_is_recorded_on_both_databases(
         assert after == _board(other) == _from_scratch(any_ctx)
     finally:
         other.db.dispose()
+
+
+def test_writers_and_readers_at_once_end_on_the_board_read_from_nothing(
+    any_ctx: Context, tmp_path: Path
+) -> None:
+    """Real threads on SQLite and the real PostgreSQL: two writers (another context, as a
+    worker or a second server would be) rename, add and delete submissions while two
+    readers keep reading the board from their kept rows; once the writers stop, the
+    board a reader reads is the one read from nothing."""
+    seeded = seed(any_ctx, tmp_path)
+    writer = Context.from_settings(any_ctx.settings)
+    ids = sorted(seeded.submissions.values())
+    with writer.db.session() as session:
+        template = session.execute(
+            select(*(c for c in Submission.__table__.c if c.name != "id")).where(
+                Submission.id == ids[0]
+            )
+        ).one()
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def write(n: int) -> None:
+        try:
+            for i in range(12):
+                with writer.db.session() as session:
+                    session.execute(
+                        update(Submission)
+                        .where(Submission.id == ids[(n + i) % len(ids)])
+                        .values(name=f"renamed-{n}-{i}")
+                    )
+                    if i % 3 == 0:
+                        session.execute(
+                            insert(Submission.__table__).values(
+                                {**template._asdict(), "name": f"new-{n}-{i}"}
+                            )
+                        )
+                if i == 6:
+                    with writer.db.session() as session:
+                        session.execute(delete(Submission).where(Submission.id == ids[-1 - n]))
+        except BaseException as failure:  # noqa: BLE001 - raised in the test's thread
+            failures.append(failure)
+
+    def read() -> None:
+        try:
+            while not stop.is_set():
+                _board(any_ctx)
+        except BaseException as failure:  # noqa: BLE001 - raised in the test's thread
+            failures.append(failure)
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    writers = [threading.Thread(target=write, args=(n,)) for n in range(2)]
+    try:
+        for thread in readers + writers:
+            thread.start()
+        for thread in writers:
+            thread.join()
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join()
+        writer.db.dispose()
+    assert not failures, failures
+    after = _board(any_ctx)
+    names = {r["name"] for r in after["rows"] + after["pending"]}
+    assert {"new-0-9", "new-1-9"} <= names
+    assert after == _from_scratch(any_ctx)
