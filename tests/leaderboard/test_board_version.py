@@ -11,11 +11,13 @@ that the counter moved, and compares the warm board with one ranked from nothing
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import delete, event, insert, select, text, update
 
@@ -25,7 +27,9 @@ from evalboard.core.tables import BoardVersion, Job, Result, Submission, Task, U
 from leaderboard import aggregates
 from leaderboard.accounts import principal_for_token
 from leaderboard.phases import create_phase, reveal_phase
+from tests.conftest import make_settings
 from tests.helpers.tasks import write_jsonl
+from tests.leaderboard.conftest import serve
 from tests.leaderboard.seeding import OTHER_TASK, TASK, Seeded, seed
 from tests.leaderboard.test_board_cache import _board, _from_scratch
 
@@ -462,3 +466,94 @@ def test_writers_and_readers_at_once_end_on_the_board_read_from_nothing(
     names = {r["name"] for r in after["rows"] + after["pending"]}
     assert {"new-0-9", "new-1-9"} <= names
     assert after == _from_scratch(any_ctx)
+
+
+def _whole_board(url: str) -> list[dict[str, Any]]:
+    """Every page of the task's board as a server answers it (its time stamps aside)."""
+    pages, offset = [], 0
+    while True:
+        answer = httpx.get(f"{url}/tasks/{TASK}/leaderboard?limit=1000&offset={offset}", timeout=60)
+        assert answer.status_code == 200, answer.text
+        page = answer.json()
+        pages.append({k: v for k, v in page.items() if k not in ("computed_at", "generated_at")})
+        offset += 1000
+        if offset >= page["total"]:
+            return pages
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_two_servers_follow_another_processs_writes_on_postgresql(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Two real ``evalboard serve`` processes on one PostgreSQL database, read by six
+    threads while this process renames, deletes and adds models and sends jobs back to
+    run: every answer is 200, and afterwards both serve the board a third server, started
+    on nothing kept, serves."""
+    settings = make_settings(tmp_path, postgres_url)
+    ctx = Context.from_settings(settings)
+    seeded = seed(ctx, tmp_path)
+    env = {"EVALBOARD_DATABASE_URL": postgres_url}
+    with ExitStack() as servers:
+        servers.callback(ctx.db.dispose)
+        urls = [
+            servers.enter_context(
+                serve(
+                    settings.data_dir, tmp_path / f"server-{n}.log", env=env, args=("--no-worker",)
+                )
+            )[0]
+            for n in range(2)
+        ]
+        for url in urls:
+            _whole_board(url)  # each keeps the board
+        stop = threading.Event()
+        codes: list[int] = []
+
+        def read(url: str) -> None:
+            with httpx.Client(timeout=60) as client:
+                while not stop.is_set():
+                    for query in ("", "?limit=3", "?weights=perf:3,throughput:1"):
+                        codes.append(
+                            client.get(f"{url}/tasks/{TASK}/leaderboard{query}").status_code
+                        )
+
+        readers = [threading.Thread(target=read, args=(url,)) for url in urls for _ in range(3)]
+        for thread in readers:
+            thread.start()
+        try:
+            ids = sorted(seeded.submissions.values())
+            for i in range(12):
+                with ctx.db.session() as session:
+                    session.execute(
+                        update(Submission)
+                        .where(Submission.id == ids[i % len(ids)])
+                        .values(name=f"renamed-{i}")
+                    )
+                    if i == 4:
+                        session.execute(
+                            update(Job).where(Job.submission_id == ids[1]).values(status="running")
+                        )
+                    if i == 8:
+                        session.execute(delete(Submission).where(Submission.id == ids[-1]))
+                    if i % 3 == 0:
+                        template = session.execute(
+                            select(*(c for c in Submission.__table__.c if c.name != "id")).where(
+                                Submission.id == ids[0]
+                            )
+                        ).one()
+                        session.execute(
+                            insert(Submission.__table__).values(
+                                {**template._asdict(), "name": f"new-{i}"}
+                            )
+                        )
+                time.sleep(0.05)
+        finally:
+            stop.set()
+            for thread in readers:
+                thread.join()
+        assert codes and set(codes) == {200}, sorted(set(codes))
+        boards = [_whole_board(url) for url in urls]
+        fresh, _ = servers.enter_context(
+            serve(settings.data_dir, tmp_path / "server-fresh.log", env=env, args=("--no-worker",))
+        )
+        assert boards[0] == boards[1] == _whole_board(fresh)
