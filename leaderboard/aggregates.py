@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from evalboard.core.cache import sampled_size
 from evalboard.core.context import Context
+from evalboard.core.errors import Busy
 from evalboard.core.heap import paused_collection
 from evalboard.core.states import JobStatus
 from evalboard.core.tables import (
@@ -56,6 +57,8 @@ logger = logging.getLogger(__name__)
 
 #: Submissions derived per query on the slow path (well under SQLite's bound on parameters).
 _CHUNK = 500
+#: Reads of a board that a write raced (:class:`_Raced`), the last one's race raised.
+_READS = 3
 #: At most this many submissions changed since a kept board are read again alone; more,
 #: and the whole board is read in one query (about 1 s at 100,000 submissions).
 _CHANGED_ALONE = 5_000
@@ -155,6 +158,32 @@ class Board(NamedTuple):
 
 
 def load_board(
+    ctx: Context,
+    task_id: str,
+    *,
+    datasets: list[Dataset],
+    scoring: list[Dataset],
+) -> Board:
+    """The board's version and its rows in submission order (:func:`_read_board`), read
+    again when a write raced the read (:class:`_Raced`): that write moved the counter, so
+    the next read sees it. Raced every time: :class:`_Raced`, a 503 to ask again."""
+    for _ in range(_READS - 1):
+        try:
+            return _read_board(ctx, task_id, datasets=datasets, scoring=scoring)
+        except _Raced:
+            logger.info("task %s's board changed while it was read: read again", task_id)
+    return _read_board(ctx, task_id, datasets=datasets, scoring=scoring)
+
+
+class _Raced(Busy):
+    """A row the board query read was deleted, or derived again, before its stored entry
+    was read: the board changed while it was being read."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"The board of task {task_id!r} changed while it was read: ask again")
+
+
+def _read_board(
     ctx: Context,
     task_id: str,
     *,
@@ -351,24 +380,30 @@ def _entries(
             entries[row.id] = None
             unparsed.append(row)
     if unparsed:  # stored rows this process has not read yet: the JSON is read only now
-        for row, stored in zip(unparsed, _stored(ctx, [r.id for r in unparsed]), strict=True):
-            entries[row.id] = (sources[row.id], _from_stored(row, stored))
+        stored = _stored(ctx, {row.id: sources[row.id] for row in unparsed})
+        if len(stored) < len(unparsed):
+            raise _Raced(task_id)
+        for row in unparsed:
+            entries[row.id] = (sources[row.id], _from_stored(row, stored[row.id]))
     return entries  # type: ignore[return-value]  # every None was filled
 
 
-def _stored(ctx: Context, ids: list[int]) -> list[str]:
-    """The stored rows of these submissions as JSON text, in the order given."""
+def _stored(ctx: Context, wanted: dict[int, str]) -> dict[int, str]:
+    """The stored rows of these submissions as JSON text, where each is still stored with
+    the digest wanted (the board query saw it so; a write since may have deleted or
+    replaced it)."""
+    ids = list(wanted)
     found: dict[int, str] = {}
     with ctx.db.session() as session:
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
             rows = session.execute(
-                select(BoardEntry.submission_id, cast(BoardEntry.entry, Text)).where(
-                    BoardEntry.submission_id.in_(chunk)
-                )
+                select(
+                    BoardEntry.submission_id, BoardEntry.source, cast(BoardEntry.entry, Text)
+                ).where(BoardEntry.submission_id.in_(chunk))
             )
-            found.update((sid, entry) for sid, entry in rows)
-    return [found[sid] for sid in ids]
+            found.update((sid, entry) for sid, source, entry in rows if wanted[sid] == source)
+    return found
 
 
 def _derive(
@@ -453,21 +488,35 @@ def _store(ctx: Context, task_id: str, rows: dict[int, tuple[str, ModelEntry]]) 
 
     Two requests may derive the same row at once; the loser's insert fails on the key and
     is dropped: the winner stored the same row, and the store only saves work.
+
+    Everything in id order, and the submissions locked first (PostgreSQL: ``FOR KEY
+    SHARE``), as a submission's deletion locks it before the stored rows it cascades to:
+    locking the stored rows first and the submission (the insert's foreign key check)
+    second, a store and a deletion at once waited on each other until PostgreSQL stopped
+    one; two stores inserting the same new rows in different orders did the same.
     """
+    ids = sorted(rows)
     try:
         with ctx.db.session() as session:
-            session.execute(delete(BoardEntry).where(BoardEntry.submission_id.in_(list(rows))))
+            session.execute(
+                select(Submission.id)
+                .where(Submission.id.in_(ids))
+                .order_by(Submission.id)
+                .with_for_update(read=True, key_share=True)
+            )
+            session.execute(delete(BoardEntry).where(BoardEntry.submission_id.in_(ids)))
             session.execute(
                 insert(BoardEntry),
                 [
                     {
                         "submission_id": sid,
                         "task_id": task_id,
-                        "source": source,
-                        "entry": _to_stored(entry),
+                        "source": rows[sid][0],
+                        "entry": _to_stored(rows[sid][1]),
                     }
-                    for sid, (source, entry) in rows.items()
+                    for sid in ids
                 ],
             )
     except IntegrityError:
-        logger.info("board rows of task %s were stored by another request", task_id)
+        # Another request stored the same rows, or a submission was deleted meanwhile.
+        logger.info("board rows of task %s were not stored: stored or deleted meanwhile", task_id)

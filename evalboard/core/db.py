@@ -38,6 +38,7 @@ _CAUSES = (
     ("disk is full", "the disk holding the database is full"),
     ("no space left", "the disk holding the database is full"),
     ("database is locked", "the database is locked by another process; try again"),
+    ("deadlock detected", "two writes waited on each other and this one was stopped; try again"),
 )
 
 

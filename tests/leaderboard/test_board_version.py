@@ -23,10 +23,12 @@ from sqlalchemy import delete, event, insert, select, text, update
 
 from datasets_registry import add_dataset, set_dataset_weight
 from evalboard.core.context import Context
-from evalboard.core.tables import BoardVersion, Job, Result, Submission, Task, User
+from evalboard.core.tables import BoardEntry, BoardVersion, Job, Result, Submission, Task, User
 from leaderboard import aggregates
 from leaderboard.accounts import principal_for_token
+from leaderboard.entry import ModelEntry
 from leaderboard.phases import create_phase, reveal_phase
+from leaderboard.table import load_table
 from tests.conftest import make_settings
 from tests.helpers.tasks import write_jsonl
 from tests.leaderboard.conftest import serve
@@ -162,19 +164,24 @@ def _default_weights_changed(seeded: Seeded, _tmp: Path) -> None:
         session.execute(update(Task).where(Task.id == TASK).values(default_weights=weights))
 
 
-WRITES: list[Callable[[Seeded, Path], None]] = [
+#: Writes that change some submissions' rows and not the datasets: read again alone.
+ONE_ROW_WRITES: list[Callable[[Seeded, Path], None]] = [
     _result_stored_again,
     _unpublished,
     _deleted,
     _renamed_in_raw_sql,
     _card_edited,
     _owner_renamed,
+    _default_weights_changed,  # no row at all
+]
+#: Writes to what every row depends on: the datasets, and which of them count.
+DATASET_WRITES: list[Callable[[Seeded, Path], None]] = [
     _dataset_added,
     _dataset_reweighted,
     _phase_created,
     _phase_revealed,
-    _default_weights_changed,
 ]
+WRITES = ONE_ROW_WRITES + DATASET_WRITES
 
 
 @pytest.mark.parametrize("write", WRITES, ids=[w.__name__.strip("_") for w in WRITES])
@@ -291,18 +298,6 @@ def test_a_write_racing_the_board_query_is_not_lost(seeded: Seeded) -> None:
 def _whole_scans(statements: list[str]) -> list[str]:
     """The board queries over every submission of a task (not over a list of them)."""
     return [s for s in _scans(statements) if "submissions.id IN" not in s]
-
-
-#: Writes that change some submissions' rows and not the datasets: read again alone.
-ONE_ROW_WRITES = [
-    _result_stored_again,
-    _unpublished,
-    _deleted,
-    _renamed_in_raw_sql,
-    _card_edited,
-    _owner_renamed,
-    _default_weights_changed,  # no row at all
-]
 
 
 @pytest.mark.parametrize(
@@ -557,3 +552,84 @@ def test_two_servers_follow_another_processs_writes_on_postgresql(
             serve(settings.data_dir, tmp_path / "server-fresh.log", env=env, args=("--no-worker",))
         )
         assert boards[0] == boards[1] == _whole_board(fresh)
+
+
+def _store_at_once(
+    ctx: Context,
+    rows: list[tuple[int, tuple[str, ModelEntry]]],
+    barrier: threading.Barrier,
+    failures: list[BaseException],
+) -> None:
+    barrier.wait()
+    try:
+        aggregates._store(ctx, TASK, dict(rows))
+    except BaseException as failure:  # noqa: BLE001 - raised in the test's thread
+        failures.append(failure)
+
+
+@pytest.mark.postgres
+def test_two_requests_storing_the_same_rows_in_opposite_orders_both_finish(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Two requests that derived the same new rows (in whatever order their query gave)
+    store them at once on PostgreSQL: in id order, one waits for the other and then finds
+    them stored; in opposite orders each waited on the other's rows until PostgreSQL
+    stopped one (deadlock detected: a 503 for a board read)."""
+    ctx = Context.from_settings(make_settings(tmp_path, postgres_url))
+    try:
+        seed(ctx, tmp_path)
+        models = {m.submission_id: m for m in load_table(ctx, TASK).models}
+        with ctx.db.session() as session:
+            sources = {
+                sid: source
+                for sid, source in session.execute(
+                    select(BoardEntry.submission_id, BoardEntry.source)
+                )
+            }
+        rows = [(sid, (sources[sid], models[sid])) for sid in sorted(models)]
+        for _ in range(8):
+            with ctx.db.session() as session:
+                session.execute(delete(BoardEntry))
+            barrier = threading.Barrier(2)
+            failures: list[BaseException] = []
+            threads = [
+                threading.Thread(target=_store_at_once, args=(ctx, order, barrier, failures))
+                for order in (rows, rows[::-1])
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert not failures, failures
+            with ctx.db.session() as session:
+                assert len(session.scalars(select(BoardEntry.submission_id)).all()) == len(rows)
+    finally:
+        ctx.db.dispose()
+
+
+def test_a_model_deleted_between_the_board_query_and_its_stored_row_is_read_again(
+    seeded: Seeded,
+) -> None:
+    """A server with nothing kept reads the stored rows after the board query: a model
+    deleted in between (its stored row goes with it) makes the board read again, and
+    the answer is the board without it, not an error."""
+    _board(seeded.ctx)  # every row stored
+    reader = Context.from_settings(seeded.ctx.settings)  # a server started again
+    roberta = seeded.submissions["roberta-large"]
+    fired: list[str] = []
+
+    def delete_after_the_query(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if _scans([statement]) and not fired:
+            fired.append(statement)
+            with seeded.ctx.db.session() as session:
+                session.execute(delete(Submission).where(Submission.id == roberta))
+
+    event.listen(reader.db.engine, "after_cursor_execute", delete_after_the_query)
+    try:
+        after = _board(reader)
+    finally:
+        event.remove(reader.db.engine, "after_cursor_execute", delete_after_the_query)
+        reader.db.dispose()
+    assert fired
+    assert roberta not in {r["submission_id"] for r in after["rows"] + after["pending"]}
+    assert after == _from_scratch(seeded.ctx)
