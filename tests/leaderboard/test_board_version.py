@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import delete, event, insert, select, text, update
+from sqlalchemy.orm import Session
 
 from datasets_registry import add_dataset, set_dataset_weight
 from evalboard.core.context import Context
@@ -295,6 +296,13 @@ def test_a_write_racing_the_board_query_is_not_lost(seeded: Seeded) -> None:
     assert after == _from_scratch(seeded.ctx)
 
 
+def _add_copy(session: Session, of: int, name: str) -> None:
+    """A new submission: submission ``of``'s row under a new id and ``name``."""
+    columns = [c for c in Submission.__table__.c if c.name != "id"]
+    row = session.execute(select(*columns).where(Submission.id == of)).one()
+    session.execute(insert(Submission.__table__).values({**row._asdict(), "name": name}))
+
+
 def _whole_scans(statements: list[str]) -> list[str]:
     """The board queries over every submission of a task (not over a list of them)."""
     return [s for s in _scans(statements) if "submissions.id IN" not in s]
@@ -378,14 +386,7 @@ def test_each_changed_submission_is_recorded_on_both_databases(
             session.execute(
                 delete(Submission).where(Submission.id == seeded.submissions["bow-logreg"])
             )
-            template = session.execute(
-                select(*(c for c in Submission.__table__.c if c.name != "id")).where(
-                    Submission.id == seeded.submissions["roberta-large"]
-                )
-            ).one()
-            session.execute(
-                insert(Submission.__table__).values({**template._asdict(), "name": "newcomer"})
-            )
+            _add_copy(session, seeded.submissions["roberta-large"], "newcomer")
         with _statements(any_ctx) as next_request:
             after = _board(any_ctx)
         assert not _whole_scans(next_request)
@@ -407,12 +408,6 @@ def test_writers_and_readers_at_once_end_on_the_board_read_from_nothing(
     seeded = seed(any_ctx, tmp_path)
     writer = Context.from_settings(any_ctx.settings)
     ids = sorted(seeded.submissions.values())
-    with writer.db.session() as session:
-        template = session.execute(
-            select(*(c for c in Submission.__table__.c if c.name != "id")).where(
-                Submission.id == ids[0]
-            )
-        ).one()
     stop = threading.Event()
     failures: list[BaseException] = []
 
@@ -426,11 +421,7 @@ def test_writers_and_readers_at_once_end_on_the_board_read_from_nothing(
                         .values(name=f"renamed-{n}-{i}")
                     )
                     if i % 3 == 0:
-                        session.execute(
-                            insert(Submission.__table__).values(
-                                {**template._asdict(), "name": f"new-{n}-{i}"}
-                            )
-                        )
+                        _add_copy(session, ids[0], f"new-{n}-{i}")
                 if i == 6:
                     with writer.db.session() as session:
                         session.execute(delete(Submission).where(Submission.id == ids[-1 - n]))
@@ -531,16 +522,7 @@ def test_two_servers_follow_another_processs_writes_on_postgresql(
                     if i == 8:
                         session.execute(delete(Submission).where(Submission.id == ids[-1]))
                     if i % 3 == 0:
-                        template = session.execute(
-                            select(*(c for c in Submission.__table__.c if c.name != "id")).where(
-                                Submission.id == ids[0]
-                            )
-                        ).one()
-                        session.execute(
-                            insert(Submission.__table__).values(
-                                {**template._asdict(), "name": f"new-{i}"}
-                            )
-                        )
+                        _add_copy(session, ids[0], f"new-{i}")
                 time.sleep(0.05)
         finally:
             stop.set()
