@@ -164,15 +164,46 @@ def load_board(
     datasets: list[Dataset],
     scoring: list[Dataset],
 ) -> Board:
-    """The board's version and its rows in submission order (:func:`_read_board`), read
-    again when a write raced the read (:class:`_Raced`): that write moved the counter, so
-    the next read sees it. Raced every time: :class:`_Raced`, a 503 to ask again."""
-    for _ in range(_READS - 1):
-        try:
-            return _read_board(ctx, task_id, datasets=datasets, scoring=scoring)
-        except _Raced:
-            logger.info("task %s's board changed while it was read: read again", task_id)
-    return _read_board(ctx, task_id, datasets=datasets, scoring=scoring)
+    """The board's version and its rows in submission order (:func:`_read_board`).
+
+    The board kept in memory while the task's counter has not moved; otherwise read by
+    one thread at a time (requests that find it changed at once, after a restart or a new
+    result, read it once: the others wait and find it kept), and read again when a write
+    raced the read (:class:`_Raced`): that write moved the counter, so the next read sees
+    it. Raced every time: :class:`_Raced`, a 503 to ask again."""
+    digest = _digest(datasets, scoring)
+    with ctx.db.session() as session:
+        board = _kept_board(ctx, task_id, digest, _counter(session, task_id))
+    if board is not None:
+        return board
+    with ctx.cache.one_at_a_time(("board-read", task_id)):
+        for _ in range(_READS - 1):
+            try:
+                return _read_board(ctx, task_id, digest, datasets=datasets, scoring=scoring)
+            except _Raced:
+                logger.info("task %s's board changed while it was read: read again", task_id)
+        return _read_board(ctx, task_id, digest, datasets=datasets, scoring=scoring)
+
+
+def _digest(datasets: list[Dataset], scoring: list[Dataset]) -> str:
+    """What of the datasets every row depends on. Which sets count changes when a phase
+    is revealed to the public, not the datasets."""
+    return source_digest(datasets_digest(datasets), sorted(d.id for d in scoring))
+
+
+def _counter(session: Session, task_id: str) -> int | None:
+    """The task's board counter (``board_versions``): None before its first write."""
+    return session.scalar(select(BoardVersion.version).where(BoardVersion.task_id == task_id))
+
+
+def _kept_board(ctx: Context, task_id: str, digest: str, counter: int | None) -> Board | None:
+    """The board kept in memory, where it was read at this counter and datasets' digest."""
+    current = ctx.cache.get(("board", task_id))
+    if current is None or current[1] != (counter, digest):
+        return None
+    key = ("board-rows", task_id, current[0])
+    kept = ctx.cache.get(key)
+    return Board(current[0], kept.models, key) if kept is not None else None
 
 
 class _Raced(Busy):
@@ -186,6 +217,7 @@ class _Raced(Busy):
 def _read_board(
     ctx: Context,
     task_id: str,
+    digest: str,
     *,
     datasets: list[Dataset],
     scoring: list[Dataset],
@@ -210,15 +242,14 @@ def _read_board(
     no row (the counter moved, the version did not) replaces only the latter, so what
     was derived from the rows stays.
     """
-    # Which sets count changes when a phase is revealed to the public, not the datasets.
-    digest = source_digest(datasets_digest(datasets), sorted(d.id for d in scoring))
     current = ctx.cache.get(("board", task_id))
     kept_key = ("board-rows", task_id, current[0]) if current is not None else None
     kept = ctx.cache.get(kept_key) if kept_key is not None else None
     with ctx.db.session() as session:
-        stored = session.scalar(select(BoardVersion.version).where(BoardVersion.task_id == task_id))
-        if kept is not None and current[1] == (stored, digest):
-            return Board(current[0], kept.models, ("board-rows", task_id, current[0]))
+        stored = _counter(session, task_id)
+        board = _kept_board(ctx, task_id, digest, stored)
+        if board is not None:  # read by the thread this one waited for
+            return board
         since = current[1][0] if kept is not None and kept.digest == digest else None
         changed = (
             _changed(session, task_id, since) if since is not None and stored is not None else None

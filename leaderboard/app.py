@@ -53,6 +53,7 @@ from leaderboard.signing_key import signing_key
 from leaderboard.strict_text import StrictTextMiddleware
 from leaderboard.throttle import LoginThrottle
 from leaderboard.uploads import expire_uploads_forever
+from leaderboard.warmup import start_warmup
 
 __all__ = ["PLOTLY_JS", "create_app"]
 
@@ -81,9 +82,11 @@ def create_app(ctx: Context | None = None) -> FastAPI:
     context = ctx
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Stale uploads expire while the server runs: on start, then periodically.
         sweeper = asyncio.create_task(expire_uploads_forever(context))
+        # Its first visitors find the boards read (leaderboard.warmup); /ready tells.
+        app.state.warmup = start_warmup(context)
         try:
             yield
         finally:

@@ -372,13 +372,8 @@ def _kept_ranking(
         None if dataset_weights is None else tuple(sorted(dataset_weights.items())),
         intervals,
     )
-    ranking = ctx.cache.get(cache_key) if table.version else None
-    if ranking is not None and ranking.intervals_pending:
-        # Kept while its intervals are being made, so that asking again costs a page; once
-        # the work ends (its intervals kept, or it was dropped), ranked again.
-        if wait_for_intervals or not ctx.background.busy(ranking.intervals_work):
-            ranking = None
-    if ranking is None:
+
+    def ranked() -> _Ranking:
         ranking = _rank(
             ctx,
             table,
@@ -388,11 +383,35 @@ def _kept_ranking(
             wait_for_intervals=wait_for_intervals,
         )
         read_only(*ranking.arrays)  # every page of it is cut from these, shared
-        if table.version:
+        return ranking
+
+    if not table.version:  # a table of no version is not kept
+        return ranked()
+    ranking = _kept(ctx, cache_key, wait_for_intervals=wait_for_intervals)
+    if ranking is not None:
+        return ranking
+    # Requests that miss the same ranking at once (after a restart or a new result) rank
+    # it once: the others wait, and find it kept.
+    with ctx.cache.one_at_a_time(cache_key):
+        ranking = _kept(ctx, cache_key, wait_for_intervals=wait_for_intervals)
+        if ranking is None:
+            ranking = ranked()
             ctx.cache.put(
                 cache_key, ranking, size=ranking.approximate_size(), within=table.board_key
             )
             keep_long_lived()
+    return ranking
+
+
+def _kept(ctx: Context, cache_key: Hashable, *, wait_for_intervals: bool) -> _Ranking | None:
+    """The ranking kept under ``cache_key``, unless it still waits for its intervals and
+    the caller waits for them or their work has ended (then it is ranked again: with the
+    intervals kept meanwhile, or their work asked for again)."""
+    ranking: _Ranking | None = ctx.cache.get(cache_key)
+    if ranking is not None and ranking.intervals_pending:
+        # Kept while its intervals are being made, so that asking again costs a page.
+        if wait_for_intervals or not ctx.background.busy(ranking.intervals_work):
+            return None
     return ranking
 
 

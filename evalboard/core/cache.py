@@ -23,7 +23,9 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from types import FunctionType, ModuleType
 from typing import Any
 
@@ -137,6 +139,14 @@ def _slot_names(cls: type) -> tuple[str, ...]:
     return tuple(names)
 
 
+@dataclass
+class _Flight:
+    """The threads making one entry: one holds the lock, the rest wait on it."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    threads: int = 0
+
+
 class MemoryCache:
     """A thread-safe LRU mapping whose entries together hold at most ``budget_bytes``.
 
@@ -151,7 +161,37 @@ class MemoryCache:
         # put(..., within=parent): parent -> its dependents, and each dependent's parent.
         self._dependents: dict[Hashable, set[Hashable]] = {}
         self._parent: dict[Hashable, Hashable] = {}
+        self._flights: dict[Hashable, _Flight] = {}
         self._lock = threading.Lock()
+
+    @contextmanager
+    def one_at_a_time(self, key: Hashable) -> Iterator[None]:
+        """Run the block for ``key`` in one thread at a time: threads that miss the same
+        entry at once make it once, each looking in the cache again inside the block, so
+        the ones that waited find what the first kept. Eight requests for a 10,000-model
+        board a restarted server had not read yet each read it, all at once: 6.4 s each
+        on two cores, where one alone took 1.1 s.
+
+        Only threads that ask at once hold a lock: none is left behind for a key (a
+        viewer's weighting, say) once its last thread is done.
+
+        >>> cache = MemoryCache()
+        >>> with cache.one_at_a_time("board"):
+        ...     cache.put("board", "rows")
+        >>> cache._flights
+        {}
+        """
+        with self._lock:
+            flight = self._flights.setdefault(key, _Flight())
+            flight.threads += 1
+        try:
+            with flight.lock:
+                yield
+        finally:
+            with self._lock:
+                flight.threads -= 1
+                if not flight.threads:
+                    del self._flights[key]
 
     def has(self, key: Hashable) -> bool:
         with self._lock:

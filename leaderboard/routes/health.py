@@ -4,7 +4,8 @@ artifact store), and what the live workers last reported of their own parts (the
 engine, their view of the store) with their heartbeat (:mod:`evaluator.jobs.heartbeat`).
 
 A worker's fault does not make the server unready (it still serves pages and takes
-uploads, and the jobs wait): ``workers`` is reported beside the checks, not among them.
+uploads, and the jobs wait): ``workers`` is reported beside the checks, not among them;
+so is ``boards``, whether the boards are read into memory yet (:mod:`leaderboard.warmup`).
 
 A 503 from ``/ready`` says which part is down but never where it is (host, port, user):
 anyone may call it. Load balancers route on ``/ready``; process supervisors restart on
@@ -17,7 +18,7 @@ import asyncio
 import logging
 from collections import Counter
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
@@ -62,8 +63,15 @@ def _workers(ctx: Context) -> dict[str, object]:
     }
 
 
+def _boards(request: Request) -> str:
+    """Whether the boards are read yet (``leaderboard.warmup``; an app served without its
+    lifespan reads them on request only)."""
+    warmup = getattr(request.app.state, "warmup", None)
+    return "warming" if warmup is not None and warmup.is_alive() else "warm"
+
+
 @router.get("/ready")
-async def ready(ctx: CtxDep) -> JSONResponse:
+async def ready(ctx: CtxDep, request: Request) -> JSONResponse:
     checks: dict[str, str] = {}
     for name, check in (
         ("database", ctx.db.ping),
@@ -82,6 +90,8 @@ async def ready(ctx: CtxDep) -> JSONResponse:
         "status": "ok" if up else "unavailable",
         "version": __version__,
         "checks": checks,
+        # Information, not a check: a server reading its boards answers all along.
+        "boards": _boards(request),
     }
     if checks["database"] == "ok":
         try:

@@ -1,0 +1,187 @@
+"""A started server's first visitors: boards read as it starts, and read once however many
+requests ask for them at once (``leaderboard.warmup``, ``MemoryCache.one_at_a_time``).
+
+Eight requests for a 10,000-model board that a restarted server had not read yet each
+read and ranked it, all at once: 6.4 s each on two cores, where one alone took 1.1 s.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from evalboard.core.cache import MemoryCache
+from evalboard.core.context import Context
+from evalboard.core.settings import Settings
+from leaderboard import create_app, ranking
+from leaderboard.accounts import ANONYMOUS
+from leaderboard.cards import visible_table
+from leaderboard.ranking import build_leaderboard
+from leaderboard.table import load_table
+from leaderboard.warmup import warm_boards
+from tests.leaderboard.conftest import serve
+from tests.leaderboard.seeding import TASK, Seeded
+from tests.leaderboard.test_board_cache import _from_scratch
+from tests.leaderboard.test_board_version import _scans, _statements
+
+THREADS = 6
+
+
+def _restarted(ctx: Context) -> Context:
+    """A context on the same storage with nothing in memory: a server started again."""
+    return Context.from_settings(Settings(**ctx.settings.model_dump()))
+
+
+def _at_once(work: Callable[[int], Any], threads: int = THREADS) -> list[Any]:
+    """``work(i)`` in threads ``i`` let go together; what each returned."""
+    start = threading.Barrier(threads)
+    found: list[Any] = [None] * threads
+    failed: list[BaseException] = []
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            found[i] = work(i)
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the test's thread
+            failed.append(exc)
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    if failed:
+        raise failed[0]
+    return found
+
+
+def test_one_at_a_time_runs_one_thread_per_key_and_keeps_no_lock_after() -> None:
+    cache = MemoryCache()
+    inside: dict[str, int] = {"a": 0, "b": 0}
+    most: dict[str, int] = {"a": 0, "b": 0}
+    guard = threading.Lock()
+
+    def work(key: str) -> Callable[[], None]:
+        def run() -> None:
+            with cache.one_at_a_time(key):
+                with guard:
+                    inside[key] += 1
+                    most[key] = max(most[key], inside[key])
+                time.sleep(0.02)
+                with guard:
+                    inside[key] -= 1
+
+        return run
+
+    _at_once(lambda i: work("ab"[i % 2])(), threads=8)
+    assert most == {"a": 1, "b": 1}
+    assert cache._flights == {}  # nothing left behind for keys no thread waits on
+
+
+def test_one_at_a_time_lets_other_keys_run_meanwhile() -> None:
+    cache = MemoryCache()
+    entered = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with cache.one_at_a_time("a"):
+            entered.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert entered.wait(10)
+    with cache.one_at_a_time("b"):  # not behind "a"
+        pass
+    release.set()
+    holder.join(10)
+    assert cache._flights == {}
+
+
+def test_requests_that_miss_a_board_at_once_read_it_once(seeded: Seeded) -> None:
+    restarted = _restarted(seeded.ctx)
+    try:
+        with _statements(restarted) as seen:
+            tables = _at_once(lambda _: load_table(restarted, TASK))
+        assert len(_scans(seen)) == 1  # one whole-board query, not one per request
+        assert len({table.version for table in tables}) == 1
+        assert all(table.models is tables[0].models for table in tables)  # the same rows
+    finally:
+        restarted.db.dispose()
+
+
+def test_requests_that_miss_a_ranking_at_once_rank_it_once(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = seeded.ctx
+    table = visible_table(load_table(ctx, TASK), ANONYMOUS, cache=ctx.cache)
+    ranked: list[int] = []
+    rank = ranking._rank
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        ranked.append(1)
+        time.sleep(0.05)  # long enough for every other thread to ask meanwhile
+        return rank(*args, **kwargs)
+
+    monkeypatch.setattr(ranking, "_rank", counted)
+    weights = {"perf": 3.0, "throughput": 1.0}
+    boards = _at_once(lambda _: build_leaderboard(ctx, table, weights).model_dump(mode="json"))
+    assert len(ranked) == 1
+    assert all(board == boards[0] for board in boards)
+    assert boards[0] == _from_scratch(ctx, weights=weights)
+
+
+def test_a_started_server_has_read_its_boards_before_its_first_visitor(seeded: Seeded) -> None:
+    restarted = _restarted(seeded.ctx)
+    try:
+        with TestClient(create_app(restarted)) as client:  # the lifespan runs: the warm-up
+            client.app.state.warmup.join(timeout=60)  # type: ignore[attr-defined]
+            assert client.get("/ready").json()["boards"] == "warm"
+            with _statements(restarted) as seen:
+                board = client.get(f"/tasks/{TASK}/leaderboard?limit=1000")
+            assert board.status_code == 200
+            assert _scans(seen) == []  # read as the server started
+            assert board.json()["rows"] == _from_scratch(seeded.ctx)["rows"]
+    finally:
+        restarted.db.dispose()
+
+
+def test_a_warm_up_on_a_database_that_does_not_answer_logs_and_ends(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url="postgresql+psycopg://nobody@127.0.0.1:9/none",
+        sandbox="local",
+    )
+    ctx = Context.from_settings(settings)
+    try:
+        assert warm_boards(ctx) == 0
+    finally:
+        ctx.db.dispose()
+    assert "boards not read as the server starts" in caplog.text
+
+
+def test_evalboard_serve_says_when_its_boards_are_read(seeded: Seeded, tmp_path: Path) -> None:
+    seeded.ctx.db.dispose()
+    with serve(seeded.ctx.settings.data_dir, tmp_path / "serve.log") as (url, _process):
+        deadline = time.monotonic() + 30
+        states = []
+        while time.monotonic() < deadline:
+            ready = httpx.get(f"{url}/ready", timeout=10)
+            assert ready.status_code == 200  # reading the boards is no reason to be unready
+            states.append(ready.json()["boards"])
+            if states[-1] == "warm":
+                break
+            time.sleep(0.05)
+        assert states[-1] == "warm"
+        assert set(states) <= {"warming", "warm"}
+        board = httpx.get(f"{url}/tasks/{TASK}/leaderboard?limit=1000", timeout=30)
+        assert board.json()["rows"] == _from_scratch(seeded.ctx)["rows"]
