@@ -69,6 +69,7 @@ from evaluator.result import SCHEMA_VERSION, DatasetMetrics  # noqa: E402
 from leaderboard import build_leaderboard, create_app  # noqa: E402
 from leaderboard.paging import DEFAULT_LIMIT, BoardQuery  # noqa: E402
 from leaderboard.table import load_table  # noqa: E402
+from leaderboard.warmup import warm_boards  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "leaderboard.json"
 #: Rounds of the boards with intervals: with two, new dataset weights move each round's
@@ -406,19 +407,51 @@ def _ready_ms(seconds: float | None) -> dict[str, float]:
     return {} if seconds is None else {"intervals_ready_ms": round(seconds * 1000, 1)}
 
 
-async def _restart(settings: Settings, *, predictions: bool) -> dict[str, float]:
-    """The first requests of a server started again: its rows stored, nothing in memory."""
+#: Requests a restarted server gets at once (``restart.at_once``).
+AT_ONCE = 8
+
+
+async def _restart(settings: Settings, *, predictions: bool) -> dict[str, Any]:
+    """The first requests of a server started again: its rows stored, nothing in memory.
+    Three servers, each started afresh: the first API request and the page after it;
+    ``AT_ONCE`` API requests at once (they share one read of the board); and the first
+    request after the warm-up a served app makes as it starts (``leaderboard.warmup``)."""
+    ctx = Context.from_settings(settings)
+    transport = httpx.ASGITransport(app=create_app(ctx))
+    url = f"/tasks/{TASK_ID}/leaderboard"
+    async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+        started = time.perf_counter()
+        api, _ = await _timed(client, url)
+        page, _ = await _timed(client, f"/ui/tasks/{TASK_ID}")
+        ready = await _intervals_ready(client, url, started, predictions=predictions)
+    ctx.db.dispose()
+    out: dict[str, Any] = {
+        "api_ms": round(api * 1000, 1),
+        "page_ms": round(page * 1000, 1),
+        **_ready_ms(ready),
+    }
+
+    ctx = Context.from_settings(settings)
+    transport = httpx.ASGITransport(app=create_app(ctx))
+    async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+        # The app's endpoints run in its thread pool: these are requests at once.
+        at_once = await asyncio.gather(*(_timed(client, url) for _ in range(AT_ONCE)))
+    ctx.background.wait_idle(timeout=600)
+    ctx.db.dispose()
+    out["at_once"] = _summary([seconds for seconds, _ in at_once])
+
     ctx = Context.from_settings(settings)
     transport = httpx.ASGITransport(app=create_app(ctx))
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
         started = time.perf_counter()
-        api, _ = await _timed(client, f"/tasks/{TASK_ID}/leaderboard")
-        page, _ = await _timed(client, f"/ui/tasks/{TASK_ID}")
-        ready = await _intervals_ready(
-            client, f"/tasks/{TASK_ID}/leaderboard", started, predictions=predictions
-        )
+        warm_boards(ctx)  # what the served app's lifespan starts in a thread of its own
+        warmed = time.perf_counter() - started
+        after, _ = await _timed(client, url)
+    ctx.background.wait_idle(timeout=600)
     ctx.db.dispose()
-    return {"api_ms": round(api * 1000, 1), "page_ms": round(page * 1000, 1), **_ready_ms(ready)}
+    out["warmup_ms"] = round(warmed * 1000, 1)
+    out["api_after_warmup_ms"] = round(after * 1000, 1)
+    return out
 
 
 def main() -> None:
@@ -450,7 +483,8 @@ def main() -> None:
         "moves), api_same_shares_weights: every round weighed alike with a weight not asked "
         "for before (the owner's shares), api_fresh_metric_weights: metric weights not "
         "asked for before; cold: the first requests after seeding (every row derived and "
-        "stored); restart: the first requests of a new server on those rows; "
+        "stored); restart: the first requests of a new server on those rows (and 8 at once, "
+        "and the first after the warm-up a served app starts with, each on a new server); "
         "after_new_result: the first request after one more submission finished",
         "repeats": args.repeats,
         "cache_bytes": args.cache_bytes or Settings().cache_bytes,

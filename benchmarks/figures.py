@@ -370,6 +370,24 @@ def _board_moments(
             "",
             source,
         )
+    at_once = _mapping(restart.get("at_once"))
+    if set(TIMING_KEYS) <= set(at_once):
+        yield Row(
+            f"leaderboard API at {where}, a restarted server's first {at_once['n']} requests "
+            "at once, p50 / p95",
+            _requests(at_once),
+            "",
+            source,
+        )
+    if {"warmup_ms", "api_after_warmup_ms"} <= set(restart):
+        yield Row(
+            f"leaderboard at {where}, a restarted server reading its boards as it starts "
+            "(warm-up) / its first API request after that",
+            f"{_number(restart['warmup_ms'])} / {_number(restart['api_after_warmup_ms'])} ms "
+            "(1 each)",
+            "",
+            source,
+        )
     after = _mapping(dig(found, "after_new_result"))
     if set(TIMING_KEYS) <= set(after):
         yield Row(
