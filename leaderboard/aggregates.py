@@ -28,7 +28,21 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, TypeAdapter
-from sqlalchemy import Row, Text, case, cast, delete, func, insert, select
+from sqlalchemy import (
+    CursorResult,
+    Row,
+    Table,
+    Text,
+    bindparam,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -254,16 +268,22 @@ def _read_board(
         changed = (
             _changed(session, task_id, since) if since is not None and stored is not None else None
         )
+        # What the rows read now are merged into: the kept board, or with nothing kept
+        # (a server started again, the board evicted) the stored rows still current. A
+        # cache of no bytes reads every row's facts: the board as derived from nothing.
+        base = kept if changed is not None else None
+        if kept is None and stored is not None and ctx.cache.budget_bytes:
+            base, changed = _stored_board(session, task_id, digest)
         # Core, not the ORM: plain rows, no per-row ORM bookkeeping.
         rows = (
             session.connection().execute(_board_query(task_id)).all()
             if changed is None
             else changed[1]
         )
-    sources, read_as = _sources(rows, digest, kept)
+    sources, read_as = _sources(rows, digest, base or kept)
     if changed is not None:
-        assert kept is not None
-        sources, read_as = _merged(kept, changed[0], sources, read_as)
+        assert base is not None
+        sources, read_as = _merged(base, changed[0], sources, read_as)
     version = _version(digest, sources)
     cache_key = ("board-rows", task_id, version)
     # The rows of this version may be kept though the note of which version is current
@@ -272,10 +292,18 @@ def _read_board(
     if found is None:
         # Rows are reused by the next version where their own digest still matches, so
         # one finished job re-derives one row; the older version is then let go.
-        previous: dict[int, tuple[str, ModelEntry]] = kept.entries if kept is not None else {}
+        reused = base or kept
+        previous: dict[int, tuple[str, ModelEntry]] = reused.entries if reused else {}
         with paused_collection():  # 10,000 rows made: see evalboard.core.heap
             entries = _entries(
-                ctx, task_id, rows, sources, previous, datasets=datasets, scoring=scoring
+                ctx,
+                task_id,
+                rows,
+                sources,
+                previous,
+                _Read(stored, digest),
+                datasets=datasets,
+                scoring=scoring,
             )
             if changed is not None:  # the rows read again, the kept ones for the others
                 entries = {sid: entries.get(sid) or previous[sid] for sid in sources}
@@ -344,11 +372,73 @@ def _changed(session: Session, task_id: str, since: int) -> tuple[list[int], lis
     )
     if len(ids) > _CHANGED_ALONE:
         return None
-    rows: list[Row[Any]] = []
+    return ids, _rows_of(session, task_id, ids)
+
+
+def _rows_of(session: Session, task_id: str, ids: list[int]) -> list[Row[Any]]:
+    """The board query's rows of these submissions (one query over the whole board where
+    they are too many to name), in submission order."""
+    if len(ids) > _CHANGED_ALONE:
+        wanted = set(ids)
+        rows = session.connection().execute(_board_query(task_id)).all()
+        return [row for row in rows if row.id in wanted]
+    found: list[Row[Any]] = []
     for start in range(0, len(ids), _CHUNK):
         query = _board_query(task_id, ids[start : start + _CHUNK])
-        rows += session.connection().execute(query).all()
-    return ids, rows
+        found += session.connection().execute(query).all()
+    return sorted(found, key=lambda row: row.id)
+
+
+def _stored_board(
+    session: Session, task_id: str, digest: str
+) -> tuple[_Kept, tuple[list[int], list[Row[Any]]]]:
+    """With nothing kept in memory: the stored rows still current, as a kept board, and
+    the other submissions with their board query rows (read again, as after a change).
+
+    A stored row is current where it was stored or checked under these datasets (its
+    ``digest``) at a counter value (``read_at``) no write to its submission has passed
+    since (``board_row_versions``): the triggers record each such write, as they do for
+    a kept board. Such a row is read as stored, its submission's facts not queried nor
+    hashed: at 100,000 submissions the board query and the hashing were 4 of the 10 s a
+    restarted server took to read the board. Who the row is (name, owner, published) is
+    read from the submission as it is now, like every row."""
+    current = (
+        select(
+            Submission.id,
+            Submission.name,
+            Submission.user_id,
+            User.name.label("user"),
+            Submission.is_baseline,
+            Submission.published,
+            BoardEntry.source,
+            cast(BoardEntry.entry, Text).label("entry"),
+        )
+        .join(BoardEntry, BoardEntry.submission_id == Submission.id)
+        .join(
+            BoardRowVersion,
+            (BoardRowVersion.task_id == Submission.task_id)
+            & (BoardRowVersion.submission_id == Submission.id),
+        )
+        .outerjoin(User, User.id == Submission.user_id)
+        .where(
+            Submission.task_id == task_id,
+            BoardEntry.digest == digest,
+            BoardRowVersion.version <= BoardEntry.read_at,
+        )
+        .order_by(Submission.id)
+    )
+    entries: dict[int, tuple[str, ModelEntry]] = {}
+    with paused_collection():  # 100,000 rows made: see evalboard.core.heap
+        stored: CursorResult[Any] = session.connection().execute(current)
+        for part in stored.partitions(_CHUNK):
+            for row in part:
+                entries[row.id] = (row.source, _from_stored(row, row.entry))
+    ids = session.scalars(
+        select(Submission.id).where(Submission.task_id == task_id).order_by(Submission.id)
+    ).all()
+    others = [sid for sid in ids if sid not in entries]
+    kept = _Kept(entries, [entry for _, entry in entries.values()], digest, {})
+    return kept, (others, _rows_of(session, task_id, others))
 
 
 def _merged(
@@ -379,24 +469,35 @@ def _version(digest: str, sources: dict[int, str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+class _Read(NamedTuple):
+    """Under what a board was read: what its stored rows are marked current at."""
+
+    #: The task's counter read before the board's facts; None: no write to it yet.
+    counter: int | None
+    #: The datasets' digest (:func:`_digest`).
+    digest: str
+
+
 def _entries(
     ctx: Context,
     task_id: str,
     rows: Sequence[Row[Any]],
     sources: dict[int, str],
     previous: dict[int, tuple[str, ModelEntry]],
+    read: _Read,
     *,
     datasets: list[Dataset],
     scoring: list[Dataset],
 ) -> dict[int, tuple[str, ModelEntry]]:
     """Each row's digest and entry, in submission order: from ``previous`` where the digest
-    matches, else the stored row where it matches, else derived now (and stored)."""
+    matches, else the stored row where it matches (marked current at ``read``), else
+    derived now (and stored)."""
     by_id = {d.id: d for d in datasets}
     with ctx.db.session() as session:
         stale = [row.id for row in rows if row.source != sources[row.id]]
         derived = _derive(session, stale, scoring, by_id) if stale else {}
     if derived:  # written once the reading session is closed: SQLite has one writer
-        _store(ctx, task_id, {sid: (sources[sid], entry) for sid, entry in derived.items()})
+        _store(ctx, task_id, {sid: (sources[sid], e) for sid, e in derived.items()}, read)
     # One pass in submission order (100,000 rows after one more result: each pass over
     # them is a tenth of a second); the rows to parse keep their place, filled below.
     entries: dict[int, tuple[str, ModelEntry] | None] = {}
@@ -416,6 +517,8 @@ def _entries(
             raise _Raced(task_id)
         for row in unparsed:
             entries[row.id] = (sources[row.id], _from_stored(row, stored[row.id]))
+        if ctx.cache.budget_bytes:  # a cache of no bytes never reads rows as stored
+            _mark_current(ctx, {row.id: sources[row.id] for row in unparsed}, read)
     return entries  # type: ignore[return-value]  # every None was filled
 
 
@@ -514,7 +617,39 @@ def _from_stored(row: Row[Any], text: str) -> ModelEntry:
     )
 
 
-def _store(ctx: Context, task_id: str, rows: dict[int, tuple[str, ModelEntry]]) -> None:
+def _mark_current(ctx: Context, sources: dict[int, str], read: _Read) -> None:
+    """Mark stored rows whose facts were just read and still match (their digest the
+    one stored) current at ``read``, so that a process with nothing kept reads them as
+    stored (:func:`_stored_board`): rows stored before migration 0019, and rows a write
+    reached without changing them. Never marks a row earlier than it is, nor one
+    replaced meanwhile (its digest no longer the one read); in id order, as
+    :func:`_store` writes."""
+    if read.counter is None:
+        return
+    table = BoardEntry.__table__
+    assert isinstance(table, Table)
+    mark = (
+        update(table)
+        .where(
+            table.c.submission_id == bindparam("sid"),
+            table.c.source == bindparam("seen"),
+            or_(
+                table.c.read_at.is_(None),
+                table.c.read_at < read.counter,
+                table.c.digest != read.digest,
+            ),
+        )
+        .values(read_at=read.counter, digest=read.digest)
+    )
+    with ctx.db.session() as session:
+        session.connection().execute(
+            mark, [{"sid": sid, "seen": source} for sid, source in sorted(sources.items())]
+        )
+
+
+def _store(
+    ctx: Context, task_id: str, rows: dict[int, tuple[str, ModelEntry]], read: _Read
+) -> None:
     """Replace the stored rows of these submissions, in a transaction of its own.
 
     Two requests may derive the same row at once; the loser's insert fails on the key and
@@ -544,6 +679,8 @@ def _store(ctx: Context, task_id: str, rows: dict[int, tuple[str, ModelEntry]]) 
                         "task_id": task_id,
                         "source": rows[sid][0],
                         "entry": _to_stored(rows[sid][1]),
+                        "digest": read.digest,
+                        "read_at": read.counter,
                     }
                     for sid in ids
                 ],

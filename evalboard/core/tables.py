@@ -283,6 +283,12 @@ class BoardEntry(Base):
     task_id: Mapped[str] = _ref("tasks.id", "CASCADE", index=True)
     source: Mapped[str] = mapped_column(String(64))
     entry: Mapped[dict[str, Any]] = mapped_column(JSON)
+    #: The datasets' digest the row was derived or last checked under, and the task's
+    #: :class:`BoardVersion` counter it was known current at: while
+    #: :class:`BoardRowVersion` records its submission at no later value, the row is
+    #: read as stored, its facts not queried (None: stored before migration 0019).
+    digest: Mapped[str | None] = mapped_column(String(64))
+    read_at: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class BoardVersion(Base):
