@@ -48,7 +48,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from evalboard.core.cache import sampled_size
 from evalboard.core.context import Context
-from evalboard.core.errors import Busy
+from evalboard.core.errors import Busy, PlatformError
 from evalboard.core.heap import paused_collection
 from evalboard.core.states import JobStatus
 from evalboard.core.tables import (
@@ -641,10 +641,13 @@ def _mark_current(ctx: Context, sources: dict[int, str], read: _Read) -> None:
         )
         .values(read_at=read.counter, digest=read.digest)
     )
-    with ctx.db.session() as session:
-        session.connection().execute(
-            mark, [{"sid": sid, "seen": source} for sid, source in sorted(sources.items())]
-        )
+    try:
+        with ctx.db.session() as session:
+            session.connection().execute(
+                mark, [{"sid": sid, "seen": source} for sid, source in sorted(sources.items())]
+            )
+    except PlatformError as exc:  # only saves work: the read it follows stands
+        logger.info("board rows not marked current: %s", exc.message)
 
 
 def _store(
