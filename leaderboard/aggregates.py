@@ -98,6 +98,19 @@ def source_digest(datasets: str, facts: Sequence[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _who() -> tuple[Any, ...]:
+    """Who a row's submission is, as every read of the board takes it from the submission
+    as it is now (:func:`_from_stored` reads these by name; users joined as ``user``)."""
+    return (
+        Submission.id,
+        Submission.name,
+        Submission.user_id,
+        User.name.label("user"),
+        Submission.is_baseline,
+        Submission.published,
+    )
+
+
 def _board_query(task_id: str, ids: Sequence[int] | None = None) -> Any:
     """One row per submission of the task (or of those of ``ids``): who, its stored
     entry, and per-status job counts with its results' count and newest id (what a
@@ -112,12 +125,7 @@ def _board_query(task_id: str, ids: Sequence[int] | None = None) -> Any:
     ]
     return (
         select(
-            Submission.id,
-            Submission.name,
-            Submission.user_id,
-            User.name.label("user"),
-            Submission.is_baseline,
-            Submission.published,
+            *_who(),
             # As text: the digest needs its bytes, not a parsed card per row.
             cast(Submission.card, Text).label("card"),
             BoardEntry.source,
@@ -404,12 +412,7 @@ def _stored_board(
     read from the submission as it is now, like every row."""
     current = (
         select(
-            Submission.id,
-            Submission.name,
-            Submission.user_id,
-            User.name.label("user"),
-            Submission.is_baseline,
-            Submission.published,
+            *_who(),
             BoardEntry.source,
             cast(BoardEntry.entry, Text).label("entry"),
         )

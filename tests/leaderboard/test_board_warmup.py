@@ -21,6 +21,7 @@ from evalboard.core.cache import MemoryCache
 from evalboard.core.context import Context
 from evalboard.core.settings import Settings
 from leaderboard import create_app, ranking
+from leaderboard import table as table_module
 from leaderboard.accounts import ANONYMOUS
 from leaderboard.cards import visible_table
 from leaderboard.ranking import build_leaderboard
@@ -136,6 +137,32 @@ def test_requests_that_miss_a_ranking_at_once_rank_it_once(
     assert len(ranked) == 1
     assert all(board == boards[0] for board in boards)
     assert boards[0] == _from_scratch(ctx, weights=weights)
+
+
+def test_requests_that_ask_a_new_versions_timed_runs_at_once_make_them_once(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every page of a new version asks for each row's slowest and fastest timed run,
+    made from every row's runs (``leaderboard.table.timed_runs``): at 100,000 rows eight
+    requests at once each made them, 2.5 s each, where one took 0.3 s."""
+    ctx = seeded.ctx
+    table = visible_table(load_table(ctx, TASK), ANONYMOUS, cache=ctx.cache)
+    made: list[int] = []
+    of = table_module._Timed.of
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(1)
+        time.sleep(0.05)  # long enough for every other thread to ask meanwhile
+        return of(*args, **kwargs)
+
+    ranked = ranking._kept_ranking(
+        ctx, table, None, dataset_weights=None, intervals=False, wait_for_intervals=True
+    )
+    ctx.cache.discard(("timed", ranked.table.version))  # as a new version finds it
+    monkeypatch.setattr(table_module._Timed, "of", counted)
+    runs = _at_once(lambda _: table_module.timed_runs(ranked.table, ranked.figures, ctx.cache))
+    assert len(made) == 1
+    assert all(found.tolist() == runs[0].tolist() for found in runs)
 
 
 def test_a_started_server_has_read_its_boards_before_its_first_visitor(seeded: Seeded) -> None:
