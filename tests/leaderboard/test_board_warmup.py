@@ -198,7 +198,12 @@ def test_a_warm_up_on_a_database_that_does_not_answer_logs_and_ends(
 
 def test_evalboard_serve_says_when_its_boards_are_read(seeded: Seeded, tmp_path: Path) -> None:
     seeded.ctx.db.dispose()
-    with serve(seeded.ctx.settings.data_dir, tmp_path / "serve.log") as (url, _process):
+    # No worker: its reaper would send the seeded board's stale job back to the queue
+    # while the requests read the board.
+    with serve(seeded.ctx.settings.data_dir, tmp_path / "serve.log", args=("--no-worker",)) as (
+        url,
+        _process,
+    ):
         deadline = time.monotonic() + 30
         states = []
         while time.monotonic() < deadline:
@@ -212,3 +217,29 @@ def test_evalboard_serve_says_when_its_boards_are_read(seeded: Seeded, tmp_path:
         assert set(states) <= {"warming", "warm"}
         board = httpx.get(f"{url}/tasks/{TASK}/leaderboard?limit=1000", timeout=30)
         assert board.json()["rows"] == _from_scratch(seeded.ctx)["rows"]
+
+
+def test_evalboard_serve_answers_requests_at_once_as_it_starts(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    """Eight requests the moment a real server answers, while it reads its boards: each
+    is answered, with the board a server that read nothing would give."""
+    seeded.ctx.db.dispose()
+    # No worker: its reaper would send the seeded board's stale job back to the queue
+    # while the requests read the board.
+    with serve(seeded.ctx.settings.data_dir, tmp_path / "serve.log", args=("--no-worker",)) as (
+        url,
+        _process,
+    ):
+        pages = _at_once(
+            lambda i: httpx.get(
+                f"{url}/tasks/{TASK}/leaderboard" if i % 2 else f"{url}/ui/tasks/{TASK}",
+                params={"limit": 1000} if i % 2 else None,
+                timeout=60,
+            ),
+            threads=8,
+        )
+    assert [page.status_code for page in pages] == [200] * 8
+    boards = [page.json() for page in pages[1::2]]
+    assert all(board == boards[0] for board in boards)
+    assert boards[0]["rows"] == _from_scratch(seeded.ctx)["rows"]
