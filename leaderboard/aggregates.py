@@ -521,7 +521,12 @@ def _entries(
         for row in unparsed:
             entries[row.id] = (sources[row.id], _from_stored(row, stored[row.id]))
         if ctx.cache.budget_bytes:  # a cache of no bytes never reads rows as stored
-            _mark_current(ctx, {row.id: sources[row.id] for row in unparsed}, read)
+            # In the background: the write may wait on other writers' locks, and this
+            # read holds the board's, which every request for it waits on.
+            marks = {row.id: sources[row.id] for row in unparsed}
+            ctx.background.submit(
+                ("mark-current", task_id, read), lambda: _mark_current(ctx, marks, read)
+            )
     return entries  # type: ignore[return-value]  # every None was filled
 
 
@@ -626,7 +631,8 @@ def _mark_current(ctx: Context, sources: dict[int, str], read: _Read) -> None:
     stored (:func:`_stored_board`): rows stored before migration 0019, and rows a write
     reached without changing them. Never marks a row earlier than it is, nor one
     replaced meanwhile (its digest no longer the one read); in id order, as
-    :func:`_store` writes."""
+    :func:`_store` writes, in batches, and on PostgreSQL giving up on a row another
+    transaction holds (only saves work: a refused write is logged)."""
     if read.counter is None:
         return
     table = BoardEntry.__table__
@@ -636,19 +642,18 @@ def _mark_current(ctx: Context, sources: dict[int, str], read: _Read) -> None:
         .where(
             table.c.submission_id == bindparam("sid"),
             table.c.source == bindparam("seen"),
-            or_(
-                table.c.read_at.is_(None),
-                table.c.read_at < read.counter,
-                table.c.digest != read.digest,
-            ),
+            or_(table.c.read_at.is_(None), table.c.read_at < read.counter),
         )
         .values(read_at=read.counter, digest=read.digest)
     )
+    ordered = [{"sid": sid, "seen": source} for sid, source in sorted(sources.items())]
     try:
-        with ctx.db.session() as session:
-            session.connection().execute(
-                mark, [{"sid": sid, "seen": source} for sid, source in sorted(sources.items())]
-            )
+        for start in range(0, len(ordered), _CHUNK):  # short transactions
+            with ctx.db.session() as session:
+                connection = session.connection()
+                if connection.dialect.name == "postgresql":  # a row another holds: skipped
+                    connection.exec_driver_sql("SET LOCAL lock_timeout = '1s'")
+                connection.execute(mark, ordered[start : start + _CHUNK])
     except PlatformError as exc:  # only saves work: the read it follows stands
         logger.info("board rows not marked current: %s", exc.message)
 

@@ -53,7 +53,7 @@ from leaderboard.signing_key import signing_key
 from leaderboard.strict_text import StrictTextMiddleware
 from leaderboard.throttle import LoginThrottle
 from leaderboard.uploads import expire_uploads_forever
-from leaderboard.warmup import start_warmup
+from leaderboard.warmup import Warmup
 
 __all__ = ["PLOTLY_JS", "create_app"]
 
@@ -86,11 +86,12 @@ def create_app(ctx: Context | None = None) -> FastAPI:
         # Stale uploads expire while the server runs: on start, then periodically.
         sweeper = asyncio.create_task(expire_uploads_forever(context))
         # Its first visitors find the boards read (leaderboard.warmup); /ready tells.
-        app.state.warmup = start_warmup(context)
+        app.state.warmup = warmup = Warmup(context)
         try:
             yield
         finally:
             sweeper.cancel()
+            warmup.stop()
 
     app = FastAPI(
         lifespan=lifespan,

@@ -391,8 +391,9 @@ def _kept_ranking(
     if ranking is not None:
         return ranking
     # Requests that miss the same ranking at once (after a restart or a new result) rank
-    # it once: the others wait, and find it kept.
-    with ctx.cache.one_at_a_time(cache_key):
+    # it once: the others wait, and find it kept. Those that wait for the intervals (a
+    # download, a model's page) queue apart: the board's page must not wait behind them.
+    with ctx.cache.one_at_a_time((cache_key, wait_for_intervals)):
         ranking = _kept(ctx, cache_key, wait_for_intervals=wait_for_intervals)
         if ranking is None:
             ranking = ranked()

@@ -64,10 +64,10 @@ def _workers(ctx: Context) -> dict[str, object]:
 
 
 def _boards(request: Request) -> str:
-    """Whether the boards are read yet (``leaderboard.warmup``; an app served without its
-    lifespan reads them on request only)."""
+    """Whether the boards are read yet: warming, warm, or failed (``leaderboard.warmup``;
+    an app served without its lifespan reads them on request only)."""
     warmup = getattr(request.app.state, "warmup", None)
-    return "warming" if warmup is not None and warmup.is_alive() else "warm"
+    return "warm" if warmup is None else str(warmup.state)
 
 
 @router.get("/ready")

@@ -45,6 +45,7 @@ def _read_restarted(ctx: Context) -> tuple[dict[str, object], list[str]]:
             board = _board(restarted)
         return board, seen
     finally:
+        assert restarted.background.wait_idle(timeout=60)  # the rows it marks, marked
         restarted.db.dispose()
 
 

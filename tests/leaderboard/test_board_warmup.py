@@ -53,11 +53,12 @@ def _at_once(work: Callable[[int], Any], threads: int = THREADS) -> list[Any]:
         except BaseException as exc:  # noqa: BLE001 - raised below, in the test's thread
             failed.append(exc)
 
-    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    workers = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(threads)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join(timeout=60)
+    assert not any(worker.is_alive() for worker in workers), "threads still waiting"
     if failed:
         raise failed[0]
     return found
@@ -100,7 +101,7 @@ def test_one_at_a_time_lets_other_keys_run_meanwhile() -> None:
     holder.start()
     assert entered.wait(10)
     with cache.one_at_a_time("b"):  # not behind "a"
-        pass
+        assert holder.is_alive() and not release.is_set()
     release.set()
     holder.join(10)
     assert cache._flights == {}
@@ -170,6 +171,7 @@ def test_a_started_server_has_read_its_boards_before_its_first_visitor(seeded: S
     try:
         with TestClient(create_app(restarted)) as client:  # the lifespan runs: the warm-up
             client.app.state.warmup.join(timeout=60)  # type: ignore[attr-defined]
+            assert client.app.state.warmup.state == "warm"  # type: ignore[attr-defined]
             assert client.get("/ready").json()["boards"] == "warm"
             with _statements(restarted) as seen:
                 board = client.get(f"/tasks/{TASK}/leaderboard?limit=1000")
@@ -190,7 +192,7 @@ def test_a_warm_up_on_a_database_that_does_not_answer_logs_and_ends(
     )
     ctx = Context.from_settings(settings)
     try:
-        assert warm_boards(ctx) == 0
+        assert warm_boards(ctx) == (0, -1)
     finally:
         ctx.db.dispose()
     assert "boards not read as the server starts" in caplog.text
