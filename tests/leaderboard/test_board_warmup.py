@@ -17,10 +17,11 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from evalboard.core import cache as cache_module
 from evalboard.core.cache import MemoryCache
 from evalboard.core.context import Context
 from evalboard.core.settings import Settings
-from leaderboard import create_app, ranking
+from leaderboard import aggregates, create_app, ranking
 from leaderboard import table as table_module
 from leaderboard.accounts import ANONYMOUS
 from leaderboard.cards import visible_table
@@ -64,8 +65,78 @@ def _at_once(work: Callable[[int], Any], threads: int = THREADS) -> list[Any]:
     return found
 
 
+class _WaitedLock:
+    """A flight's lock that counts the threads waiting to take it."""
+
+    def __init__(self) -> None:
+        self.waiting = 0
+        self._lock = threading.Lock()
+        self._count = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._count:
+            self.waiting += 1
+        self._lock.acquire()
+        with self._count:
+            self.waiting -= 1
+
+    def __exit__(self, *_exc: object) -> None:
+        self._lock.release()
+
+
+@pytest.fixture
+def waited_flights(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every cache's flights (:meth:`MemoryCache.one_at_a_time`) count who waits on them."""
+    flight = cache_module._Flight
+    monkeypatch.setattr(cache_module, "_Flight", lambda: flight(lock=_WaitedLock()))
+
+
+class _Gate:
+    """Holds the first thread to arrive (to call a spied function) until every one of
+    ``threads`` threads is known to ask meanwhile: waiting behind it on a flight of
+    ``cache`` (of ``key`` where given; :func:`waited_flights` counts them), or arrived too
+    (nothing made them wait). Then the gate stays open. No sleep long enough for the
+    others: the outcome does not depend on how the threads are scheduled, and where they
+    never all ask the test fails, not passes."""
+
+    def __init__(self, cache: MemoryCache, threads: int = THREADS, key: Any = None) -> None:
+        self.calls = 0
+        self._cache, self._threads, self._key = cache, threads, key
+        self._lock = threading.Lock()
+        self._open = threading.Event()
+
+    def spy(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """``function``, its callers arriving at this gate first."""
+
+        def spied(*args: Any, **kwargs: Any) -> Any:
+            self.arrive()
+            return function(*args, **kwargs)
+
+        return spied
+
+    def arrive(self) -> None:
+        """Count this thread in, and wait until the gate opens."""
+        with self._lock:
+            self.calls += 1
+        deadline = time.monotonic() + 30
+        while not self._open.wait(0.001):  # polled: a flight signals no one
+            with self._lock:
+                arrived = self.calls
+            with self._cache._lock:
+                flights = [f for k, f in self._cache._flights.items() if self._key in (None, k)]
+            waiting = max((f.lock.waiting for f in flights), default=0)
+            if arrived >= self._threads or arrived + waiting >= self._threads:
+                self._open.set()
+            elif time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{self._threads} threads never all asked: {arrived} arrived, {waiting} waiting"
+                )
+
+
+@pytest.mark.usefixtures("waited_flights")
 def test_one_at_a_time_runs_one_thread_per_key_and_keeps_no_lock_after() -> None:
     cache = MemoryCache()
+    gates = {key: _Gate(cache, threads=4, key=key) for key in "ab"}
     inside: dict[str, int] = {"a": 0, "b": 0}
     most: dict[str, int] = {"a": 0, "b": 0}
     guard = threading.Lock()
@@ -76,7 +147,7 @@ def test_one_at_a_time_runs_one_thread_per_key_and_keeps_no_lock_after() -> None
                 with guard:
                     inside[key] += 1
                     most[key] = max(most[key], inside[key])
-                time.sleep(0.02)
+                gates[key].arrive()  # until the key's other three threads ask too
                 with guard:
                     inside[key] -= 1
 
@@ -107,8 +178,15 @@ def test_one_at_a_time_lets_other_keys_run_meanwhile() -> None:
     assert cache._flights == {}
 
 
-def test_requests_that_miss_a_board_at_once_read_it_once(seeded: Seeded) -> None:
+@pytest.mark.usefixtures("waited_flights")
+def test_requests_that_miss_a_board_at_once_read_it_once(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
     restarted = _restarted(seeded.ctx)
+    # Held once its rows are read, before it keeps them: the board is read where every
+    # other request asks meanwhile, and nothing it read is kept yet.
+    gate = _Gate(restarted.cache)
+    monkeypatch.setattr(aggregates, "_sources", gate.spy(aggregates._sources))
     try:
         with _statements(restarted) as seen:
             tables = _at_once(lambda _: load_table(restarted, TASK))
@@ -119,27 +197,22 @@ def test_requests_that_miss_a_board_at_once_read_it_once(seeded: Seeded) -> None
         restarted.db.dispose()
 
 
+@pytest.mark.usefixtures("waited_flights")
 def test_requests_that_miss_a_ranking_at_once_rank_it_once(
     seeded: Seeded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ctx = seeded.ctx
     table = visible_table(load_table(ctx, TASK), ANONYMOUS, cache=ctx.cache)
-    ranked: list[int] = []
-    rank = ranking._rank
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        ranked.append(1)
-        time.sleep(0.05)  # long enough for every other thread to ask meanwhile
-        return rank(*args, **kwargs)
-
-    monkeypatch.setattr(ranking, "_rank", counted)
+    gate = _Gate(ctx.cache)
+    monkeypatch.setattr(ranking, "_rank", gate.spy(ranking._rank))
     weights = {"perf": 3.0, "throughput": 1.0}
     boards = _at_once(lambda _: build_leaderboard(ctx, table, weights).model_dump(mode="json"))
-    assert len(ranked) == 1
+    assert gate.calls == 1
     assert all(board == boards[0] for board in boards)
     assert boards[0] == _from_scratch(ctx, weights=weights)
 
 
+@pytest.mark.usefixtures("waited_flights")
 def test_requests_that_ask_a_new_versions_timed_runs_at_once_make_them_once(
     seeded: Seeded, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -148,21 +221,14 @@ def test_requests_that_ask_a_new_versions_timed_runs_at_once_make_them_once(
     requests at once each made them, 2.5 s each, where one took 0.3 s."""
     ctx = seeded.ctx
     table = visible_table(load_table(ctx, TASK), ANONYMOUS, cache=ctx.cache)
-    made: list[int] = []
-    of = table_module._Timed.of
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        made.append(1)
-        time.sleep(0.05)  # long enough for every other thread to ask meanwhile
-        return of(*args, **kwargs)
-
+    gate = _Gate(ctx.cache)
     ranked = ranking._kept_ranking(
         ctx, table, None, dataset_weights=None, intervals=False, wait_for_intervals=True
     )
     ctx.cache.discard(("timed", ranked.table.version))  # as a new version finds it
-    monkeypatch.setattr(table_module._Timed, "of", counted)
+    monkeypatch.setattr(table_module._Timed, "of", gate.spy(table_module._Timed.of))
     runs = _at_once(lambda _: table_module.timed_runs(ranked.table, ranked.figures, ctx.cache))
-    assert len(made) == 1
+    assert gate.calls == 1
     assert all(found.tolist() == runs[0].tolist() for found in runs)
 
 
