@@ -303,7 +303,7 @@ def _read_board(
         reused = base or kept
         previous: dict[int, tuple[str, ModelEntry]] = reused.entries if reused else {}
         with paused_collection():  # 10,000 rows made: see evalboard.core.heap
-            entries = _entries(
+            entries, raced = _entries(
                 ctx,
                 task_id,
                 rows,
@@ -315,6 +315,16 @@ def _read_board(
             )
             if changed is not None:  # the rows read again, the kept ones for the others
                 entries = {sid: entries.get(sid) or previous[sid] for sid in sources}
+        if raced:
+            # Derived from facts written after the query read them: served under a digest
+            # no facts have, so that no read takes them for the facts the query read (a
+            # write back to those would keep them for good), and derived again next time.
+            mark = f"raced at {stored}"
+            for sid in raced:
+                sources[sid], entries[sid] = mark, (mark, entries[sid][1])
+                read_as.pop(sid, None)
+            version = _version(digest, sources)
+            cache_key = ("board-rows", task_id, version)
         models = [entry for _, entry in entries.values()]
         # keep, not put: a request that read the same version at once keeps its rows,
         # and what is kept within them.
@@ -491,16 +501,20 @@ def _entries(
     *,
     datasets: list[Dataset],
     scoring: list[Dataset],
-) -> dict[int, tuple[str, ModelEntry]]:
+) -> tuple[dict[int, tuple[str, ModelEntry]], set[int]]:
     """Each row's digest and entry, in submission order: from ``previous`` where the digest
     matches, else the stored row where it matches (marked current at ``read``), else
-    derived now (and stored)."""
+    derived now (and stored); and the rows derived from facts a write changed after the
+    board query read them (:func:`_written_since`), not stored."""
     by_id = {d.id: d for d in datasets}
     with ctx.db.session() as session:
         stale = [row.id for row in rows if row.source != sources[row.id]]
         derived = _derive(session, stale, scoring, by_id) if stale else {}
-    if derived:  # written once the reading session is closed: SQLite has one writer
-        _store(ctx, task_id, {sid: (sources[sid], e) for sid, e in derived.items()}, read)
+        # _derive reads the facts again, in statements of its own, after the query's.
+        raced = _written_since(session, task_id, read.counter, derived) if derived else set()
+    if len(raced) < len(derived):  # stored once the reading session is closed: one writer
+        to_store = {sid: (sources[sid], e) for sid, e in derived.items() if sid not in raced}
+        _store(ctx, task_id, to_store, read)
     # One pass in submission order (100,000 rows after one more result: each pass over
     # them is a tenth of a second); the rows to parse keep their place, filled below.
     entries: dict[int, tuple[str, ModelEntry] | None] = {}
@@ -527,7 +541,19 @@ def _entries(
             ctx.background.submit(
                 ("mark-current", task_id, read), lambda: _mark_current(ctx, marks, read)
             )
-    return entries  # type: ignore[return-value]  # every None was filled
+    return entries, raced  # type: ignore[return-value]  # every None was filled
+
+
+def _written_since(
+    session: Session, task_id: str, counter: int | None, ids: Iterable[int]
+) -> set[int]:
+    """Those of these submissions a write reached since the task's counter was
+    ``counter``: the triggers record each such write above it (``board_row_versions``),
+    in its transaction, so a statement that sees the write sees it recorded."""
+    since = select(BoardRowVersion.submission_id).where(
+        BoardRowVersion.task_id == task_id, BoardRowVersion.version > (counter or 0)
+    )
+    return set(ids) & set(session.scalars(since))
 
 
 def _stored(ctx: Context, wanted: dict[int, str]) -> dict[int, str]:
