@@ -9,6 +9,10 @@ for a board already read answers from memory. ``/ready`` says whether the boards
 read yet (``"boards"``: ``"warming"``, ``"warm"`` or ``"failed"``), without being unready: the
 server answers every request all along, the first ones slower.
 
+Before the boards, what the first request of each kind would otherwise make: the app's
+own (:func:`leaderboard.app.create_app` passes it in: FastAPI's handling of every route,
+the compiled templates), each about a tenth of a second here.
+
 Its own thread, not ``ctx.background``'s: a download waits for a weighting's intervals
 that the background makes, and must not wait behind the reading of every other board.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from datasets_registry import list_tasks
 from evalboard.core.context import Context
@@ -70,12 +75,15 @@ def warm_boards(ctx: Context, stop: threading.Event | None = None) -> tuple[int,
 
 
 class Warmup:
-    """:func:`warm_boards` in a daemon thread of its own, started; ``state`` is
-    ``"warming"``, then ``"warm"``, or ``"failed"`` where it ended early (a database that
-    does not answer; the log says why). :meth:`stop` ends it between two boards."""
+    """:func:`warm_boards` in a daemon thread of its own, started, after ``first`` (what
+    the app makes before any board; a failure there is logged, the boards read all the
+    same); ``state`` is ``"warming"``, then ``"warm"``, or ``"failed"`` where the boards'
+    reading ended early (a database that does not answer; the log says why). :meth:`stop`
+    ends it between two boards."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, first: Callable[[], None] | None = None) -> None:
         self.state = "warming"
+        self._first = first
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(ctx,), name="board-warmup", daemon=True
@@ -83,6 +91,11 @@ class Warmup:
         self._thread.start()
 
     def _run(self, ctx: Context) -> None:
+        if self._first is not None:
+            try:
+                self._first()
+            except Exception:  # noqa: BLE001 - only time lost: its first request makes it
+                logger.exception("the app's first-request work not done as the server starts")
         try:
             read, tasks = warm_boards(ctx, self._stop)
             self.state = "warm" if read == tasks or self._stop.is_set() else "failed"

@@ -248,6 +248,47 @@ def test_a_started_server_has_read_its_boards_before_its_first_visitor(seeded: S
         restarted.db.dispose()
 
 
+def test_a_started_server_has_made_its_routes_and_templates_before_its_first_visitor(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FastAPI builds an included route's handling when a request first meets it, Jinja
+    compiles a template on its first page: the warm-up makes both (the first board request
+    after a start took 106 ms, not 13; the first task page 266 ms, not 31)."""
+    import fastapi.routing
+    import jinja2
+
+    built: list[str] = []
+    get_dependant = fastapi.routing.get_dependant
+    compile_template = jinja2.Environment.compile
+
+    def counted_dependant(*args: Any, **kwargs: Any) -> Any:
+        built.append(f"route {kwargs.get('path')}")
+        return get_dependant(*args, **kwargs)
+
+    def counted_compile(self: jinja2.Environment, *args: Any, **kwargs: Any) -> Any:
+        built.append(f"template {kwargs.get('name', args[1] if len(args) > 1 else '?')}")
+        return compile_template(self, *args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "get_dependant", counted_dependant)
+    monkeypatch.setattr(jinja2.Environment, "compile", counted_compile)
+    restarted = _restarted(seeded.ctx)
+    try:
+        app = create_app(restarted)
+        built.clear()  # the routes' own dependencies, built as the app is made
+        with TestClient(app) as client:
+            client.app.state.warmup.join(timeout=60)  # type: ignore[attr-defined]
+            # The spies see what the warm-up makes: a test of nothing otherwise.
+            assert any(b.startswith("route") for b in built)
+            assert any(b.startswith("template") for b in built)
+            before = len(built)
+            for path in (f"/tasks/{TASK}/leaderboard", f"/ui/tasks/{TASK}", "/ui", "/ui/login"):
+                assert client.get(path).status_code == 200, path
+            assert built[before:] == []
+            assert client.get("/openapi.json").json()["info"]["title"] == "Evalboard"
+    finally:
+        restarted.db.dispose()
+
+
 def test_a_warm_up_on_a_database_that_does_not_answer_logs_and_ends(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
