@@ -96,7 +96,10 @@ class TestSet:
         the same address whether evaluated from a file or from the registry.
         """
         name = name or path.stem
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as exc:  # missing, a directory, not readable: the user's to fix
+            raise InvalidDataset(f"{path} cannot be read: {exc.strerror or exc}") from None
         examples: list[dict[str, Any]] = []
         for number, line in enumerate(data.splitlines(), start=1):
             if not line.strip():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -190,6 +191,32 @@ def _report(result: EvaluationResult) -> None:
     )
 
 
+def _check_outputs(json_out: Path | None, predictions: Path | None) -> None:
+    """Refuse, before any model runs, an output the run could not write at its end (a
+    missing or read-only folder, a file where a folder goes): the ``--predictions``
+    folder is made now, and a file is made and removed in each folder to be sure."""
+    if json_out is not None and str(json_out) != "-":
+        if json_out.is_dir():
+            raise UsageError(f"--json {json_out} is a directory; give a file name")
+        _writable("--json", json_out.parent)
+    if predictions is not None:
+        try:
+            predictions.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(
+                f"--predictions {predictions} cannot be made a directory: {exc.strerror}"
+            ) from None
+        _writable("--predictions", predictions)
+
+
+def _writable(option: str, folder: Path) -> None:
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{option}: cannot write in {folder}: {exc.strerror}") from None
+
+
 def evaluate(
     bundle: Path = typer.Argument(..., help="Bundle directory or .tar.gz/.zip archive."),
     task: str | None = typer.Option(
@@ -235,6 +262,7 @@ def evaluate(
         raise UsageError("Give --task or --task-file, not both")
     if datasets and task_file is None:
         raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
+    _check_outputs(json_out, predictions)
     requested = chosen_sandbox(sandbox, choose=False)  # chosen once the bundle is read
     if pin_cpus is None:
         from evalboard.core.settings import get_settings  # only when not given (see _sandbox)

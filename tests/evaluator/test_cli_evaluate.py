@@ -178,6 +178,61 @@ def test_bad_usage_exits_2(
     assert code == 2 and message in stderr
 
 
+@pytest.mark.parametrize(
+    ("name", "reason"), [("missing.jsonl", "No such file or directory"), ("", "Is a directory")]
+)
+def test_a_dataset_file_that_cannot_be_read_exits_2_with_one_line(
+    cli: Run, tmp_path: Path, keyword_bundle: BundleFactory, name: str, reason: str
+) -> None:
+    path = tmp_path / name
+    code, _, stderr = cli(
+        "evaluate",
+        keyword_bundle(),
+        "--task-file",
+        _task_file(tmp_path),
+        "--dataset",
+        path,
+        "--no-energy",
+    )
+    assert code == 2
+    assert stderr.strip() == f"error: {path} cannot be read: {reason}"
+
+
+@pytest.mark.parametrize(
+    ("option", "target", "message"),
+    [
+        ("--json", "no-such-folder/result.json", "cannot write in"),
+        ("--json", ".", "is a directory; give a file name"),
+        ("--predictions", "mini.jsonl", "cannot be made a directory: File exists"),
+        ("--predictions", "mini.jsonl/under", "cannot be made a directory"),
+    ],
+)
+def test_an_output_that_cannot_be_written_exits_2_before_the_model_runs(
+    cli: Run,
+    tmp_path: Path,
+    keyword_bundle: BundleFactory,
+    option: str,
+    target: str,
+    message: str,
+) -> None:
+    """Not after a whole evaluation, its result lost to a traceback."""
+    data = write_jsonl(tmp_path / "mini.jsonl", sentiment_rows())
+    code, stdout, stderr = cli(
+        "evaluate",
+        keyword_bundle(mode="crash"),  # it would exit 1 had it run
+        "--task-file",
+        _task_file(tmp_path),
+        "--dataset",
+        data,
+        "--no-energy",
+        option,
+        tmp_path / target,
+    )
+    assert code == 2, stderr
+    assert stderr.startswith(f"error: {option}") and message in stderr
+    assert len(stderr.strip().splitlines()) == 1 and not stdout
+
+
 @pytest.mark.parametrize("command", [["evaluate"], ["model", "test"], ["worker"]])
 def test_help_lists_every_sandbox_and_the_default(cli: Run, command: list[str]) -> None:
     code, stdout, _ = cli(*command, "--help")
