@@ -284,8 +284,12 @@ def figure_arrays(
     # 100,000 rows.
     cells = [row.get(name) for row in rows for name in names]
     shape = (len(rows), len(names))
-    missing = np.fromiter((v is None for v in cells), dtype=bool, count=len(cells))
     values = np.array(cells, dtype=np.float64)
+    # Only a NaN can be a None: only those cells are looked at again (a pass over every
+    # cell cost 90 ms of the first request after each new result at 100,000 rows).
+    missing = np.isnan(values)
+    nans = np.flatnonzero(missing)
+    missing[nans] = [cells[i] is None for i in nans.tolist()]
     return values.reshape(shape), missing.reshape(shape)
 
 

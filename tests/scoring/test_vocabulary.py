@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from evaluator import TaskMetrics
@@ -9,6 +10,7 @@ from scoring import (
     DEFAULT_WEIGHTS,
     METRICS,
     WEIGHABLE_METRICS,
+    figure_arrays,
     fill_missing,
     goods_transform,
     normalise,
@@ -106,3 +108,20 @@ def test_memory_enters_the_dynascore_as_the_cap_minus_the_peak() -> None:
     directions, offsets = goods_transform(["perf", "memory"], memory_cap_gib=16)
     normalised = normalise(table, directions=directions, offsets=offsets)
     assert normalised.goods[:, normalised.metrics.index("memory")].tolist() == [13.0, 11.0]
+
+
+def test_figure_arrays_mark_a_missing_figure_not_a_figure_that_is_not_a_number() -> None:
+    """None or absent is missing; NaN and infinity are figures (what the ranking does with
+    them is the metric's rule, not this reading's)."""
+    rows = [
+        {"perf": 80.0, "memory": None},
+        {"perf": float("nan"), "memory": 1.5},
+        {"memory": float("inf")},
+        {},
+    ]
+    values, missing = figure_arrays(rows, ["perf", "memory"])
+    assert missing.tolist() == [[False, True], [False, False], [True, False], [True, True]]
+    assert values[0, 0] == 80.0 and values[1, 1] == 1.5 and values[2, 1] == float("inf")
+    assert np.isnan(values[1, 0]) and np.isnan(values[missing]).all()
+    empty_values, empty_missing = figure_arrays([], ["perf"])
+    assert empty_values.shape == empty_missing.shape == (0, 1)
