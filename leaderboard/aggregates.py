@@ -247,7 +247,9 @@ def _read_board(
     """The board's version and its rows in submission order.
 
     The version is the digest of every fact the rows were derived from (the datasets' and
-    each submission's, as one query reads them): the same version, the same rows, so a
+    each submission's, as one query reads them; a row derived from facts written after
+    the query read them is marked ``raced at N`` instead, :func:`_entries`): the same
+    version, the same rows, so a
     warm request hashes the query's rows once and parses and checks nothing per row.
 
     A warm request does not even run that query: the task's stored counter

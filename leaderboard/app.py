@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import cache
@@ -57,6 +58,8 @@ from leaderboard.warmup import Warmup
 
 __all__ = ["PLOTLY_JS", "create_app"]
 
+logger = logging.getLogger(__name__)
+
 _HERE = Path(__file__).parent
 PLOTLY_JS = _HERE / "static" / "vendor" / "plotly-basic.min.js"
 
@@ -78,17 +81,30 @@ datasets needs no account. Errors are `{"detail": "..."}` saying what to fix.
 
 def _made_before_requests(app: FastAPI) -> None:
     """What the first request of each kind would wait for, made as the server starts
-    (``leaderboard.warmup``). FastAPI builds each included route's handling (its
+    (``leaderboard.warmup``), each step on its own (one that fails is logged: its first
+    request makes it). FastAPI 0.165 builds each included route's handling (its
     dependencies, its models' validators) when a request first meets it, about 0.2 s for
-    them all here: making the API's schema, which the first ``/openapi.json`` would make
-    too (it keeps it), walks and builds every one (the first board request after a start:
-    106 -> 26 ms at 10,000 models). Jinja compiles a template on its first page (the
-    task page's first: 266 -> 35 ms); plotly's script is compressed once."""
-    app.openapi()
+    them all here: making the API's schema walks and builds every one (the first board
+    request after a start: 106 -> 26 ms at 10,000 models). The schema itself is dropped:
+    FastAPI before 0.165 (``pyproject.toml`` admits it) keeps the first one made, and the
+    first ``/openapi.json`` adds its ``root_path`` (a proxy's prefix) to it as it makes
+    it. Jinja compiles a template on its first page (the task page's first: 266 -> 35
+    ms); plotly's script is compressed once."""
     templates = app.state.templates.env
-    for name in templates.list_templates():
-        templates.get_template(name)
-    _plotly_gzip()
+
+    def routes() -> None:
+        app.openapi()
+        app.openapi_schema = None
+
+    def pages() -> None:
+        for name in templates.list_templates():
+            templates.get_template(name)
+
+    for step in (routes, pages, _plotly_gzip):
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - only time lost
+            logger.exception("not made as the server starts: %s", step.__name__)
 
 
 def create_app(ctx: Context | None = None) -> FastAPI:
@@ -101,7 +117,8 @@ def create_app(ctx: Context | None = None) -> FastAPI:
         # Stale uploads expire while the server runs: on start, then periodically.
         sweeper = asyncio.create_task(expire_uploads_forever(context))
         # Its first visitors find the boards read (leaderboard.warmup); /ready tells.
-        app.state.warmup = warmup = Warmup(context, first=lambda: _made_before_requests(app))
+        warmup = Warmup(context, before_boards=lambda: _made_before_requests(app))
+        app.state.warmup = warmup
         try:
             yield
         finally:

@@ -148,8 +148,8 @@ class _Rows:
 
     @classmethod
     def of(cls, entries: list[ModelEntry]) -> _Rows:
-        # map and zip, not comprehensions: made at every new version (a new result), these
-        # mappings cost 120 ms of its first request at 100,000 rows written out per key.
+        # Made at every new version (a new result): map and zip build the mappings in C,
+        # where a comprehension's step per key cost 120 ms at 100,000 rows.
         every_key = [m.key for m in entries]
         at = sorted(range(len(entries)), key=every_key.__getitem__)
         keys = tuple(map(every_key.__getitem__, at))

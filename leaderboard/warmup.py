@@ -75,15 +75,15 @@ def warm_boards(ctx: Context, stop: threading.Event | None = None) -> tuple[int,
 
 
 class Warmup:
-    """:func:`warm_boards` in a daemon thread of its own, started, after ``first`` (what
-    the app makes before any board; a failure there is logged, the boards read all the
-    same); ``state`` is ``"warming"``, then ``"warm"``, or ``"failed"`` where the boards'
+    """:func:`warm_boards` in a daemon thread of its own, started, after ``before_boards``
+    (what the app makes before any board; a failure there is logged, the boards read all
+    the same); ``state`` is ``"warming"``, then ``"warm"``, or ``"failed"`` where the boards'
     reading ended early (a database that does not answer; the log says why). :meth:`stop`
     ends it between two boards."""
 
-    def __init__(self, ctx: Context, first: Callable[[], None] | None = None) -> None:
+    def __init__(self, ctx: Context, *, before_boards: Callable[[], None] | None = None) -> None:
         self.state = "warming"
-        self._first = first
+        self._before_boards = before_boards
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(ctx,), name="board-warmup", daemon=True
@@ -91,9 +91,9 @@ class Warmup:
         self._thread.start()
 
     def _run(self, ctx: Context) -> None:
-        if self._first is not None:
+        if self._before_boards is not None:
             try:
-                self._first()
+                self._before_boards()
             except Exception:  # noqa: BLE001 - only time lost: its first request makes it
                 logger.exception("the app's first-request work not done as the server starts")
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -198,6 +199,8 @@ def _check_outputs(json_out: Path | None, predictions: Path | None) -> None:
     if json_out is not None and str(json_out) != "-":
         if json_out.is_dir():
             raise UsageError(f"--json {json_out} is a directory; give a file name")
+        if json_out.exists() and not os.access(json_out, os.W_OK):
+            raise UsageError(f"--json {json_out} is read-only; give another file")
         _writable("--json", json_out.parent)
     if predictions is not None:
         try:
@@ -262,7 +265,6 @@ def evaluate(
         raise UsageError("Give --task or --task-file, not both")
     if datasets and task_file is None:
         raise UsageError("--dataset goes with --task-file; a registered task has its datasets")
-    _check_outputs(json_out, predictions)
     requested = chosen_sandbox(sandbox, choose=False)  # chosen once the bundle is read
     if pin_cpus is None:
         from evalboard.core.settings import get_settings  # only when not given (see _sandbox)
@@ -287,6 +289,8 @@ def evaluate(
         if (mismatch := task_mismatch(loaded.manifest, spec.id)) is not None:
             warn(mismatch)
         kind = chosen_sandbox(requested, manifest=loaded.manifest, limits=spec.limits)
+        # Last of the checks, as it makes the predictions folder: not for a typo above.
+        _check_outputs(json_out, predictions)
         if kind == "local":
             warn("the local sandbox does not isolate the model: run only code you trust")
         # What this command loaded (the evaluator, numpy, the examples) lives until the

@@ -7,8 +7,10 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -231,6 +233,65 @@ def test_an_output_that_cannot_be_written_exits_2_before_the_model_runs(
     assert code == 2, stderr
     assert stderr.startswith(f"error: {option}") and message in stderr
     assert len(stderr.strip().splitlines()) == 1 and not stdout
+
+
+def test_an_output_folder_is_not_made_for_a_command_that_fails_before_it(
+    cli: Run, tmp_path: Path
+) -> None:
+    """The predictions folder is made by the last check: a typo elsewhere leaves none."""
+    target = tmp_path / "out" / "predictions"
+    code, _, stderr = cli(
+        "evaluate", tmp_path / "no-such-bundle", "--predictions", target, "--no-energy"
+    )
+    assert code == 2 and "does not exist" in stderr
+    assert not (tmp_path / "out").exists()
+
+
+_AS_NOBODY = """
+import sys
+from pathlib import Path
+from evalboard.cli.evaluate import _check_outputs
+from evalboard.core.errors import UsageError
+try:
+    _check_outputs(Path(sys.argv[1]), None)
+except UsageError as exc:
+    print(exc.message)
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to become nobody"
+)
+def test_a_read_only_json_file_is_refused_before_the_run(tmp_path: Path) -> None:
+    """Root may write any file: the check is run as nobody, as a user of the CLI would."""
+    folder = Path(tempfile.mkdtemp(prefix="evalboard-readonly-", dir="/tmp"))
+    try:
+        folder.chmod(0o777)  # nobody may write here, not to the file
+        result = folder / "result.json"
+        result.write_text("{}")
+        result.chmod(0o444)
+        become = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        probe = subprocess.run(
+            [*become, sys.executable, "-c", "import evalboard.cli.evaluate"],
+            capture_output=True,
+            text=True,
+            cwd=folder,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+            check=False,
+        )
+        if probe.returncode != 0:
+            pytest.skip(f"nobody cannot import the checkout here: {probe.stderr[-200:]}")
+        done = subprocess.run(
+            [*become, sys.executable, "-c", _AS_NOBODY, str(result)],
+            capture_output=True,
+            text=True,
+            cwd=folder,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+            check=True,
+        )
+        assert done.stdout.strip() == f"--json {result} is read-only; give another file"
+    finally:
+        shutil.rmtree(folder)
 
 
 @pytest.mark.parametrize("command", [["evaluate"], ["model", "test"], ["worker"]])
