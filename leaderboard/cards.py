@@ -103,19 +103,14 @@ def visible_table(
     if cache is None or not version:
         return replace(table, models=_visible_models(table, principal)[0], version=version)
     cache_key = ("visible-rows", version)
-    models: list[ModelEntry] | None = cache.get(cache_key)
-    if models is None:  # requests that miss at once walk the rows once; a hit takes no lock
-        with cache.one_at_a_time(cache_key):
-            models = cache.get(cache_key)
-            if models is None:
-                models, renamed = _visible_models(table, principal)
-                # The entries are the board's (counted there) but for those made anew here.
-                cache.put(
-                    cache_key,
-                    models,
-                    size=sys.getsizeof(models) + sampled_size(renamed),
-                    within=table.board_key,
-                )
+
+    def made() -> tuple[list[ModelEntry], int]:
+        models, renamed = _visible_models(table, principal)
+        # The entries are the board's (counted there) but for those made anew here.
+        return models, sys.getsizeof(models) + sampled_size(renamed)
+
+    # Requests that miss at once walk the rows once.
+    models = cache.made_once(cache_key, made, within=table.board_key)
     # What is derived from these rows (a ranking) holds the rows made anew here: kept
     # within them, which are kept within the board's.
     return replace(table, models=models, version=version, board_key=cache_key)

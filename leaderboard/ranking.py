@@ -172,12 +172,12 @@ def _ranked_rows(ctx: Context, table: TaskTable, entries: list[ModelEntry]) -> _
     map 10,000 keys again."""
     if ctx is None or not table.version:
         return _Rows.of(entries)
-    cache_key = ("ranked-rows", table.version)
-    found: _Rows | None = ctx.cache.get(cache_key)
-    if found is None:
-        found = _Rows.of(entries)
-        ctx.cache.put(cache_key, found, size=found.approximate_size(), within=table.board_key)
-    return found
+
+    def made() -> tuple[_Rows, int]:
+        rows = _Rows.of(entries)
+        return rows, rows.approximate_size()
+
+    return ctx.cache.made_once(("ranked-rows", table.version), made, within=table.board_key)
 
 
 def _usable_weights(

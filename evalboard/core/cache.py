@@ -27,7 +27,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FunctionType, ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "DEFAULT_CACHE_BYTES",
@@ -37,6 +37,8 @@ __all__ = [
     "read_only",
     "sampled_size",
 ]
+
+_V = TypeVar("_V")
 
 #: A miss, for :meth:`MemoryCache.get` where None is a cached value.
 MISSING: Any = object()
@@ -192,6 +194,38 @@ class MemoryCache:
                 flight.threads -= 1
                 if not flight.threads:
                     del self._flights[key]
+
+    def made_once(
+        self,
+        key: Hashable,
+        make: Callable[[], tuple[_V, int]],
+        *,
+        within: Hashable = None,
+        usable: Callable[[_V], bool] | None = None,
+    ) -> _V:
+        """The value kept under ``key`` (where ``usable`` accepts it), or ``make``'s (the
+        value and its bytes), kept (:meth:`put`): threads that miss it at once make it
+        once (:meth:`one_at_a_time`); a hit takes no lock.
+
+        >>> cache = MemoryCache()
+        >>> cache.made_once("rows", lambda: ([1, 2], 64))
+        [1, 2]
+        >>> cache.made_once("rows", lambda: ([3], 64))  # kept: not made again
+        [1, 2]
+        """
+
+        def kept() -> _V | None:
+            found: _V | None = self.get(key)
+            return found if found is not None and (usable is None or usable(found)) else None
+
+        found = kept()
+        if found is None:
+            with self.one_at_a_time(key):
+                found = kept()
+                if found is None:
+                    found, size = make()
+                    self.put(key, found, size=size, within=within)
+        return found
 
     def has(self, key: Hashable) -> bool:
         with self._lock:
