@@ -1,12 +1,15 @@
 """Run every benchmark, then summarise their results in one table and one plot.
 
-Usage: ``python -m benchmarks [--quick] [--only NAME ...] [--timeout SECONDS]``.
+Usage: ``python -m benchmarks [--quick] [--fresh] [--only NAME ...] [--timeout SECONDS]``.
 
 Each ``benchmarks/bench_<name>.py`` runs in its own process (as its docstring says to run
 it), so one that fails or hangs does not take the others down. Then README.md's
 Performance table is rewritten from the JSON files they wrote (``benchmarks/figures.py``),
 and a summary (``summary.md``, ``summary.png``) plots the main ratios: sandbox against
 in-process inference, ``evaluate`` against raw inference, re-ranking time, jobs per minute.
+
+Each figure a benchmark writes keeps the ranges the same figure had in the last whole runs
+on this kind of machine (``benchmarks/whole_runs.py``), unless ``--fresh``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.figures import dig, read_results, update_readme
+from benchmarks.whole_runs import carry, machine_kind
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -42,8 +46,20 @@ def discover() -> dict[str, Path]:
     return {path.stem.removeprefix("bench_"): path for path in sorted(HERE.glob("bench_*.py"))}
 
 
-def run_one(name: str, path: Path, *, quick: bool, timeout: float) -> dict[str, Any]:
-    """Run one benchmark script; returns its status and the result files it wrote."""
+def run_one(
+    name: str,
+    path: Path,
+    *,
+    quick: bool,
+    timeout: float,
+    earlier: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Run one benchmark script; returns its status and the result files it wrote.
+
+    ``earlier``: each results file as the last whole run left it, whose figures' ranges
+    the files this one writes carry (:func:`benchmarks.whole_runs.carry`); None: not
+    carried (``--fresh``).
+    """
     before = {p: p.stat().st_mtime for p in RESULTS.glob("*.json")}
     started = time.monotonic()
     command = [sys.executable, str(path), *(QUICK_ARGS.get(name, []) if quick else [])]
@@ -66,9 +82,22 @@ def run_one(name: str, path: Path, *, quick: bool, timeout: float) -> dict[str, 
         if p.name != "summary.json" and before.get(p) != p.stat().st_mtime
     )
     print(f"   {status} in {seconds:.1f} s; wrote {', '.join(written) or 'nothing'}", flush=True)
+    if earlier is not None:
+        for file in written:
+            _pool(RESULTS / file, earlier.get(file))
     if status != "ok":
         print("   " + tail.strip().replace("\n", "\n   "), flush=True)
     return {"status": status, "exit_code": code, "seconds": round(seconds, 1), "wrote": written}
+
+
+def _pool(path: Path, previous: dict[str, Any] | None) -> None:
+    """A results file just written, its figures given the earlier runs' ranges."""
+    latest = read_results(path.parent, path.stem)
+    if not latest:
+        return
+    pooled = carry(previous, latest, machine_kind())
+    path.write_text(json.dumps(latest, indent=2) + "\n", encoding="utf-8")
+    print(f"   {path.name}: ranges over {pooled} whole run(s) on this kind of machine", flush=True)
 
 
 def _median(data: Any, *keys: str) -> float | None:
@@ -182,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--summary-only", action="store_true", help="only summarise the existing results"
     )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="state each figure's range over this run only, not the last whole runs "
+        "(after a change that moved figures for good)",
+    )
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     found = discover()
@@ -190,8 +225,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(found)}")
     chosen = {n: p for n, p in found.items() if args.only is None or n in args.only}
     runs = {}
+    earlier = (
+        None
+        if args.fresh
+        else {p.name: read_results(RESULTS, p.stem) for p in RESULTS.glob("*.json")}
+    )
     if not args.summary_only:
-        runs = {n: run_one(n, p, quick=args.quick, timeout=args.timeout) for n, p in chosen.items()}
+        runs = {
+            n: run_one(n, p, quick=args.quick, timeout=args.timeout, earlier=earlier)
+            for n, p in chosen.items()
+        }
     panels = summarise()
     write_markdown(panels, RESULTS / "summary.md")
     changed = update_readme(ROOT / "README.md", RESULTS)

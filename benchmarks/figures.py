@@ -6,9 +6,10 @@ are), and tests/demo/test_benchmarks_runner.py checks that the committed README'
 what :func:`table` makes of the committed results: the two cannot disagree.
 
 Each row is a figure measured several times, stated as its median and its range over the
-runs (``1.04 (0.98-1.12, 5 runs)``); a ratio is one per run, the two sides timed moments
-apart. A row whose results are missing is left out. Each row names the file it is read
-from.
+runs (``1.04 (0.98-1.12, 5 runs)``) and over the last whole runs on this kind of machine
+where the results carry them (:mod:`benchmarks.whole_runs`); a ratio is one per run, the
+two sides timed moments apart. A row whose results are missing is left out. Each row
+names the file it is read from.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks.whole_runs import SHAPES, stated_range
 
 __all__ = [
     "BEGIN",
@@ -84,17 +87,24 @@ def _number(value: float, unit: str = "") -> str:
 
 
 def figure(spread: Any, unit: str = "", scale: float = 1.0) -> str | None:
-    """A spread (``{"median", "min", "max", "runs"}``) as ``median (min-max, n runs)``.
+    """A spread (``{"median", "min", "max", "runs"}``) as ``median (min-max, n runs)``, the
+    range over the earlier whole runs it carries too (:mod:`benchmarks.whole_runs`).
 
     >>> figure({"median": 1.04, "min": 0.98, "max": 1.121, "runs": 5})
     '1.04 (0.98-1.12, 5 runs)'
     >>> figure({"median": 0.0123, "min": 0.011, "max": 0.02, "runs": 3}, " ms", 1000)
     '12.3 ms (11-20, 3 runs)'
+    >>> figure({"median": 1.04, "min": 0.98, "max": 1.1, "runs": 5, "earlier_runs": [[0.9, 1]]})
+    '1.04 (0.9-1.1, 5 runs in each of 2 whole runs)'
     """
     if not isinstance(spread, Mapping) or not set(SPREAD_KEYS) <= set(spread):
         return None
-    low, high = _number(spread["min"] * scale), _number(spread["max"] * scale)
-    return f"{_number(spread['median'] * scale, unit)} ({low}-{high}, {spread['runs']} runs)"
+    low, high, whole = stated_range(spread, SHAPES[0])
+    runs = f"{spread['runs']} runs" + (f" in each of {whole} whole runs" if whole > 1 else "")
+    return (
+        f"{_number(spread['median'] * scale, unit)} "
+        f"({_number(low * scale)}-{_number(high * scale)}, {runs})"
+    )
 
 
 def _row(
@@ -420,9 +430,11 @@ def _ready_note(moment: Mapping[str, Any]) -> str:
 
 
 def _requests(timed: Mapping[str, Any]) -> str:
+    low, high, whole = stated_range(timed, SHAPES[1])
+    each = f" in each of {whole} whole runs" if whole > 1 else ""
     return (
         f"{_number(timed['p50_ms'])} / {_number(timed['p95_ms'])} ms "
-        f"({_number(timed['min_ms'])}-{_number(timed['max_ms'])}, {timed.get('n')} requests)"
+        f"({_number(low)}-{_number(high)}, {timed.get('n')} requests{each})"
     )
 
 
@@ -489,7 +501,9 @@ def table(results: Path) -> str:
         BEGIN,
         "",
         f"1-minute load average while each ran: {_loads(results) or 'not recorded'} (on "
-        f"this project's shared 2-core machines). Spread: median (least-greatest, runs).",
+        f"this project's shared 2-core machines). Spread: this run's median (the least-greatest "
+        "over this run's repetitions and those of the last whole runs on this kind of "
+        "machine, up to 5: `benchmarks/whole_runs.py`; each results file lists them).",
         *(
             [
                 "",

@@ -6,7 +6,9 @@ show`` into a temporary folder), ``RESULTS`` the run to check (default:
 ``benchmarks/results``). Every figure measured several times in both, a spread
 (``{"median", "min", "max"}``) or a leaderboard timing (``{"p50_ms", "min_ms",
 "max_ms"}``), found at the same place in the same file, is reproduced where the new
-median lies within the reference's least and greatest. Prints those that are not and a
+median lies within the reference's least and greatest, over its repetitions and the
+earlier whole runs the reference carries (``benchmarks/whole_runs.py``): the range the
+README states. Prints those that are not and a
 count; the machines' speeds (each file's ``reference_ms``) come first, since a figure in
 seconds moves with the machine (these differ by about 3x) and a ratio should not.
 Exit 0 (it is a report), 2 where a folder is missing.
@@ -16,20 +18,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import SPREAD_KEYS, TIMING_KEYS, read_results, speeds
+from benchmarks.figures import read_results, speeds
+from benchmarks.whole_runs import figures, stated_range
 
 __all__ = ["Comparison", "compare", "measured"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: Where a figure is (its keys) and its middle, least and greatest.
 Figure = tuple[tuple[str, ...], tuple[float, float, float]]
-#: A figure's keys: its middle, least and greatest (the README's two shapes of figure).
-_SHAPES = (SPREAD_KEYS[:3], TIMING_KEYS[:3])
 
 
 @dataclass(frozen=True)
@@ -46,22 +47,13 @@ class Comparison:
         return self.low <= self.median <= self.high
 
 
-def measured(data: Any, path: tuple[str, ...] = ()) -> Iterator[Figure]:
+def measured(data: Any) -> Iterator[Figure]:
     """Every figure in a results tree: its keys (a list's items by their place) and
-    (middle, least, greatest)."""
-    if isinstance(data, list):
-        for place, item in enumerate(data):
-            yield from measured(item, (*path, str(place)))
-        return
-    if not isinstance(data, Mapping):
-        return
-    for keys in _SHAPES:
-        values = [data.get(key) for key in keys]
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            yield path, (float(values[0]), float(values[1]), float(values[2]))
-            return
-    for key, value in data.items():
-        yield from measured(value, (*path, str(key)))
+    (middle, least, greatest), the range over the earlier whole runs it carries
+    (:func:`benchmarks.whole_runs.stated_range`, as the README states it)."""
+    for path, figure, keys in figures(data):
+        low, high, _ = stated_range(figure, keys)
+        yield path, (float(figure[keys[0]]), low, high)
 
 
 def _read(folder: Path) -> dict[str, Any]:

@@ -1,0 +1,121 @@
+"""Each figure's range over the last whole runs of the benchmarks on one kind of machine.
+
+A figure's own range (its 3-7 repetitions, minutes apart in one run) misses what moves
+between runs: two whole runs of ``python -m benchmarks`` back to back on one quiet
+machine (2026-12-06, nothing else running) put 93 of 244 medians outside the other
+run's range, 28 of them by more than 10% (the machine's own speed moved up to 1.9x for
+one benchmark between the runs). So ``python -m benchmarks`` carries each figure's
+range from the run before into the new results (:func:`carry`): a figure keeps the
+ranges of up to ``KEPT_RUNS - 1`` earlier whole runs on the same kind of machine
+(:func:`machine_kind`: the CPU's name, its count, the Python), and the README states
+its median with the range over all of them (:func:`stated_range`), which is what a run
+on such a machine is expected to land in (``python -m benchmarks.reproduce``).
+
+Earlier runs may have measured earlier code: each file lists the runs it pools
+(``"whole_runs"``: when, the machine kind), and ``python -m benchmarks --fresh`` starts
+over after a change that moved figures for good. Results of another kind of machine (or
+without a kind: measured before this module) are not pooled.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import suppress
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EARLIER", "KEPT_RUNS", "carry", "figures", "machine_kind", "stated_range"]
+
+#: The most whole runs a figure's stated range covers: this one and four before it.
+KEPT_RUNS = 5
+#: A figure's key for the earlier runs' ranges, oldest first: ``[[least, greatest], ...]``.
+EARLIER = "earlier_runs"
+#: A results file's key for the runs it pools: ``[{"at", "kind"}, ...]``, oldest first.
+RUNS = "whole_runs"
+#: A figure's keys for its middle, least and greatest (the two shapes the README states:
+#: a spread of repetitions, a leaderboard timing of requests).
+SHAPES = (("median", "min", "max"), ("p50_ms", "min_ms", "max_ms"))
+
+
+def machine_kind() -> dict[str, Any]:
+    """What makes two machines one kind for pooling: these machines' CPUs differ by about
+    3x in the same figure (an Intel Xeon and an AMD EPYC here), so their runs never
+    pool."""
+    name = platform.processor() or platform.machine()
+    with suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.lower().startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    return {"cpu": name, "cpus": os.cpu_count(), "python": platform.python_version()}
+
+
+def figures(
+    data: Any, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], MutableMapping[str, Any], tuple[str, str, str]]]:
+    """Every figure in a results tree: its keys (a list's items by their place), its
+    mapping and the keys of its middle, least and greatest."""
+    if isinstance(data, list):
+        for place, item in enumerate(data):
+            yield from figures(item, (*path, str(place)))
+        return
+    if not isinstance(data, MutableMapping):
+        return
+    for keys in SHAPES:
+        if all(_number(data.get(key)) for key in keys):
+            yield path, data, keys
+            return
+    for key, value in data.items():
+        yield from figures(value, (*path, str(key)))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def stated_range(figure: Mapping[str, Any], keys: tuple[str, str, str]) -> tuple[float, float, int]:
+    """The least and greatest over this run's repetitions and the earlier runs' ranges,
+    and how many whole runs that covers."""
+    low, high = float(figure[keys[1]]), float(figure[keys[2]])
+    earlier = [pair for pair in figure.get(EARLIER) or [] if _pair(pair)]
+    for least, greatest in earlier:
+        low, high = min(low, float(least)), max(high, float(greatest))
+    return low, high, 1 + len(earlier)
+
+
+def _pair(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(_number(v) for v in value)
+
+
+def carry(
+    previous: Mapping[str, Any] | None, latest: MutableMapping[str, Any], kind: Mapping[str, Any]
+) -> int:
+    """Give each figure of ``latest`` (a run's results, measured on a machine of ``kind``)
+    the ranges of the same figure in ``previous`` (the run before's, as it was stored),
+    where that run was on the same kind of machine; returns how many whole runs the
+    file now pools. Up to ``KEPT_RUNS``: the oldest is dropped."""
+    earlier_runs = _pooled_runs(previous, kind)
+    found = {where: (figure, keys) for where, figure, keys in figures(previous)}
+    for where, figure, _ in figures(latest) if earlier_runs else ():
+        if where in found:
+            before, keys = found[where]
+            kept = [pair for pair in before.get(EARLIER) or [] if _pair(pair)]
+            kept.append([before[keys[1]], before[keys[2]]])
+            figure[EARLIER] = kept[-(KEPT_RUNS - 1) :]
+    runs = [*earlier_runs, {"at": datetime.now(UTC).isoformat(timespec="seconds"), "kind": kind}]
+    latest[RUNS] = runs[-KEPT_RUNS:]
+    return len(latest[RUNS])
+
+
+def _pooled_runs(previous: Mapping[str, Any] | None, kind: Mapping[str, Any]) -> list[Any]:
+    """The whole runs ``previous`` pooled, where its last was on a machine of ``kind``."""
+    runs = previous.get(RUNS) if isinstance(previous, Mapping) else None
+    if not isinstance(runs, list) or not runs:
+        return []
+    last = runs[-1]
+    if not isinstance(last, Mapping) or last.get("kind") != dict(kind):
+        return []
+    return list(runs)

@@ -1,0 +1,103 @@
+"""Each figure's range over the last whole runs on one kind of machine
+(``benchmarks/whole_runs.py``), as the README states it and ``reproduce`` checks it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from benchmarks.__main__ import _pool
+from benchmarks.figures import figure, rows
+from benchmarks.reproduce import compare
+from benchmarks.whole_runs import EARLIER, KEPT_RUNS, RUNS, carry, machine_kind, stated_range
+
+KIND = {"cpu": "AMD EPYC", "cpus": 2, "python": "3.11.7"}
+OTHER = {"cpu": "Intel(R) Xeon(R) Processor", "cpus": 2, "python": "3.11.7"}
+
+
+def _spread(median: float, low: float, high: float) -> dict[str, Any]:
+    return {"median": median, "min": low, "max": high, "runs": 5}
+
+
+def _run(ratio: dict[str, Any], api: dict[str, Any] | None = None) -> dict[str, Any]:
+    timing = api or {"p50_ms": 8.0, "min_ms": 6.0, "max_ms": 9.0, "p95_ms": 8.8, "n": 200}
+    return {"ratio": ratio, "by_batch": [{"ratio": dict(ratio)}], "warm": {"api": timing}}
+
+
+def test_a_run_carries_the_ranges_of_the_runs_before_on_the_same_kind_of_machine() -> None:
+    first = _run(_spread(1.0, 0.9, 1.1))
+    assert carry(None, first, KIND) == 1 and EARLIER not in first["ratio"]
+    second = _run(_spread(1.3, 1.2, 1.4))
+    assert carry(first, second, KIND) == 2
+    assert second["ratio"][EARLIER] == [[0.9, 1.1]]
+    assert second["by_batch"][0]["ratio"][EARLIER] == [[0.9, 1.1]]  # a list's items too
+    assert second["warm"]["api"][EARLIER] == [[6.0, 9.0]]  # a timing's least and greatest
+    assert stated_range(second["ratio"], ("median", "min", "max")) == (0.9, 1.4, 2)
+    assert [run["kind"] for run in second[RUNS]] == [KIND, KIND]
+
+
+def test_only_the_last_runs_are_kept_and_another_machine_starts_over() -> None:
+    latest = _run(_spread(1.0, 0.9, 1.1))
+    carry(None, latest, KIND)
+    for step in range(1, KEPT_RUNS + 2):
+        before, latest = latest, _run(_spread(1.0 + step, 0.9 + step, 1.1 + step))
+        carry(before, latest, KIND)
+    assert len(latest[RUNS]) == KEPT_RUNS
+    assert len(latest["ratio"][EARLIER]) == KEPT_RUNS - 1
+    assert latest["ratio"][EARLIER][0] == [0.9 + 2, 1.1 + 2]  # the two oldest dropped
+    elsewhere = _run(_spread(5.0, 4.0, 6.0))
+    assert carry(latest, elsewhere, OTHER) == 1
+    assert EARLIER not in elsewhere["ratio"]
+    unstamped = _run(_spread(5.0, 4.0, 6.0))  # results from before whole runs were kept
+    assert carry({"ratio": _spread(1.0, 0.9, 1.1)}, unstamped, KIND) == 1
+    assert EARLIER not in unstamped["ratio"]
+
+
+def test_a_figure_new_in_this_run_states_its_own_range() -> None:
+    first, second = {"ratio": _spread(1.0, 0.9, 1.1)}, _run(_spread(1.3, 1.2, 1.4))
+    carry(None, first, KIND)
+    carry(first, second, KIND)
+    assert EARLIER not in second["warm"]["api"]
+    assert stated_range(second["ratio"], ("median", "min", "max"))[2] == 2
+
+
+def test_the_readme_states_the_range_over_the_whole_runs(tmp_path: Path) -> None:
+    first = {"end_to_end_10k": {"vader": {"ratio_cli_to_raw": _spread(2.2, 2.1, 2.3)}}}
+    second = {"end_to_end_10k": {"vader": {"ratio_cli_to_raw": _spread(2.5, 2.4, 2.6)}}}
+    for case in (first, second):
+        case["end_to_end_10k"]["vader"].update(
+            model="vader", examples=10000, sandbox="local", raw_us_per_example=31.0
+        )
+    carry(None, first, KIND)
+    carry(first, second, KIND)
+    (tmp_path / "evaluator.json").write_text(json.dumps(second), encoding="utf-8")
+    assert [r.measured for r in rows(tmp_path)] == ["2.5 (2.1-2.6, 5 runs in each of 2 whole runs)"]
+    assert figure(_spread(2.5, 2.4, 2.6)) == "2.5 (2.4-2.6, 5 runs)"
+
+
+def test_reproduce_checks_a_median_against_the_stated_range(tmp_path: Path) -> None:
+    first, second = _run(_spread(1.0, 0.9, 1.1)), _run(_spread(1.3, 1.2, 1.4))
+    carry(None, first, KIND)
+    carry(first, second, KIND)
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "ref" / "x.json").write_text(json.dumps(second), encoding="utf-8")
+    (tmp_path / "new").mkdir()
+    # Outside the last run's own range (1.2-1.4), inside the first run's.
+    (tmp_path / "new" / "x.json").write_text(json.dumps(_run(_spread(1.0, 0.95, 1.05))))
+    found = {c.where: c.within for c in compare(tmp_path / "ref", tmp_path / "new")}
+    assert found["x.json: ratio"] is True
+
+
+def test_the_runner_pools_a_file_a_benchmark_just_wrote(tmp_path: Path) -> None:
+    before = _run(_spread(1.0, 0.9, 1.1))
+    carry(None, before, machine_kind())
+    written = tmp_path / "x.json"
+    written.write_text(json.dumps(_run(_spread(1.3, 1.2, 1.4))), encoding="utf-8")
+    _pool(written, before)
+    pooled = json.loads(written.read_text(encoding="utf-8"))
+    assert pooled["ratio"][EARLIER] == [[0.9, 1.1]] and len(pooled[RUNS]) == 2
+    again = tmp_path / "y.json"
+    again.write_text(json.dumps(_run(_spread(1.3, 1.2, 1.4))), encoding="utf-8")
+    _pool(again, None)  # no earlier results: this run alone
+    assert len(json.loads(again.read_text(encoding="utf-8"))[RUNS]) == 1
