@@ -15,12 +15,12 @@ names the file it is read from.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.whole_runs import SHAPES, stated_range
+from benchmarks.whole_runs import SHAPES, moment_range, stated_range
 
 __all__ = [
     "BEGIN",
@@ -375,7 +375,8 @@ def _board_moments(
         yield Row(
             f"leaderboard at {where}, first request of a restarted server (rows stored), "
             "API / task page",
-            f"{_number(restart['api_ms'])} / {_number(restart['page_ms'])} ms (1 request each)"
+            f"{_number(restart['api_ms'])} / {_number(restart['page_ms'])} ms (1 request each"
+            f"{_over_runs(restart, ('api_ms', 'page_ms'))})"
             + (_ready_note(restart) if intervals else ""),
             "",
             source,
@@ -390,17 +391,18 @@ def _board_moments(
             source,
         )
     if {"warmup_ms", "api_after_warmup_ms"} <= set(restart):
-        after = [restart["api_after_warmup_ms"]]
+        keys = ["warmup_ms", "api_after_warmup_ms"]
         warmup = "reading its boards as it starts (warm-up) / its first API request"
         if "page_after_warmup_ms" in restart:  # since the warm-up makes routes and templates
-            after.append(restart["page_after_warmup_ms"])
+            keys.append("page_after_warmup_ms")
             warmup = (
                 "making its routes and templates and reading its boards as it starts "
                 "(warm-up) / its first API request / task page"
             )
         yield Row(
             f"leaderboard at {where}, a restarted server {warmup} after that",
-            " / ".join(_number(ms) for ms in (restart["warmup_ms"], *after)) + " ms (1 each)",
+            " / ".join(_number(restart[key]) for key in keys)
+            + f" ms (1 each{_over_runs(restart, keys)})",
             "",
             source,
         )
@@ -426,7 +428,27 @@ def _board_moments(
 def _ready_note(moment: Mapping[str, Any]) -> str:
     """When the intervals came, where the first answer came without them."""
     ready = moment.get("intervals_ready_ms")
-    return "" if ready is None else f"; intervals in after {_number(ready)} ms"
+    if ready is None:
+        return ""
+    over = _over_runs(moment, ("intervals_ready_ms",)).removeprefix("; ")
+    return f"; intervals in after {_number(ready)} ms" + (f" ({over})" if over else "")
+
+
+def _over_runs(moment: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """Things measured once a run, their ranges over the whole runs the results carry
+    (:func:`benchmarks.whole_runs.moment_range`); "" for this run alone.
+
+    >>> _over_runs({"api_ms": 90, "page_ms": 160,
+    ...             "earlier_values": {"api_ms": [80, 110], "page_ms": [150, 170]}},
+    ...            ("api_ms", "page_ms"))
+    '; 80-110 / 150-170 over 3 whole runs'
+    """
+    ranges = [moment_range(moment, key) for key in keys]
+    whole = min(runs for _, _, runs in ranges)
+    if whole < 2:
+        return ""
+    spans = " / ".join(f"{_number(low)}-{_number(high)}" for low, high, _ in ranges)
+    return f"; {spans} over {whole} whole runs"
 
 
 def _requests(timed: Mapping[str, Any]) -> str:

@@ -5,7 +5,8 @@ folder of results (``benchmarks/results`` as committed, say ``git worktree`` or 
 show`` into a temporary folder), ``RESULTS`` the run to check (default:
 ``benchmarks/results``). Every figure measured several times in both, a spread
 (``{"median", "min", "max"}``) or a leaderboard timing (``{"p50_ms", "min_ms",
-"max_ms"}``), found at the same place in the same file, is reproduced where the new
+"max_ms"}``), or measured once a run over several whole runs (a restarted server's
+first request), found at the same place in the same file, is reproduced where the new
 median lies within the reference's least and greatest, over its repetitions and the
 earlier whole runs the reference carries (``benchmarks/whole_runs.py``): the range the
 README states. Prints those that are not and a
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.figures import read_results, speeds
-from benchmarks.whole_runs import figures, stated_range
+from benchmarks.whole_runs import figures, moment_keys, moment_range, moments, stated_range
 
 __all__ = ["Comparison", "compare", "measured"]
 
@@ -47,13 +48,20 @@ class Comparison:
         return self.low <= self.median <= self.high
 
 
-def measured(data: Any) -> Iterator[Figure]:
+def measured(data: Any, *, every_moment: bool = False) -> Iterator[Figure]:
     """Every figure in a results tree: its keys (a list's items by their place) and
     (middle, least, greatest), the range over the earlier whole runs it carries
-    (:func:`benchmarks.whole_runs.stated_range`, as the README states it)."""
+    (:func:`benchmarks.whole_runs.stated_range`, as the README states it); and each
+    moment (a thing measured once a run) with its range over the whole runs, where there
+    were several (``every_moment``: those of one run too, as the run to check)."""
     for path, figure, keys in figures(data):
         low, high, _ = stated_range(figure, keys)
         yield path, (float(figure[keys[0]]), low, high)
+    for path, found in moments(data):
+        for key in moment_keys(found):
+            low, high, whole = moment_range(found, key)
+            if whole > 1 or every_moment:  # once in one run: no range stated
+                yield (*path, key), (float(found[key]), low, high)
 
 
 def _read(folder: Path) -> dict[str, Any]:
@@ -65,7 +73,7 @@ def compare(reference: Path, results: Path) -> list[Comparison]:
     before, after = _read(reference), _read(results)
     found = []
     for name in sorted(set(before) & set(after)):
-        new = dict(measured(after[name]))
+        new = dict(measured(after[name], every_moment=True))
         for keys, (_, low, high) in measured(before[name]):
             if keys in new:
                 found.append(Comparison(f"{name}: {'/'.join(keys)}", low, high, new[keys][0]))

@@ -9,7 +9,9 @@ range from the run before into the new results (:func:`carry`): a figure keeps t
 ranges of up to ``KEPT_RUNS - 1`` earlier whole runs on the same kind of machine
 (:func:`machine_kind`: the CPU's name, its count, the Python), and the README states
 its median with the range over all of them (:func:`stated_range`), which is what a run
-on such a machine is expected to land in (``python -m benchmarks.reproduce``).
+on such a machine is expected to land in (``python -m benchmarks.reproduce``). A thing
+measured once a run (a restarted server's first request) keeps the earlier runs' values
+(:func:`moment_range`): the README states their range beside it.
 
 Earlier runs may have measured earlier code: each file lists the runs it pools
 (``"whole_runs"``: when, the machine kind), and ``python -m benchmarks --fresh`` starts
@@ -27,7 +29,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EARLIER", "KEPT_RUNS", "carry", "figures", "machine_kind", "stated_range"]
+__all__ = [
+    "EARLIER",
+    "KEPT_RUNS",
+    "carry",
+    "figures",
+    "machine_kind",
+    "moment_keys",
+    "moment_range",
+    "moments",
+    "stated_range",
+]
 
 #: The most whole runs a figure's stated range covers: this one and four before it.
 KEPT_RUNS = 5
@@ -38,6 +50,11 @@ RUNS = "whole_runs"
 #: A figure's keys for its middle, least and greatest (the two shapes the README states:
 #: a spread of repetitions, a leaderboard timing of requests).
 SHAPES = (("median", "min", "max"), ("p50_ms", "min_ms", "max_ms"))
+#: Where a run measures a thing once (a restarted server's first requests: there is one
+#: first request per start): each ``*_ms`` number of a mapping under this key is a moment,
+#: and the mapping keeps the earlier runs' values of each, ``{"api_ms": [...], ...}``.
+MOMENTS_UNDER = "restart"
+EARLIER_VALUES = "earlier_values"
 
 
 def machine_kind() -> dict[str, Any]:
@@ -70,6 +87,34 @@ def figures(
             return
     for key, value in data.items():
         yield from figures(value, (*path, str(key)))
+
+
+def moments(
+    data: Any, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], MutableMapping[str, Any]]]:
+    """Every mapping of moments (under :data:`MOMENTS_UNDER`) in a results tree."""
+    if isinstance(data, list):
+        for place, item in enumerate(data):
+            yield from moments(item, (*path, str(place)))
+    elif isinstance(data, MutableMapping):
+        for key, value in data.items():
+            if key == MOMENTS_UNDER and isinstance(value, MutableMapping):
+                yield (*path, key), value
+            else:
+                yield from moments(value, (*path, str(key)))
+
+
+def moment_keys(found: Mapping[str, Any]) -> list[str]:
+    """The moments of a mapping: its ``*_ms`` numbers."""
+    return [key for key, value in found.items() if key.endswith("_ms") and _number(value)]
+
+
+def moment_range(found: Mapping[str, Any], key: str) -> tuple[float, float, int]:
+    """A moment's least and greatest over this run and the earlier runs' values, and how
+    many whole runs that covers."""
+    earlier = (found.get(EARLIER_VALUES) or {}).get(key) or []
+    values = [float(found[key]), *(float(v) for v in earlier if _number(v))]
+    return min(values), max(values), len(values)
 
 
 def _number(value: Any) -> bool:
@@ -105,6 +150,17 @@ def carry(
             kept = [pair for pair in before.get(EARLIER) or [] if _pair(pair)]
             kept.append([before[keys[1]], before[keys[2]]])
             figure[EARLIER] = kept[-(KEPT_RUNS - 1) :]
+    kept_moments = dict(moments(previous)) if earlier_runs else {}
+    for where, found in moments(latest):
+        before = kept_moments.get(where)
+        if before is None:
+            continue
+        values = before.get(EARLIER_VALUES) or {}
+        found[EARLIER_VALUES] = {
+            key: [*(values.get(key) or []), before[key]][-(KEPT_RUNS - 1) :]
+            for key in moment_keys(found)
+            if key in moment_keys(before)
+        }
     runs = [*earlier_runs, {"at": datetime.now(UTC).isoformat(timespec="seconds"), "kind": kind}]
     latest[RUNS] = runs[-KEPT_RUNS:]
     return len(latest[RUNS])

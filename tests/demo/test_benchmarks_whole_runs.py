@@ -101,3 +101,30 @@ def test_the_runner_pools_a_file_a_benchmark_just_wrote(tmp_path: Path) -> None:
     again.write_text(json.dumps(_run(_spread(1.3, 1.2, 1.4))), encoding="utf-8")
     _pool(again, None)  # no earlier results: this run alone
     assert len(json.loads(again.read_text(encoding="utf-8"))[RUNS]) == 1
+
+
+def _restart(api: float, page: float) -> dict[str, Any]:
+    return {"sizes": {"1000": {"restart": {"api_ms": api, "page_ms": page, "n": 1}}}}
+
+
+def test_a_thing_measured_once_a_run_states_its_range_over_the_runs(tmp_path: Path) -> None:
+    runs = [_restart(90.0, 160.0), _restart(110.0, 150.0), _restart(80.0, 170.0)]
+    before = None
+    for latest in runs:
+        carry(before, latest, KIND)
+        before = latest
+    restart = runs[-1]["sizes"]["1000"]["restart"]
+    assert restart["earlier_values"] == {"api_ms": [90.0, 110.0], "page_ms": [160.0, 150.0]}
+    (tmp_path / "leaderboard.json").write_text(json.dumps(runs[-1]), encoding="utf-8")
+    stated = [r.measured for r in rows(tmp_path) if "first request of a restarted" in r.what]
+    assert stated == ["80 / 170 ms (1 request each; 80-110 / 150-170 over 3 whole runs)"]
+    # reproduce: a new run's value against that range; a reference of one run states none.
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "leaderboard.json").write_text(json.dumps(_restart(120.0, 155.0)))
+    found = {c.where: c.within for c in compare(tmp_path, tmp_path / "new")}
+    assert found == {
+        "leaderboard.json: sizes/1000/restart/api_ms": False,
+        "leaderboard.json: sizes/1000/restart/page_ms": True,
+    }
+    found = {c.where for c in compare(tmp_path / "new", tmp_path)}
+    assert not any("restart" in where for where in found)
