@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine, save  # noqa: E402
+from benchmarks._report import machine, save, spread  # noqa: E402
 from datasets_registry import parse_task_spec  # noqa: E402
 from evalboard.core.context import Context  # noqa: E402
 from evalboard.core.states import JobStatus  # noqa: E402
@@ -157,9 +157,9 @@ def main() -> None:
         "benchmark": "ranking",
         "what": "leaderboard.build_leaderboard on a loaded table, no intervals",
         "repeats": args.repeats,
-        "median_ms": {str(n): round(m * 1000, 3) for n, m in medians.items()},
-        "min_ms": {str(n): round(min(r) * 1000, 3) for n, r in runs.items()},
-        "max_ms": {str(n): round(max(r) * 1000, 3) for n, r in runs.items()},
+        # Each size's figure in the shape every results file gives one (a spread), so the
+        # README and reproduce read it as they read the others (benchmarks/whole_runs.py).
+        "ms": {str(n): spread([s * 1000 for s in r], 3) for n, r in runs.items()},
         "ratio_10x_rows": round(medians[large] / medians[small], 2),
         "goal": {"ratio_10x_rows_below": 20.0},
         **machine(),
