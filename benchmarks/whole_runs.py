@@ -24,14 +24,16 @@ from __future__ import annotations
 import os
 import platform
 from collections.abc import Iterator, Mapping, MutableMapping
-from contextlib import suppress
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
+
+from evaluator.provenance import cpu_model
 
 __all__ = [
     "EARLIER",
+    "EARLIER_VALUES",
     "KEPT_RUNS",
+    "RUNS",
     "carry",
     "figures",
     "machine_kind",
@@ -61,13 +63,7 @@ def machine_kind() -> dict[str, Any]:
     """What makes two machines one kind for pooling: these machines' CPUs differ by about
     3x in the same figure (an Intel Xeon and an AMD EPYC here), so their runs never
     pool."""
-    name = platform.processor() or platform.machine()
-    with suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.lower().startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    return {"cpu": name, "cpus": os.cpu_count(), "python": platform.python_version()}
+    return {"cpu": cpu_model(), "cpus": os.cpu_count(), "python": platform.python_version()}
 
 
 def figures(
