@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.whole_runs import SHAPES, moment_range, stated_range
+from benchmarks.whole_runs import SHAPES, is_number, moment_range, stated_range
 
 __all__ = [
     "BEGIN",
@@ -264,11 +264,14 @@ def _stability(results: Path) -> Iterator[Row]:
             if not found:
                 continue
             throughput = figure(found.get("throughput_examples_per_s"), " ex/s")
+            over = _over_runs(found, ("throughput_max_over_min", "cpu_max_over_min"))
             yield Row(
                 f"throughput of one model evaluated {data.get('runs')} times, max/min, "
                 f"{sandbox} sandbox, {what} (cores: {', '.join(found.get('cores', []))})",
                 f"{found.get('throughput_max_over_min')} (throughput {throughput}; CPU per "
-                f"example max/min {found.get('cpu_max_over_min')})",
+                f"example max/min {found.get('cpu_max_over_min')}"
+                + (f"; max/min throughput / CPU {over.removeprefix('; ')}" if over else "")
+                + ")",
                 "" if condition == "alone" or goal is None else f"<= {goal}",
                 src,
             )
@@ -440,9 +443,9 @@ def _over_runs(moment: Mapping[str, Any], keys: Sequence[str]) -> str:
     ...            ("api_ms", "page_ms"))
     '; 80-110 / 150-170 over 3 whole runs'
     """
-    ranges = [moment_range(moment, key) for key in keys]
-    whole = min(runs for _, _, runs in ranges)
-    if whole < 2:
+    ranges = [moment_range(moment, key) for key in keys if is_number(moment.get(key))]
+    whole = min((runs for _, _, runs in ranges), default=0)
+    if whole < 2 or len(ranges) < len(keys):
         return ""
     spans = " / ".join(f"{_number(low)}-{_number(high)}" for low, high, _ in ranges)
     return f"; {spans} over {whole} whole runs"

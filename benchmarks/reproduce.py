@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.figures import read_results, speeds
-from benchmarks.whole_runs import figures, moment_keys, moment_range, moments, stated_range
+from benchmarks.whole_runs import figures, moment_range, moments, stated_range
 
 __all__ = ["Comparison", "compare", "measured"]
 
@@ -57,8 +57,8 @@ def measured(data: Any, *, every_moment: bool = False) -> Iterator[Figure]:
     for path, figure, keys in figures(data):
         low, high, _ = stated_range(figure, keys)
         yield path, (float(figure[keys[0]]), low, high)
-    for path, found in moments(data):
-        for key in moment_keys(found):
+    for path, found, keys in moments(data):
+        for key in keys:
             low, high, whole = moment_range(found, key)
             if whole > 1 or every_moment:  # once in one run: no range stated
                 yield (*path, key), (float(found[key]), low, high)

@@ -10,7 +10,8 @@ ranges of up to ``KEPT_RUNS - 1`` earlier whole runs on the same kind of machine
 (:func:`machine_kind`: the CPU's name, its count, the Python), and the README states
 its median with the range over all of them (:func:`stated_range`), which is what a run
 on such a machine is expected to land in (``python -m benchmarks.reproduce``). A thing
-measured once a run (a restarted server's first request) keeps the earlier runs' values
+measured once a run (a restarted server's first request, one model's spread over its
+evaluations) keeps the earlier runs' values
 (:func:`moment_range`): the README states their range beside it.
 
 Earlier runs may have measured earlier code: each file lists the runs it pools
@@ -36,8 +37,8 @@ __all__ = [
     "RUNS",
     "carry",
     "figures",
+    "is_number",
     "machine_kind",
-    "moment_keys",
     "moment_range",
     "moments",
     "stated_range",
@@ -52,10 +53,12 @@ RUNS = "whole_runs"
 #: A figure's keys for its middle, least and greatest (the two shapes the README states:
 #: a spread of repetitions, a leaderboard timing of requests).
 SHAPES = (("median", "min", "max"), ("p50_ms", "min_ms", "max_ms"))
-#: Where a run measures a thing once (a restarted server's first requests: there is one
-#: first request per start): each ``*_ms`` number of a mapping under this key is a moment,
-#: and the mapping keeps the earlier runs' values of each, ``{"api_ms": [...], ...}``.
+#: Where a run measures a thing once: each ``*_ms`` number of a mapping under ``restart``
+#: (a restarted server's first requests: one first request per start), and each
+#: ``*_max_over_min`` (one model's spread over its evaluations within a run). A mapping
+#: holding such moments keeps the earlier runs' values of each, ``{"api_ms": [...]}``.
 MOMENTS_UNDER = "restart"
+MOMENT_SUFFIX = "_max_over_min"
 EARLIER_VALUES = "earlier_values"
 
 
@@ -78,7 +81,7 @@ def figures(
     if not isinstance(data, MutableMapping):
         return
     for keys in SHAPES:
-        if all(_number(data.get(key)) for key in keys):
+        if all(is_number(data.get(key)) for key in keys):
             yield path, data, keys
             return
     for key, value in data.items():
@@ -87,33 +90,37 @@ def figures(
 
 def moments(
     data: Any, path: tuple[str, ...] = ()
-) -> Iterator[tuple[tuple[str, ...], MutableMapping[str, Any]]]:
-    """Every mapping of moments (under :data:`MOMENTS_UNDER`) in a results tree."""
+) -> Iterator[tuple[tuple[str, ...], MutableMapping[str, Any], list[str]]]:
+    """Every mapping in a results tree that holds moments (things measured once a run):
+    its keys, the mapping and the moments' keys in it."""
     if isinstance(data, list):
         for place, item in enumerate(data):
             yield from moments(item, (*path, str(place)))
-    elif isinstance(data, MutableMapping):
-        for key, value in data.items():
-            if key == MOMENTS_UNDER and isinstance(value, MutableMapping):
-                yield (*path, key), value
-            else:
-                yield from moments(value, (*path, str(key)))
-
-
-def moment_keys(found: Mapping[str, Any]) -> list[str]:
-    """The moments of a mapping: its ``*_ms`` numbers."""
-    return [key for key, value in found.items() if key.endswith("_ms") and _number(value)]
+        return
+    if not isinstance(data, MutableMapping):
+        return
+    under = bool(path) and path[-1] == MOMENTS_UNDER
+    keys = [
+        key
+        for key, value in data.items()
+        if is_number(value) and (key.endswith(MOMENT_SUFFIX) or (under and key.endswith("_ms")))
+    ]
+    if keys:
+        yield path, data, keys
+    for key, value in data.items():
+        yield from moments(value, (*path, str(key)))
 
 
 def moment_range(found: Mapping[str, Any], key: str) -> tuple[float, float, int]:
     """A moment's least and greatest over this run and the earlier runs' values, and how
     many whole runs that covers."""
     earlier = (found.get(EARLIER_VALUES) or {}).get(key) or []
-    values = [float(found[key]), *(float(v) for v in earlier if _number(v))]
+    values = [float(found[key]), *(float(v) for v in earlier if is_number(v))]
     return min(values), max(values), len(values)
 
 
-def _number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """A measured number in a results file (a bool is not one)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -128,7 +135,7 @@ def stated_range(figure: Mapping[str, Any], keys: tuple[str, str, str]) -> tuple
 
 
 def _pair(value: Any) -> bool:
-    return isinstance(value, list) and len(value) == 2 and all(_number(v) for v in value)
+    return isinstance(value, list) and len(value) == 2 and all(is_number(v) for v in value)
 
 
 def carry(
@@ -146,16 +153,16 @@ def carry(
             kept = [pair for pair in before.get(EARLIER) or [] if _pair(pair)]
             kept.append([before[keys[1]], before[keys[2]]])
             figure[EARLIER] = kept[-(KEPT_RUNS - 1) :]
-    kept_moments = dict(moments(previous)) if earlier_runs else {}
-    for where, found in moments(latest):
-        before = kept_moments.get(where)
-        if before is None:
+    kept_moments = {where: (found, keys) for where, found, keys in moments(previous)}
+    for where, found, keys in moments(latest) if earlier_runs else ():
+        if where not in kept_moments:
             continue
+        before, before_keys = kept_moments[where]
         values = before.get(EARLIER_VALUES) or {}
         found[EARLIER_VALUES] = {
             key: [*(values.get(key) or []), before[key]][-(KEPT_RUNS - 1) :]
-            for key in moment_keys(found)
-            if key in moment_keys(before)
+            for key in keys
+            if key in before_keys
         }
     runs = [*earlier_runs, {"at": datetime.now(UTC).isoformat(timespec="seconds"), "kind": kind}]
     latest[RUNS] = runs[-KEPT_RUNS:]

@@ -128,3 +128,29 @@ def test_a_thing_measured_once_a_run_states_its_range_over_the_runs(tmp_path: Pa
     }
     found = {c.where for c in compare(tmp_path / "new", tmp_path)}
     assert not any("restart" in where for where in found)
+
+
+def _stability(throughput: float, cpu: float) -> dict[str, Any]:
+    found = {
+        "throughput_examples_per_s": _spread(1000.0, 950.0, 1050.0),
+        "throughput_max_over_min": throughput,
+        "cpu_max_over_min": cpu,
+        "cores": ["1"],
+    }
+    return {"runs": 5, "goal_max_over_min": 1.1, "series": {"docker": {"neighbour": found}}}
+
+
+def test_a_models_spread_over_its_evaluations_states_its_range_over_the_runs(
+    tmp_path: Path,
+) -> None:
+    first, second = _stability(1.05, 1.02), _stability(1.12, 1.04)
+    carry(None, first, KIND)
+    carry(first, second, KIND)
+    found = second["series"]["docker"]["neighbour"]
+    earlier = {"throughput_max_over_min": [1.05], "cpu_max_over_min": [1.02]}
+    assert found["earlier_values"] == earlier
+    (tmp_path / "stability.json").write_text(json.dumps(second), encoding="utf-8")
+    (row,) = rows(tmp_path)
+    over = "; max/min throughput / CPU 1.05-1.12 / 1.02-1.04 over 2 whole runs)"
+    assert row.measured.endswith(over)
+    assert row.goal == "<= 1.1"
