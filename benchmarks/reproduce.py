@@ -57,11 +57,11 @@ def measured(data: Any, *, every_moment: bool = False) -> Iterator[Figure]:
     for path, figure, keys in figures(data):
         low, high, _ = stated_range(figure, keys)
         yield path, (float(figure[keys[0]]), low, high)
-    for path, found, keys in moments(data):
-        for key in keys:
-            low, high, whole = moment_range(found, key)
+    for path, found, names in moments(data):
+        for name in names:
+            low, high, whole = moment_range(found, name)
             if whole > 1 or every_moment:  # once in one run: no range stated
-                yield (*path, key), (float(found[key]), low, high)
+                yield (*path, name), (float(found[name]), low, high)
 
 
 def _read(folder: Path) -> dict[str, Any]:

@@ -146,27 +146,39 @@ def carry(
     where that run was on the same kind of machine; returns how many whole runs the
     file now pools. Up to ``KEPT_RUNS``: the oldest is dropped."""
     earlier_runs = _pooled_runs(previous, kind)
-    found = {where: (figure, keys) for where, figure, keys in figures(previous)}
-    for where, figure, _ in figures(latest) if earlier_runs else ():
-        if where in found:
-            before, keys = found[where]
-            kept = [pair for pair in before.get(EARLIER) or [] if _pair(pair)]
-            kept.append([before[keys[1]], before[keys[2]]])
-            figure[EARLIER] = kept[-(KEPT_RUNS - 1) :]
-    kept_moments = {where: (found, keys) for where, found, keys in moments(previous)}
-    for where, found, keys in moments(latest) if earlier_runs else ():
-        if where not in kept_moments:
-            continue
-        before, before_keys = kept_moments[where]
-        values = before.get(EARLIER_VALUES) or {}
-        found[EARLIER_VALUES] = {
-            key: [*(values.get(key) or []), before[key]][-(KEPT_RUNS - 1) :]
-            for key in keys
-            if key in before_keys
-        }
+    if earlier_runs:
+        _carry_figures(previous, latest)
+        _carry_moments(previous, latest)
     runs = [*earlier_runs, {"at": datetime.now(UTC).isoformat(timespec="seconds"), "kind": kind}]
     latest[RUNS] = runs[-KEPT_RUNS:]
     return len(latest[RUNS])
+
+
+def _carry_figures(previous: Any, latest: Any) -> None:
+    """Each figure of ``latest`` gets the earlier ranges of the same figure in ``previous``
+    and that run's own range."""
+    before = {where: (figure, keys) for where, figure, keys in figures(previous)}
+    for where, figure, _ in figures(latest):
+        if where in before:
+            old, keys = before[where]
+            kept = [pair for pair in old.get(EARLIER) or [] if _pair(pair)]
+            kept.append([old[keys[1]], old[keys[2]]])
+            figure[EARLIER] = kept[-(KEPT_RUNS - 1) :]
+
+
+def _carry_moments(previous: Any, latest: Any) -> None:
+    """Each moment of ``latest`` gets the earlier values of the same moment in
+    ``previous`` and that run's value."""
+    before = {where: (found, keys) for where, found, keys in moments(previous)}
+    for where, found, keys in moments(latest):
+        if where in before:
+            old, old_keys = before[where]
+            values = old.get(EARLIER_VALUES) or {}
+            found[EARLIER_VALUES] = {
+                key: [*(values.get(key) or []), old[key]][-(KEPT_RUNS - 1) :]
+                for key in keys
+                if key in old_keys
+            }
 
 
 def _pooled_runs(previous: Mapping[str, Any] | None, kind: Mapping[str, Any]) -> list[Any]:
