@@ -69,46 +69,44 @@ def machine_kind() -> dict[str, Any]:
     return {"cpu": cpu_model(), "cpus": os.cpu_count(), "python": platform.python_version()}
 
 
-def figures(
+def _mappings(
     data: Any, path: tuple[str, ...] = ()
-) -> Iterator[tuple[tuple[str, ...], MutableMapping[str, Any], tuple[str, str, str]]]:
-    """Every figure in a results tree: its keys (a list's items by their place), its
-    mapping and the keys of its middle, least and greatest."""
+) -> Iterator[tuple[tuple[str, ...], MutableMapping[str, Any]]]:
+    """Every mapping in a results tree and its keys (a list's items by their place)."""
     if isinstance(data, list):
         for place, item in enumerate(data):
-            yield from figures(item, (*path, str(place)))
-        return
-    if not isinstance(data, MutableMapping):
-        return
-    for keys in SHAPES:
-        if all(is_number(data.get(key)) for key in keys):
-            yield path, data, keys
-            return
-    for key, value in data.items():
-        yield from figures(value, (*path, str(key)))
+            yield from _mappings(item, (*path, str(place)))
+    elif isinstance(data, MutableMapping):
+        yield path, data
+        for key, value in data.items():
+            yield from _mappings(value, (*path, str(key)))
+
+
+def figures(
+    data: Any,
+) -> Iterator[tuple[tuple[str, ...], MutableMapping[str, Any], tuple[str, str, str]]]:
+    """Every figure in a results tree: its keys, its mapping and the keys of its middle,
+    least and greatest."""
+    for path, found in _mappings(data):
+        shape = next((k for k in SHAPES if all(is_number(found.get(key)) for key in k)), None)
+        if shape is not None:
+            yield path, found, shape
 
 
 def moments(
-    data: Any, path: tuple[str, ...] = ()
+    data: Any,
 ) -> Iterator[tuple[tuple[str, ...], MutableMapping[str, Any], list[str]]]:
     """Every mapping in a results tree that holds moments (things measured once a run):
     its keys, the mapping and the moments' keys in it."""
-    if isinstance(data, list):
-        for place, item in enumerate(data):
-            yield from moments(item, (*path, str(place)))
-        return
-    if not isinstance(data, MutableMapping):
-        return
-    under = bool(path) and path[-1] == MOMENTS_UNDER
-    keys = [
-        key
-        for key, value in data.items()
-        if is_number(value) and (key.endswith(MOMENT_SUFFIX) or (under and key.endswith("_ms")))
-    ]
-    if keys:
-        yield path, data, keys
-    for key, value in data.items():
-        yield from moments(value, (*path, str(key)))
+    for path, found in _mappings(data):
+        under = bool(path) and path[-1] == MOMENTS_UNDER
+        keys = [
+            key
+            for key, value in found.items()
+            if is_number(value) and (key.endswith(MOMENT_SUFFIX) or (under and key.endswith("_ms")))
+        ]
+        if keys:
+            yield path, found, keys
 
 
 def moment_range(found: Mapping[str, Any], key: str) -> tuple[float, float, int]:
