@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.__main__ import RESULTS, ROOT, discover, plot, summarise, write_markdown
+from benchmarks.__main__ import (
+    RESULTS,
+    ROOT,
+    discover,
+    plot,
+    summarise,
+    with_earlier_runs,
+    write_markdown,
+)
 from benchmarks.figures import BEGIN, END, rows, table, update_readme
 
 
@@ -125,3 +133,14 @@ def test_the_100k_board_rows_name_their_cache_and_the_goal_at_that_size(tmp_path
     assert [r.goal for r in found] == ["< 1 s", "< 1 s", ""]
     assert {r.source for r in found} == {"leaderboard_100k.json"}
     assert found[0].measured == "13.2 / 15.9 ms (11.9-15.9, 3 requests)"
+
+
+def test_a_partial_run_keeps_the_summary_of_the_benchmarks_it_did_not_run() -> None:
+    earlier = {"board_100k": {"status": "ok", "seconds": 106.6}, "ranking": {"status": "ok"}}
+    now = {"ranking": {"status": "failed", "seconds": 4.0}}
+    assert with_earlier_runs(earlier, now) == {
+        "board_100k": {"status": "ok", "seconds": 106.6},
+        "ranking": {"status": "failed", "seconds": 4.0},
+    }
+    assert with_earlier_runs(None, now) == now  # no summary before: this run's alone
+    assert with_earlier_runs(["not", "runs"], {}) == {}
