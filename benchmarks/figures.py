@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.whole_runs import SHAPES, is_number, moment_range, stated_range
+from benchmarks.whole_runs import KEPT_RUNS, SHAPES, is_number, moment_range, stated_range
 
 __all__ = [
     "BEGIN",
@@ -525,7 +525,8 @@ def table(results: Path) -> str:
         f"1-minute load average while each ran: {_loads(results) or 'not recorded'} (on "
         f"this project's shared 2-core machines). Spread: this run's median (the least-greatest "
         "over this run's repetitions and those of the last whole runs on this kind of "
-        "machine, up to 5: `benchmarks/whole_runs.py`; each results file lists them).",
+        f"machine, up to {KEPT_RUNS}: `benchmarks/whole_runs.py`; each results file lists "
+        "them).",
         *(
             [
                 "",

@@ -5,13 +5,14 @@ folder of results (``benchmarks/results`` as committed, say ``git worktree`` or 
 show`` into a temporary folder), ``RESULTS`` the run to check (default:
 ``benchmarks/results``). Every figure measured several times in both, a spread
 (``{"median", "min", "max"}``) or a leaderboard timing (``{"p50_ms", "min_ms",
-"max_ms"}``), or measured once a run over several whole runs (a restarted server's
-first request), found at the same place in the same file, is reproduced where the new
-median lies within the reference's least and greatest, over its repetitions and the
-earlier whole runs the reference carries (``benchmarks/whole_runs.py``): the range the
-README states. Prints those that are not and a
-count; the machines' speeds (each file's ``reference_ms``) come first, since a figure in
-seconds moves with the machine (these differ by about 3x) and a ratio should not.
+"max_ms"}``), or measured once a run over several whole runs (a restarted server's first
+request, one model's spread over its evaluations), found at the same place in the same
+file, is reproduced where the new median lies within the reference's least and greatest,
+over its repetitions and the earlier whole runs the reference carries
+(``benchmarks/whole_runs.py``): the range the README states. Prints those that are not
+and a count; the machines' speeds (each file's ``reference_ms``) come first, since a
+figure in seconds moves with the machine (these differ by about 3x) and a ratio should
+not.
 Exit 0 (it is a report), 2 where a folder is missing.
 """
 
