@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.whole_runs import KEPT_RUNS, SHAPES, is_number, moment_range, stated_range
+from benchmarks.whole_runs import (
+    KEPT_RUNS,
+    SHAPES,
+    SPREAD_KEYS,
+    TIMING_KEYS,
+    is_number,
+    moment_range,
+    stated_range,
+)
 
 __all__ = [
     "BEGIN",
@@ -39,10 +47,6 @@ __all__ = [
 
 BEGIN = "<!-- benchmarks:begin (made by `python -m benchmarks` from benchmarks/results) -->"
 END = "<!-- benchmarks:end -->"
-#: A figure measured several times: its median, least and greatest, and how many runs.
-SPREAD_KEYS = ("median", "min", "max", "runs")
-#: A timing of several requests (the leaderboard's): its p50, least, greatest and p95.
-TIMING_KEYS = ("p50_ms", "min_ms", "max_ms", "p95_ms")
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ __all__ = [
     "EARLIER_VALUES",
     "KEPT_RUNS",
     "RUNS",
+    "SPREAD_KEYS",
+    "TIMING_KEYS",
     "carry",
     "figures",
     "is_number",
@@ -50,9 +52,12 @@ KEPT_RUNS = 5
 EARLIER = "earlier_runs"
 #: A results file's key for the runs it pools: ``[{"at", "kind"}, ...]``, oldest first.
 RUNS = "whole_runs"
-#: A figure's keys for its middle, least and greatest (the two shapes the README states:
-#: a spread of repetitions, a leaderboard timing of requests).
-SHAPES = (("median", "min", "max"), ("p50_ms", "min_ms", "max_ms"))
+#: A figure measured several times: its median, least and greatest, and how many runs.
+SPREAD_KEYS = ("median", "min", "max", "runs")
+#: A timing of several requests (the leaderboard's): its p50, least, greatest and p95.
+TIMING_KEYS = ("p50_ms", "min_ms", "max_ms", "p95_ms")
+#: A figure's keys for its middle, least and greatest (the two shapes the README states).
+SHAPES = (SPREAD_KEYS[:3], TIMING_KEYS[:3])
 #: Where a run measures a thing once: each ``*_ms`` number of a mapping under ``restart``
 #: (a restarted server's first requests: one first request per start), and each
 #: ``*_max_over_min`` (one model's spread over its evaluations within a run). A mapping
