@@ -9,7 +9,10 @@ and a summary (``summary.md``, ``summary.png``) plots the main ratios: sandbox a
 in-process inference, ``evaluate`` against raw inference, re-ranking time, jobs per minute.
 
 Each figure a benchmark writes keeps the ranges the same figure had in the last whole runs
-on this kind of machine (``benchmarks/whole_runs.py``), unless ``--fresh``.
+on this kind of machine (``benchmarks/whole_runs.py``), unless ``--fresh``; before that,
+each file is checked against the ranges the file it replaces stated (the README's line
+on how the run reproduced, ``benchmarks/reproduce.py``). A file measured on another kind
+of machine is kept under ``results/machines/KIND/``, not replaced.
 """
 
 from __future__ import annotations
@@ -25,7 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.figures import dig, read_results, update_readme
-from benchmarks.whole_runs import carry, machine_kind
+from benchmarks.reproduce import compare_file, tally
+from benchmarks.whole_runs import (
+    MACHINES,
+    REPRODUCED,
+    RUNS,
+    carry,
+    kind_folder,
+    kind_of,
+    machine_kind,
+)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -53,12 +65,13 @@ def run_one(
     quick: bool,
     timeout: float,
     earlier: dict[str, dict[str, Any]] | None = None,
+    fresh: bool = False,
 ) -> dict[str, Any]:
     """Run one benchmark script; returns its status and the result files it wrote.
 
-    ``earlier``: each results file as the last whole run left it, whose figures' ranges
-    the files this one writes carry (:func:`benchmarks.whole_runs.carry`); None: not
-    carried (``--fresh``).
+    ``earlier``: each results file as it was before this run (:func:`_pool`); None: the
+    files written are left as the benchmark wrote them. ``fresh``: their figures do not
+    carry the earlier runs' ranges.
     """
     before = {p: p.stat().st_mtime for p in RESULTS.glob("*.json")}
     started = time.monotonic()
@@ -84,7 +97,7 @@ def run_one(
     print(f"   {status} in {seconds:.1f} s; wrote {', '.join(written) or 'nothing'}", flush=True)
     if earlier is not None:
         for file in written:
-            _pool(RESULTS / file, earlier.get(file))
+            _pool(RESULTS / file, earlier.get(file), fresh=fresh)
     if status != "ok":
         print("   " + tail.strip().replace("\n", "\n   "), flush=True)
     return {"status": status, "exit_code": code, "seconds": round(seconds, 1), "wrote": written}
@@ -98,14 +111,35 @@ def with_earlier_runs(earlier: Any, runs: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted({**kept, **runs}.items()))
 
 
-def _pool(path: Path, previous: dict[str, Any] | None) -> None:
-    """A results file just written, its figures given the earlier runs' ranges."""
+def _pool(path: Path, previous: dict[str, Any] | None, *, fresh: bool = False) -> None:
+    """A results file just written, checked against the ranges the last results of this
+    kind of machine stated and its figures given their ranges (not ``fresh``).
+
+    ``previous``: the file it replaced. Measured on another kind of machine, that file is
+    kept under ``machines/KIND/``; this kind's last results are then those kept there.
+    """
     latest = read_results(path.parent, path.stem)
     if not latest:
         return
-    pooled = carry(previous, latest, machine_kind())
-    path.write_text(json.dumps(latest, indent=2) + "\n", encoding="utf-8")
+    kind = machine_kind()
+    kept = path.parent / MACHINES / kind_folder(kind) / path.name
+    other = kind_of(previous)
+    if other is not None and other != kind:
+        _write(path.parent / MACHINES / kind_folder(other) / path.name, previous)
+    if other != kind:
+        previous = read_results(kept.parent, path.stem) or None
+    if previous is not None and kind_of(previous) == kind:
+        counts = tally(compare_file(path.name, previous, latest))
+        latest[REPRODUCED] = {"whole_runs": len(previous[RUNS]), **counts}
+    pooled = carry(None if fresh else previous, latest, kind)
+    _write(path, latest)
+    kept.unlink(missing_ok=True)  # this kind's runs are pooled in the results folder now
     print(f"   {path.name}: ranges over {pooled} whole run(s) on this kind of machine", flush=True)
+
+
+def _write(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 def _median(data: Any, *keys: str) -> float | None:
@@ -233,14 +267,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(found)}")
     chosen = {n: p for n, p in found.items() if args.only is None or n in args.only}
     runs = {}
-    earlier = (
-        None
-        if args.fresh
-        else {p.name: read_results(RESULTS, p.stem) for p in RESULTS.glob("*.json")}
-    )
+    earlier = {p.name: read_results(RESULTS, p.stem) for p in RESULTS.glob("*.json")}
     if not args.summary_only:
         runs = {
-            n: run_one(n, p, quick=args.quick, timeout=args.timeout, earlier=earlier)
+            n: run_one(
+                n, p, quick=args.quick, timeout=args.timeout, earlier=earlier, fresh=args.fresh
+            )
             for n, p in chosen.items()
         }
     panels = summarise()

@@ -21,11 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.whole_runs import (
+    FAR,
     KEPT_RUNS,
+    MACHINES,
+    REPRODUCED,
     SHAPES,
     SPREAD_KEYS,
     TIMING_KEYS,
     is_number,
+    kind_of,
     moment_range,
     stated_range,
 )
@@ -520,6 +524,45 @@ def speeds(results: Path) -> str:
     return ", ".join(found)
 
 
+def machines(results: Path) -> str:
+    """The kinds of machine the results were measured on, and the other kinds whose last
+    results the folder keeps (``machines/``)."""
+    kinds = []
+    for path in sorted(results.glob("*.json")):
+        kind = kind_of(read_results(results, path.stem))
+        if kind is not None:
+            named = f"{kind.get('cpu')} x{kind.get('cpus')}, Python {kind.get('python')}"
+            kinds += [] if named in kinds else [named]
+    others = sorted({p.parent.name for p in (results / MACHINES).glob("*/*.json")})
+    kept = f"; the last results of other kinds: `{MACHINES}/` ({', '.join(others)})"
+    return f"{'; '.join(kinds) or 'not recorded'}{kept if others else ''}"
+
+
+def reproduced(results: Path) -> str:
+    """How each file's run reproduced the ranges the file it replaced stated, summed."""
+    counted = {
+        path.stem: found
+        for path in sorted(results.glob("*.json"))
+        if isinstance(found := read_results(results, path.stem).get(REPRODUCED), Mapping)
+    }
+    if not counted:
+        return ""
+    total = {
+        key: sum(int(c.get(key, 0)) for c in counted.values())
+        for key in ("figures", "within", "far_outside")
+    }
+    each = ", ".join(
+        f"{name} {c.get('within')} of {c.get('figures')}" for name, c in counted.items()
+    )
+    over = sorted({int(c.get("whole_runs", 0)) for c in counted.values()})
+    runs = "-".join(map(str, dict.fromkeys([over[0], over[-1]])))
+    return (
+        f"{total['within']} of {total['figures']} medians within the ranges stated before "
+        f"this run on this kind of machine (over {runs} whole runs), {total['far_outside']} "
+        f"more than {FAR:.0%} outside; by file: {each}"
+    )
+
+
 def table(results: Path) -> str:
     """The Markdown block of README.md: a note on the machine, then the table."""
     cell = lambda text: str(text).replace("|", "\\|")  # noqa: E731 - one use
@@ -539,6 +582,18 @@ def table(results: Path) -> str:
                 f"by about 3x): {speed}.",
             ]
             if (speed := speeds(results))
+            else []
+        ),
+        "",
+        f"Measured on: {machines(results)}.",
+        *(
+            [
+                "",
+                "How this run reproduced the README before it (each results file checked "
+                "against the one it replaced, before pooling; `python -m benchmarks.reproduce` "
+                f"names the figures outside): {found}.",
+            ]
+            if (found := reproduced(results))
             else []
         ),
         "",

@@ -9,10 +9,15 @@ show`` into a temporary folder), ``RESULTS`` the run to check (default:
 request, one model's spread over its evaluations), found at the same place in the same
 file, is reproduced where the new median lies within the reference's least and greatest,
 over its repetitions and the earlier whole runs the reference carries
-(``benchmarks/whole_runs.py``): the range the README states. Prints those that are not
-and a count; the machines' speeds (each file's ``reference_ms``) come first, since a
-figure in seconds moves with the machine (these differ by about 3x) and a ratio should
-not.
+(``benchmarks/whole_runs.py``): the range the README states. Each file is checked against
+the reference measured on the same kind of machine as the run: the reference's own file,
+or the one its ``machines/KIND/`` keeps (a file of a kind the reference never ran on is
+named, not checked). Prints the figures outside and a count; the machines' speeds (each
+file's ``reference_ms``) come first, since a figure in seconds moves with the machine
+(these differ by about 3x) and a ratio should not.
+
+``python -m benchmarks`` makes the same check of each file it writes against the file it
+replaces, before pooling them (:func:`tally`, the README's line on how the run reproduced).
 Exit 0 (it is a report), 2 where a folder is missing.
 """
 
@@ -26,9 +31,18 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.figures import read_results, speeds
-from benchmarks.whole_runs import figures, moment_range, moments, stated_range
+from benchmarks.whole_runs import (
+    FAR,
+    MACHINES,
+    figures,
+    kind_folder,
+    kind_of,
+    moment_range,
+    moments,
+    stated_range,
+)
 
-__all__ = ["Comparison", "compare", "measured"]
+__all__ = ["FAR", "Comparison", "compare", "compare_file", "measured", "tally"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: Where a figure is (its keys) and its middle, least and greatest.
@@ -47,6 +61,14 @@ class Comparison:
     @property
     def within(self) -> bool:
         return self.low <= self.median <= self.high
+
+    @property
+    def off(self) -> float:
+        """How far outside the range, a share of the nearer end (0 within)."""
+        end = self.low if self.median < self.low else self.high
+        if self.within:
+            return 0.0
+        return abs(self.median - end) / abs(end) if end else float("inf")
 
 
 def measured(data: Any, *, every_moment: bool = False) -> Iterator[Figure]:
@@ -69,16 +91,46 @@ def _read(folder: Path) -> dict[str, Any]:
     return {path.name: read_results(folder, path.stem) for path in sorted(folder.glob("*.json"))}
 
 
+def compare_file(name: str, before: Any, after: Any) -> list[Comparison]:
+    """Every figure of one results file measured in both, the new median against the
+    range ``before`` states."""
+    new = dict(measured(after, every_moment=True))
+    return [
+        Comparison(f"{name}: {'/'.join(keys)}", low, high, new[keys][0])
+        for keys, (_, low, high) in measured(before)
+        if keys in new
+    ]
+
+
+def _reference(reference: Path, name: str, after: Any) -> Any:
+    """The reference's file ``name`` measured on the same kind of machine as ``after``
+    (the reference folder's own, else its ``machines/KIND/``'s); None: none was."""
+    own = read_results(reference, name.removesuffix(".json"))
+    kind = kind_of(after)
+    if kind is None or kind_of(own) in (None, kind):
+        return own or None
+    return (
+        read_results(reference / MACHINES / kind_folder(kind), name.removesuffix(".json")) or None
+    )
+
+
 def compare(reference: Path, results: Path) -> list[Comparison]:
     """Every figure measured in both folders' results, the new median against the range."""
-    before, after = _read(reference), _read(results)
     found = []
-    for name in sorted(set(before) & set(after)):
-        new = dict(measured(after[name], every_moment=True))
-        for keys, (_, low, high) in measured(before[name]):
-            if keys in new:
-                found.append(Comparison(f"{name}: {'/'.join(keys)}", low, high, new[keys][0]))
+    for name, after in _read(results).items():
+        before = _reference(reference, name, after)
+        if before is not None:
+            found.extend(compare_file(name, before, after))
     return found
+
+
+def tally(found: list[Comparison]) -> dict[str, int]:
+    """How many figures were checked, within, and outside by more than :data:`FAR`."""
+    return {
+        "figures": len(found),
+        "within": sum(c.within for c in found),
+        "far_outside": sum(c.off > FAR for c in found),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,10 +145,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine speed (ms of a Python loop / a sort), reference: {speeds(args.reference)}")
     print(f"machine speed, this run: {speeds(args.results)}")
     found = compare(args.reference, args.results)
-    outside = [c for c in found if not c.within]
-    for c in outside:
-        print(f"outside: {c.where}: {c.median:.4g} not in {c.low:.4g}-{c.high:.4g}")
-    print(f"{len(found) - len(outside)} of {len(found)} figures within the reference's range")
+    for c in found:
+        if not c.within:
+            print(f"outside: {c.where}: {c.median:.4g} not in {c.low:.4g}-{c.high:.4g}")
+    unmatched = [
+        name
+        for name, after in _read(args.results).items()
+        if _reference(args.reference, name, after) is None
+    ]
+    if unmatched:
+        print(f"no reference on this kind of machine: {', '.join(unmatched)}")
+    counts = tally(found)
+    print(
+        f"{counts['within']} of {counts['figures']} figures within the reference's range "
+        f"({counts['far_outside']} more than {FAR:.0%} outside)"
+    )
     return 0
 
 

@@ -17,13 +17,17 @@ evaluations) keeps the earlier runs' values
 Earlier runs may have measured earlier code: each file lists the runs it pools
 (``"whole_runs"``: when, the machine kind), and ``python -m benchmarks --fresh`` starts
 over after a change that moved figures for good. Results of another kind of machine (or
-without a kind: measured before this module) are not pooled.
+without a kind: measured before this module) are not pooled: the results folder keeps the
+last results of each other kind under ``machines/KIND/`` (:func:`kind_folder`), so a run
+on one kind loses nothing another kind measured, and the next run on that kind pools with
+them again (the sessions' machines are one kind or another, by chance).
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 from collections.abc import Iterator, Mapping, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
@@ -33,13 +37,18 @@ from evaluator.provenance import cpu_model
 __all__ = [
     "EARLIER",
     "EARLIER_VALUES",
+    "FAR",
     "KEPT_RUNS",
+    "MACHINES",
+    "REPRODUCED",
     "RUNS",
     "SPREAD_KEYS",
     "TIMING_KEYS",
     "carry",
     "figures",
     "is_number",
+    "kind_folder",
+    "kind_of",
     "machine_kind",
     "moment_range",
     "moments",
@@ -65,6 +74,14 @@ SHAPES = (SPREAD_KEYS[:3], TIMING_KEYS[:3])
 MOMENTS_UNDER = "restart"
 MOMENT_SUFFIX = "_max_over_min"
 EARLIER_VALUES = "earlier_values"
+#: The results folder's folder of the last results of each other kind of machine.
+MACHINES = "machines"
+#: A results file's key for how its run reproduced the ranges the file it replaced stated:
+#: ``{"whole_runs": the runs that file pooled, "figures", "within", "far_outside"}``.
+REPRODUCED = "reproduced"
+#: How far outside its stated range a median is counted ``far_outside``: by more than this
+#: share of the range's nearer end.
+FAR = 0.10
 
 
 def machine_kind() -> dict[str, Any]:
@@ -72,6 +89,22 @@ def machine_kind() -> dict[str, Any]:
     3x in the same figure (an Intel Xeon and an AMD EPYC here), so their runs never
     pool."""
     return {"cpu": cpu_model(), "cpus": os.cpu_count(), "python": platform.python_version()}
+
+
+def kind_of(data: Any) -> Mapping[str, Any] | None:
+    """The kind of machine a results file's last whole run was on; None: not stamped."""
+    runs = data.get(RUNS) if isinstance(data, Mapping) else None
+    last = runs[-1] if isinstance(runs, list) and runs else None
+    kind = last.get("kind") if isinstance(last, Mapping) else None
+    return kind if isinstance(kind, Mapping) else None
+
+
+def kind_folder(kind: Mapping[str, Any]) -> str:
+    """A kind of machine's folder name: ``intel-xeon-processor-2cpus-python3.11.7``."""
+    cpu = re.sub(r"\((r|tm)\)", " ", str(kind.get("cpu")), flags=re.IGNORECASE).lower()
+    return "-".join(
+        [*re.findall(r"[a-z0-9]+", cpu), f"{kind.get('cpus')}cpus", f"python{kind.get('python')}"]
+    )
 
 
 def _mappings(
@@ -186,10 +219,6 @@ def _carry_moments(previous: Any, latest: Any) -> None:
 
 def _pooled_runs(previous: Mapping[str, Any] | None, kind: Mapping[str, Any]) -> list[Any]:
     """The whole runs ``previous`` pooled, where its last was on a machine of ``kind``."""
-    runs = previous.get(RUNS) if isinstance(previous, Mapping) else None
-    if not isinstance(runs, list) or not runs:
+    if previous is None or kind_of(previous) != dict(kind):
         return []
-    last = runs[-1]
-    if not isinstance(last, Mapping) or last.get("kind") != dict(kind):
-        return []
-    return list(runs)
+    return list(previous[RUNS])

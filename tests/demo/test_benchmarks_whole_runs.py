@@ -8,9 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.__main__ import _pool
-from benchmarks.figures import figure, rows
+from benchmarks.figures import figure, machines, reproduced, rows
 from benchmarks.reproduce import compare
-from benchmarks.whole_runs import EARLIER, KEPT_RUNS, RUNS, carry, machine_kind, stated_range
+from benchmarks.whole_runs import (
+    EARLIER,
+    KEPT_RUNS,
+    MACHINES,
+    REPRODUCED,
+    RUNS,
+    carry,
+    kind_folder,
+    machine_kind,
+    stated_range,
+)
 
 KIND = {"cpu": "AMD EPYC", "cpus": 2, "python": "3.11.7"}
 OTHER = {"cpu": "Intel(R) Xeon(R) Processor", "cpus": 2, "python": "3.11.7"}
@@ -154,3 +164,60 @@ def test_a_models_spread_over_its_evaluations_states_its_range_over_the_runs(
     over = "; max/min throughput / CPU 1.05-1.12 / 1.02-1.04 over 2 whole runs)"
     assert row.measured.endswith(over)
     assert row.goal == "<= 1.1"
+
+
+def test_a_kind_of_machine_has_a_folder_name_of_its_own() -> None:
+    assert kind_folder(OTHER) == "intel-xeon-processor-2cpus-python3.11.7"
+    assert kind_folder(KIND) == "amd-epyc-2cpus-python3.11.7"
+
+
+def _stamped(ratio: dict[str, Any], kind: dict[str, Any]) -> dict[str, Any]:
+    results = _run(ratio)
+    carry(None, results, kind)
+    return results
+
+
+def test_another_kinds_results_are_kept_and_this_kinds_pooled_again(tmp_path: Path) -> None:
+    here, elsewhere = machine_kind(), {"cpu": "Another CPU", "cpus": 64, "python": "3.11.7"}
+    # This kind's last results, kept when a run on the other kind replaced them.
+    kept = tmp_path / MACHINES / kind_folder(here) / "x.json"
+    kept.parent.mkdir(parents=True)
+    kept.write_text(json.dumps(_stamped(_spread(1.0, 0.9, 1.1), here)), encoding="utf-8")
+    replaced = _stamped(_spread(3.0, 2.9, 3.1), elsewhere)
+    written = tmp_path / "x.json"
+    # This run: its median outside this kind's range, by more than 10%.
+    written.write_text(json.dumps(_run(_spread(1.3, 1.2, 1.4))), encoding="utf-8")
+    _pool(written, replaced)
+    pooled = json.loads(written.read_text(encoding="utf-8"))
+    assert pooled["ratio"][EARLIER] == [[0.9, 1.1]]  # this kind's, not the other's
+    assert pooled[REPRODUCED] == {"whole_runs": 1, "figures": 3, "within": 1, "far_outside": 2}
+    assert not kept.exists()  # pooled into the results folder: one copy of each kind
+    other = tmp_path / MACHINES / kind_folder(elsewhere) / "x.json"
+    assert json.loads(other.read_text(encoding="utf-8")) == replaced  # nothing lost
+    # The README says what it was measured on and how the run reproduced.
+    assert machines(tmp_path) == (
+        f"{here['cpu']} x{here['cpus']}, Python {here['python']}; the last results of other "
+        f"kinds: `machines/` ({kind_folder(elsewhere)})"
+    )
+    assert reproduced(tmp_path) == (
+        "1 of 3 medians within the ranges stated before this run on this kind of machine "
+        "(over 1 whole runs), 2 more than 10% outside; by file: x 1 of 3"
+    )
+
+
+def test_reproduce_checks_each_file_against_the_same_kind_of_machine(tmp_path: Path) -> None:
+    reference = tmp_path / "ref"
+    (reference / MACHINES / kind_folder(OTHER)).mkdir(parents=True)
+    (reference / "x.json").write_text(json.dumps(_stamped(_spread(3.0, 2.9, 3.1), KIND)))
+    other = reference / MACHINES / kind_folder(OTHER) / "x.json"
+    other.write_text(json.dumps(_stamped(_spread(1.0, 0.9, 1.1), OTHER)), encoding="utf-8")
+    (tmp_path / "new").mkdir()
+    new = tmp_path / "new" / "x.json"
+    new.write_text(json.dumps(_stamped(_spread(1.05, 1.0, 1.1), OTHER)), encoding="utf-8")
+    assert {c.where: c.within for c in compare(reference, tmp_path / "new")} == {
+        "x.json: ratio": True,
+        "x.json: by_batch/0/ratio": True,
+        "x.json: warm/api": True,
+    }
+    other.unlink()  # no reference of that kind: nothing compared
+    assert compare(reference, tmp_path / "new") == []
