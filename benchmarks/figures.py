@@ -534,7 +534,8 @@ def machines(results: Path) -> str:
             named = f"{kind.get('cpu')} x{kind.get('cpus')}, Python {kind.get('python')}"
             kinds += [] if named in kinds else [named]
     others = sorted({p.parent.name for p in (results / MACHINES).glob("*/*.json")})
-    kept = f"; the last results of other kinds: `{MACHINES}/` ({', '.join(others)})"
+    folder = f"{results.parent.name}/{results.name}/{MACHINES}/"
+    kept = f"; the last results of other kinds: `{folder}` ({', '.join(others)})"
     return f"{'; '.join(kinds) or 'not recorded'}{kept if others else ''}"
 
 

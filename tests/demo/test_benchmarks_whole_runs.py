@@ -197,7 +197,7 @@ def test_another_kinds_results_are_kept_and_this_kinds_pooled_again(tmp_path: Pa
     # The README says what it was measured on and how the run reproduced.
     assert machines(tmp_path) == (
         f"{here['cpu']} x{here['cpus']}, Python {here['python']}; the last results of other "
-        f"kinds: `machines/` ({kind_folder(elsewhere)})"
+        f"kinds: `{tmp_path.parent.name}/{tmp_path.name}/machines/` ({kind_folder(elsewhere)})"
     )
     assert reproduced(tmp_path) == (
         "1 of 3 medians within the ranges stated before this run on this kind of machine "
