@@ -130,7 +130,8 @@ def _pool(path: Path, previous: dict[str, Any] | None, *, fresh: bool = False) -
         previous = read_results(kept.parent, path.stem) or None
     if previous is not None and kind_of(previous) == kind:
         counts = tally(compare_file(path.name, previous, latest))
-        latest[REPRODUCED] = {"whole_runs": len(previous[RUNS]), **counts}
+        if counts["figures"]:  # a file without figures (a drift report) checks nothing
+            latest[REPRODUCED] = {"whole_runs": len(previous[RUNS]), **counts}
     pooled = carry(None if fresh else previous, latest, kind)
     _write(path, latest)
     kept.unlink(missing_ok=True)  # this kind's runs are pooled in the results folder now

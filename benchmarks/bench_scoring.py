@@ -8,7 +8,6 @@ milliseconds, over several repeats, timed with ``time.perf_counter``) to
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,14 +23,15 @@ METRICS = ["perf", "throughput", "memory", "fairness", "robustness", "latency", 
 LOWER_IS_BETTER = {"memory": 16.0, "latency": 1000.0, "energy": 10.0, "co2": 10.0}
 
 
-def median_ms(fn: Callable[[], Any], repeats: int) -> tuple[float, list[float]]:
+def timings_ms(fn: Callable[[], Any], repeats: int) -> list[float]:
+    """Milliseconds of each of ``repeats`` calls, after one untimed call."""
     fn()  # warm up
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times), times
+    return times
 
 
 def submissions(n: int, rng: np.random.Generator) -> dict[str, dict[str, float]]:
@@ -58,26 +58,22 @@ def main() -> None:
         return weights[next(cycle) % len(weights)]
 
     normalised = scoring.normalise(table, directions=directions, offsets=offsets)
-    results: dict[str, Any] = {}
     spreads: dict[str, Any] = {}
     load_before = load_average()
 
-    ms, times = median_ms(lambda: normalised.rank(next_weights()), repeats=51)
-    results["rerank_prepared_10000x8_ms"] = ms
+    times = timings_ms(lambda: normalised.rank(next_weights()), repeats=51)
     spreads["rerank_prepared_10000x8_ms"] = spread(times, 3)
-    ms, times = median_ms(
+    times = timings_ms(
         lambda: scoring.rank(table, weights=next_weights(), directions=directions, offsets=offsets),
         repeats=21,
     )
-    results["rerank_from_table_10000x8_ms"] = ms
     spreads["rerank_from_table_10000x8_ms"] = spread(times, 3)
-    ms, times = median_ms(
+    times = timings_ms(
         lambda: scoring.dynascore(
             table, weights=next_weights(), directions=directions, offsets=offsets
         ),
         repeats=21,
     )
-    results["dynascore_from_table_10000x8_ms"] = ms
     spreads["dynascore_from_table_10000x8_ms"] = spread(times, 3)
 
     n_models, n_examples, n_resamples = 100, 10_000, 1000
@@ -90,7 +86,7 @@ def main() -> None:
         m: {k: v for k, v in row.items() if k != "perf"}
         for m, row in zip(examples, submissions(n_models, rng).values(), strict=True)
     }
-    ms, times = median_ms(
+    times = timings_ms(
         lambda: scoring.bootstrap(
             examples,
             table=others,
@@ -101,7 +97,6 @@ def main() -> None:
         ),
         repeats=5,
     )
-    results["bootstrap_100_models_10000_examples_1000_resamples_ms"] = ms
     spreads["bootstrap_100_models_10000_examples_1000_resamples_ms"] = spread(times, 3)
     # The board's bootstrap: the paired baseline floor (three constant answers) and
     # throughput resampled from three timed runs, beside the plain one above.
@@ -110,7 +105,7 @@ def main() -> None:
         m: {"throughput": [row["throughput"] * f for f in (0.9, 1.0, 1.1)]}
         for m, row in others.items()
     }
-    ms, times = median_ms(
+    times = timings_ms(
         lambda: scoring.bootstrap(
             examples,
             table=others,
@@ -123,7 +118,6 @@ def main() -> None:
         ),
         repeats=5,
     )
-    results["bootstrap_floor_and_repeats_100_models_10000_examples_1000_resamples_ms"] = ms
     spreads["bootstrap_floor_and_repeats_100_models_10000_examples_1000_resamples_ms"] = spread(
         times, 3
     )
@@ -141,19 +135,16 @@ def main() -> None:
         }
         for m in examples
     }
-    ms, times = median_ms(
+    times = timings_ms(
         lambda: scoring.bootstrap(f1_examples, metric="macro_f1", n_resamples=n_resamples, seed=1),
         repeats=3,
     )
-    results["bootstrap_macro_f1_100_models_10000_examples_1000_resamples_ms"] = ms
     spreads["bootstrap_macro_f1_100_models_10000_examples_1000_resamples_ms"] = spread(times, 3)
 
     report = {
         "benchmark": "scoring",
-        "medians_ms": {k: round(v, 3) for k, v in results.items()},
         "spread_ms": spreads,
         "load_average_1m": {"before": load_before, "after": load_average()},
-        "goal": {"rerank_ms": 20.0},
         **machine(),
     }
     save(RESULTS, report)

@@ -559,7 +559,8 @@ def reproduced(results: Path) -> str:
     runs = "-".join(map(str, dict.fromkeys([over[0], over[-1]])))
     return (
         f"{total['within']} of {total['figures']} medians within the ranges stated before "
-        f"this run on this kind of machine (over {runs} whole runs), {total['far_outside']} "
+        f"this run on this kind of machine (over {runs} whole run{'s' * (over[-1] > 1)}), "
+        f"{total['far_outside']} "
         f"more than {FAR:.0%} outside; by file: {each}"
     )
 

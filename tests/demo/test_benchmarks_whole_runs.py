@@ -201,7 +201,7 @@ def test_another_kinds_results_are_kept_and_this_kinds_pooled_again(tmp_path: Pa
     )
     assert reproduced(tmp_path) == (
         "1 of 3 medians within the ranges stated before this run on this kind of machine "
-        "(over 1 whole runs), 2 more than 10% outside; by file: x 1 of 3"
+        "(over 1 whole run), 2 more than 10% outside; by file: x 1 of 3"
     )
 
 
@@ -221,3 +221,13 @@ def test_reproduce_checks_each_file_against_the_same_kind_of_machine(tmp_path: P
     }
     other.unlink()  # no reference of that kind: nothing compared
     assert compare(reference, tmp_path / "new") == []
+
+
+def test_a_file_without_figures_records_no_reproduction(tmp_path: Path) -> None:
+    before = {"shift": {"p_value": 0.3}}
+    carry(None, before, machine_kind())
+    written = tmp_path / "drift.json"
+    written.write_text(json.dumps({"shift": {"p_value": 0.2}}), encoding="utf-8")
+    _pool(written, before)
+    pooled = json.loads(written.read_text(encoding="utf-8"))
+    assert REPRODUCED not in pooled and len(pooled[RUNS]) == 2
