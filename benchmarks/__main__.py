@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,8 @@ def _pool(path: Path, previous: dict[str, Any] | None, *, fresh: bool = False) -
     pooled = carry(None if fresh else previous, latest, kind)
     _write(path, latest)
     kept.unlink(missing_ok=True)  # this kind's runs are pooled in the results folder now
+    with suppress(OSError):  # its folder too, once empty
+        kept.parent.rmdir()
     print(f"   {path.name}: ranges over {pooled} whole run(s) on this kind of machine", flush=True)
 
 

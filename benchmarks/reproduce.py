@@ -42,7 +42,7 @@ from benchmarks.whole_runs import (
     stated_range,
 )
 
-__all__ = ["FAR", "Comparison", "compare", "compare_file", "measured", "tally"]
+__all__ = ["Comparison", "compare", "compare_file", "measured", "tally"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: Where a figure is (its keys) and its middle, least and greatest.

@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks.__main__ import _pool
 from benchmarks.figures import figure, machines, reproduced, rows
-from benchmarks.reproduce import compare
+from benchmarks.reproduce import compare, main
 from benchmarks.whole_runs import (
     EARLIER,
     KEPT_RUNS,
@@ -191,7 +193,7 @@ def test_another_kinds_results_are_kept_and_this_kinds_pooled_again(tmp_path: Pa
     pooled = json.loads(written.read_text(encoding="utf-8"))
     assert pooled["ratio"][EARLIER] == [[0.9, 1.1]]  # this kind's, not the other's
     assert pooled[REPRODUCED] == {"whole_runs": 1, "figures": 3, "within": 1, "far_outside": 2}
-    assert not kept.exists()  # pooled into the results folder: one copy of each kind
+    assert not kept.parent.exists()  # pooled into the results folder: one copy of each kind
     other = tmp_path / MACHINES / kind_folder(elsewhere) / "x.json"
     assert json.loads(other.read_text(encoding="utf-8")) == replaced  # nothing lost
     # The README says what it was measured on and how the run reproduced.
@@ -205,7 +207,9 @@ def test_another_kinds_results_are_kept_and_this_kinds_pooled_again(tmp_path: Pa
     )
 
 
-def test_reproduce_checks_each_file_against_the_same_kind_of_machine(tmp_path: Path) -> None:
+def test_reproduce_checks_each_file_against_the_same_kind_of_machine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     reference = tmp_path / "ref"
     (reference / MACHINES / kind_folder(OTHER)).mkdir(parents=True)
     (reference / "x.json").write_text(json.dumps(_stamped(_spread(3.0, 2.9, 3.1), KIND)))
@@ -219,8 +223,12 @@ def test_reproduce_checks_each_file_against_the_same_kind_of_machine(tmp_path: P
         "x.json: by_batch/0/ratio": True,
         "x.json: warm/api": True,
     }
-    other.unlink()  # no reference of that kind: nothing compared
+    other.unlink()  # no reference of that kind: nothing compared, the file named
     assert compare(reference, tmp_path / "new") == []
+    assert main([str(reference), str(tmp_path / "new")]) == 0
+    out = capsys.readouterr().out
+    assert "no reference on this kind of machine: x.json" in out
+    assert "0 of 0 figures within the reference's range (0 more than 10% outside)" in out
 
 
 def test_a_file_without_figures_records_no_reproduction(tmp_path: Path) -> None:
