@@ -281,9 +281,6 @@ def main(argv: list[str] | None = None) -> int:
         }
     panels = summarise()
     write_markdown(panels, RESULTS / "summary.md")
-    changed = update_readme(ROOT / "README.md", RESULTS)
-    print(f"README.md's Performance table {'rewritten' if changed else 'unchanged'}")
-    picture = plot(panels, RESULTS / "summary.png")
     summary = {
         "schema_version": 1,
         "runs": with_earlier_runs(read_results(RESULTS, "summary").get("runs"), runs),
@@ -291,7 +288,11 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(),
         "machine": platform.machine(),
     }
-    (RESULTS / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    # Before the README: its table names the benchmarks whose last run did not finish.
+    _write(RESULTS / "summary.json", summary)
+    changed = update_readme(ROOT / "README.md", RESULTS)
+    print(f"README.md's Performance table {'rewritten' if changed else 'unchanged'}")
+    picture = plot(panels, RESULTS / "summary.png")
     print((RESULTS / "summary.md").read_text(encoding="utf-8"))
     print(f"wrote {RESULTS / 'summary.json'}, {RESULTS / 'summary.md'}, {picture}")
     return 0 if all(run["status"] == "ok" for run in runs.values()) else 1

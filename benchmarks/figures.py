@@ -524,6 +524,17 @@ def speeds(results: Path) -> str:
     return ", ".join(found)
 
 
+def failed(results: Path) -> str:
+    """The benchmarks whose last run did not end well (``summary.json``), and how: their
+    results files are partial, or an earlier run's."""
+    runs = _mapping(read_results(results, "summary").get("runs"))
+    return ", ".join(
+        f"{name} ({run.get('status')})"
+        for name, run in sorted(runs.items())
+        if isinstance(run, Mapping) and run.get("status") != "ok"
+    )
+
+
 def machines(results: Path) -> str:
     """The kinds of machine the results were measured on, and the other kinds whose last
     results the folder keeps (``machines/``)."""
@@ -588,6 +599,15 @@ def table(results: Path) -> str:
         ),
         "",
         f"Measured on: {machines(results)}.",
+        *(
+            [
+                "",
+                f"**Did not finish in their last run** (their results may be partial or an "
+                f"earlier run's): {broken}.",
+            ]
+            if (broken := failed(results))
+            else []
+        ),
         *(
             [
                 "",

@@ -17,7 +17,7 @@ from benchmarks.__main__ import (
     with_earlier_runs,
     write_markdown,
 )
-from benchmarks.figures import BEGIN, END, rows, table, update_readme
+from benchmarks.figures import BEGIN, END, failed, rows, table, update_readme
 
 
 def test_every_bench_file_is_found() -> None:
@@ -144,3 +144,19 @@ def test_a_partial_run_keeps_the_summary_of_the_benchmarks_it_did_not_run() -> N
     }
     assert with_earlier_runs(None, now) == now  # no summary before: this run's alone
     assert with_earlier_runs(["not", "runs"], {}) == {}
+
+
+def test_the_readme_names_a_benchmark_that_did_not_finish(tmp_path: Path) -> None:
+    runs = {
+        "ranking": {"status": "ok"},
+        "sandbox": {"status": "timeout"},
+        "pages": {"status": "failed"},
+    }
+    (tmp_path / "summary.json").write_text(json.dumps({"runs": runs}), encoding="utf-8")
+    assert failed(tmp_path) == "pages (failed), sandbox (timeout)"
+    assert "**Did not finish in their last run** (their results may be partial or an " in (
+        table(tmp_path)
+    )
+    runs["sandbox"] = runs["pages"] = {"status": "ok"}
+    (tmp_path / "summary.json").write_text(json.dumps({"runs": runs}), encoding="utf-8")
+    assert failed(tmp_path) == "" and "Did not finish" not in table(tmp_path)
