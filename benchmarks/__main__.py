@@ -227,9 +227,13 @@ def plot(panels: list[tuple[str, str, dict[str, float]]], path: Path) -> Path:
             axis.set_xticks([])
             continue
         bars = axis.bar(list(values), list(values.values()), color="#4c72b0")
-        axis.bar_label(bars, fmt="%.3g")
+        axis.bar_label(bars, fmt=lambda v: f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}")
+        # The cases' names are long ("celery docker 2 workers"): slanted, they do not overlap.
+        axis.tick_params(axis="x", labelrotation=25, labelsize=9)
+        plt.setp(axis.get_xticklabels(), ha="right", rotation_mode="anchor")
         axis.margins(y=0.2)
-    figure.suptitle(f"Evalboard benchmarks ({platform.node() or 'this machine'})")
+    kind = machine_kind()  # the kind of machine, as the README's table names it
+    figure.suptitle(f"Evalboard benchmarks ({kind['cpu']} x{kind['cpus']})")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
