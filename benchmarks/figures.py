@@ -571,8 +571,7 @@ def reproduced(results: Path) -> str:
     return (
         f"{total['within']} of {total['figures']} medians within the ranges stated before "
         f"this run on this kind of machine (over {runs} whole run{'s' * (over[-1] > 1)}), "
-        f"{total['far_outside']} "
-        f"more than {FAR:.0%} outside; by file: {each}"
+        f"{total['far_outside']} more than {FAR:.0%} outside; by file: {each}"
     )
 
 
