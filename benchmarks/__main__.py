@@ -65,14 +65,13 @@ def run_one(
     *,
     quick: bool,
     timeout: float,
-    earlier: dict[str, dict[str, Any]] | None = None,
+    earlier: dict[str, dict[str, Any]],
     fresh: bool = False,
 ) -> dict[str, Any]:
     """Run one benchmark script; returns its status and the result files it wrote.
 
-    ``earlier``: each results file as it was before this run (:func:`_pool`); None: the
-    files written are left as the benchmark wrote them. ``fresh``: their figures do not
-    carry the earlier runs' ranges.
+    ``earlier``: each results file as it was before this run (:func:`_pool`). ``fresh``:
+    the files written do not carry the earlier runs' ranges.
     """
     before = {p: p.stat().st_mtime for p in RESULTS.glob("*.json")}
     started = time.monotonic()
@@ -96,9 +95,8 @@ def run_one(
         if p.name != "summary.json" and before.get(p) != p.stat().st_mtime
     )
     print(f"   {status} in {seconds:.1f} s; wrote {', '.join(written) or 'nothing'}", flush=True)
-    if earlier is not None:
-        for file in written:
-            _pool(RESULTS / file, earlier.get(file), fresh=fresh)
+    for file in written:
+        _pool(RESULTS / file, earlier.get(file), fresh=fresh)
     if status != "ok":
         print("   " + tail.strip().replace("\n", "\n   "), flush=True)
     return {"status": status, "exit_code": code, "seconds": round(seconds, 1), "wrote": written}

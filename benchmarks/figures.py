@@ -108,7 +108,7 @@ def figure(spread: Any, unit: str = "", scale: float = 1.0) -> str | None:
     if not isinstance(spread, Mapping) or not set(SPREAD_KEYS) <= set(spread):
         return None
     low, high, whole = stated_range(spread, SHAPES[0])
-    runs = f"{spread['runs']} runs" + (f" in each of {whole} whole runs" if whole > 1 else "")
+    runs = f"{spread['runs']} runs{_in_each(whole)}"
     return (
         f"{_number(spread['median'] * scale, unit)} "
         f"({_number(low * scale)}-{_number(high * scale)}, {runs})"
@@ -278,7 +278,7 @@ def _stability(results: Path) -> Iterator[Row]:
                 f"{sandbox} sandbox, {what} (cores: {', '.join(found.get('cores', []))})",
                 f"{found.get('throughput_max_over_min')} (throughput {throughput}; CPU per "
                 f"example max/min {found.get('cpu_max_over_min')}"
-                + (f"; max/min throughput / CPU {over.removeprefix('; ')}" if over else "")
+                + (f"; max/min throughput / CPU {over}" if over else "")
                 + ")",
                 "" if condition == "alone" or goal is None else f"<= {goal}",
                 src,
@@ -384,7 +384,7 @@ def _board_moments(
             f"leaderboard at {where}, first request of a restarted server (rows stored), "
             "API / task page",
             f"{_number(restart['api_ms'])} / {_number(restart['page_ms'])} ms (1 request each"
-            f"{_over_runs(restart, ('api_ms', 'page_ms'))})"
+            f"{_then(_over_runs(restart, ('api_ms', 'page_ms')))})"
             + (_ready_note(restart) if intervals else ""),
             "",
             source,
@@ -410,7 +410,7 @@ def _board_moments(
         yield Row(
             f"leaderboard at {where}, a restarted server {warmup} after that",
             " / ".join(_number(restart[key]) for key in keys)
-            + f" ms (1 each{_over_runs(restart, keys)})",
+            + f" ms (1 each{_then(_over_runs(restart, keys))})",
             "",
             source,
         )
@@ -438,7 +438,7 @@ def _ready_note(moment: Mapping[str, Any]) -> str:
     ready = moment.get("intervals_ready_ms")
     if ready is None:
         return ""
-    over = _over_runs(moment, ("intervals_ready_ms",)).removeprefix("; ")
+    over = _over_runs(moment, ("intervals_ready_ms",))
     return f"; intervals in after {_number(ready)} ms" + (f" ({over})" if over else "")
 
 
@@ -449,22 +449,31 @@ def _over_runs(moment: Mapping[str, Any], keys: Sequence[str]) -> str:
     >>> _over_runs({"api_ms": 90, "page_ms": 160,
     ...             "earlier_values": {"api_ms": [80, 110], "page_ms": [150, 170]}},
     ...            ("api_ms", "page_ms"))
-    '; 80-110 / 150-170 over 3 whole runs'
+    '80-110 / 150-170 over 3 whole runs'
     """
     ranges = [moment_range(moment, key) for key in keys if is_number(moment.get(key))]
     whole = min((runs for _, _, runs in ranges), default=0)
     if whole < 2 or len(ranges) < len(keys):
         return ""
     spans = " / ".join(f"{_number(low)}-{_number(high)}" for low, high, _ in ranges)
-    return f"; {spans} over {whole} whole runs"
+    return f"{spans} over {whole} whole runs"
+
+
+def _then(clause: str) -> str:
+    """A clause after the one before it (``"; clause"``), or nothing."""
+    return f"; {clause}" if clause else ""
+
+
+def _in_each(whole: int) -> str:
+    """What a figure's repetitions were repeated over: the whole runs, where several."""
+    return f" in each of {whole} whole runs" if whole > 1 else ""
 
 
 def _requests(timed: Mapping[str, Any]) -> str:
     low, high, whole = stated_range(timed, SHAPES[1])
-    each = f" in each of {whole} whole runs" if whole > 1 else ""
     return (
         f"{_number(timed['p50_ms'])} / {_number(timed['p95_ms'])} ms "
-        f"({_number(low)}-{_number(high)}, {timed.get('n')} requests{each})"
+        f"({_number(low)}-{_number(high)}, {timed.get('n')} requests{_in_each(whole)})"
     )
 
 

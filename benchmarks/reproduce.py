@@ -65,9 +65,9 @@ class Comparison:
     @property
     def off(self) -> float:
         """How far outside the range, a share of the nearer end (0 within)."""
-        end = self.low if self.median < self.low else self.high
         if self.within:
             return 0.0
+        end = self.low if self.median < self.low else self.high
         return abs(self.median - end) / abs(end) if end else float("inf")
 
 
@@ -114,14 +114,20 @@ def _reference(reference: Path, name: str, after: Any) -> Any:
     )
 
 
+def _paired(reference: Path, results: Path) -> Iterator[tuple[str, Any, Any]]:
+    """Each results file's name, its reference (None: none of its kind) and itself."""
+    for name, after in _read(results).items():
+        yield name, _reference(reference, name, after), after
+
+
 def compare(reference: Path, results: Path) -> list[Comparison]:
     """Every figure measured in both folders' results, the new median against the range."""
-    found = []
-    for name, after in _read(results).items():
-        before = _reference(reference, name, after)
-        if before is not None:
-            found.extend(compare_file(name, before, after))
-    return found
+    return [
+        found
+        for name, before, after in _paired(reference, results)
+        if before is not None
+        for found in compare_file(name, before, after)
+    ]
 
 
 def tally(found: list[Comparison]) -> dict[str, int]:
@@ -144,15 +150,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     print(f"machine speed (ms of a Python loop / a sort), reference: {speeds(args.reference)}")
     print(f"machine speed, this run: {speeds(args.results)}")
-    found = compare(args.reference, args.results)
+    found, unmatched = [], []
+    for name, before, after in _paired(args.reference, args.results):
+        if before is None:
+            unmatched.append(name)
+        else:
+            found.extend(compare_file(name, before, after))
     for c in found:
         if not c.within:
             print(f"outside: {c.where}: {c.median:.4g} not in {c.low:.4g}-{c.high:.4g}")
-    unmatched = [
-        name
-        for name, after in _read(args.results).items()
-        if _reference(args.reference, name, after) is None
-    ]
     if unmatched:
         print(f"no reference on this kind of machine: {', '.join(unmatched)}")
     counts = tally(found)
