@@ -28,7 +28,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from benchmarks.figures import dig, read_results, update_readme
+from benchmarks.figures import dig, measured_on, read_results, update_readme
 from benchmarks.reproduce import compare_file, tally
 from benchmarks.whole_runs import (
     MACHINES,
@@ -207,8 +207,11 @@ def write_markdown(panels: list[tuple[str, str, dict[str, float]]], path: Path) 
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def plot(panels: list[tuple[str, str, dict[str, float]]], path: Path) -> Path:
-    """A 2x2 bar chart as PNG (matplotlib), else an HTML page (plotly)."""
+def plot(
+    panels: list[tuple[str, str, dict[str, float]]], path: Path, measured_on: str = ""
+) -> Path:
+    """A 2x2 bar chart as PNG (matplotlib), else an HTML page (plotly), titled with the
+    machine the results were measured on (:func:`~benchmarks.figures.measured_on`)."""
     try:
         import matplotlib
 
@@ -230,8 +233,7 @@ def plot(panels: list[tuple[str, str, dict[str, float]]], path: Path) -> Path:
         axis.tick_params(axis="x", labelrotation=25, labelsize=9)
         plt.setp(axis.get_xticklabels(), ha="right", rotation_mode="anchor")
         axis.margins(y=0.2)
-    kind = machine_kind()  # the kind of machine, as the README's table names it
-    figure.suptitle(f"Evalboard benchmarks ({kind['cpu']} x{kind['cpus']})")
+    figure.suptitle(f"Evalboard benchmarks ({measured_on or 'machine not recorded'})")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -294,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     _write(RESULTS / "summary.json", summary)
     changed = update_readme(ROOT / "README.md", RESULTS)
     print(f"README.md's Performance table {'rewritten' if changed else 'unchanged'}")
-    picture = plot(panels, RESULTS / "summary.png")
+    picture = plot(panels, RESULTS / "summary.png", measured_on(RESULTS))
     print((RESULTS / "summary.md").read_text(encoding="utf-8"))
     print(f"wrote {RESULTS / 'summary.json'}, {RESULTS / 'summary.md'}, {picture}")
     return 0 if all(run["status"] == "ok" for run in runs.values()) else 1

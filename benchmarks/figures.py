@@ -29,6 +29,7 @@ from benchmarks.whole_runs import (
     SPREAD_KEYS,
     TIMING_KEYS,
     is_number,
+    kind_name,
     kind_of,
     moment_range,
     stated_range,
@@ -544,19 +545,23 @@ def failed(results: Path) -> str:
     )
 
 
+def measured_on(results: Path) -> str:
+    """The kinds of machine the results were measured on (one, after a whole run)."""
+    kinds = {
+        kind_name(kind): None
+        for path in sorted(results.glob("*.json"))
+        if (kind := kind_of(read_results(results, path.stem))) is not None
+    }
+    return "; ".join(kinds)
+
+
 def machines(results: Path) -> str:
     """The kinds of machine the results were measured on, and the other kinds whose last
     results the folder keeps (``machines/``)."""
-    kinds = []
-    for path in sorted(results.glob("*.json")):
-        kind = kind_of(read_results(results, path.stem))
-        if kind is not None:
-            named = f"{kind.get('cpu')} x{kind.get('cpus')}, Python {kind.get('python')}"
-            kinds += [] if named in kinds else [named]
     others = sorted({p.parent.name for p in (results / MACHINES).glob("*/*.json")})
     folder = f"{results.parent.name}/{results.name}/{MACHINES}/"
     kept = f"; the last results of other kinds: `{folder}` ({', '.join(others)})"
-    return f"{'; '.join(kinds) or 'not recorded'}{kept if others else ''}"
+    return f"{measured_on(results) or 'not recorded'}{kept if others else ''}"
 
 
 def reproduced(results: Path) -> str:

@@ -19,7 +19,9 @@ from benchmarks.whole_runs import (
     REPRODUCED,
     RUNS,
     carry,
+    cpu_generation,
     kind_folder,
+    kind_name,
     machine_kind,
     stated_range,
 )
@@ -171,6 +173,22 @@ def test_a_models_spread_over_its_evaluations_states_its_range_over_the_runs(
 def test_a_kind_of_machine_has_a_folder_name_of_its_own() -> None:
     assert kind_folder(OTHER) == "intel-xeon-processor-2cpus-python3.11.7"
     assert kind_folder(KIND) == "amd-epyc-2cpus-python3.11.7"
+    newer = {**KIND, "generation": "family 25 model 1"}
+    assert kind_folder(newer) == "amd-epyc-family-25-model-1-2cpus-python3.11.7"
+    assert kind_name(newer) == "AMD EPYC (family 25 model 1) x2, Python 3.11.7"
+    assert kind_name(OTHER) == "Intel(R) Xeon(R) Processor x2, Python 3.11.7"
+
+
+def test_two_generations_named_alike_are_two_kinds(tmp_path: Path) -> None:
+    """A hypervisor names both "AMD EPYC"; their family and model numbers tell them apart."""
+    cpuinfo = tmp_path / "cpuinfo"
+    first = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+    second = first.replace("0", "1").replace("25", "26")
+    cpuinfo.write_text(f"{first}model name\t: AMD EPYC\n\n{second}", encoding="utf-8")
+    assert cpu_generation(cpuinfo) == "family 25 model 1"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Some ARM core\n", encoding="utf-8")
+    assert cpu_generation(cpuinfo) is None
+    assert cpu_generation(tmp_path / "absent") is None
 
 
 def _stamped(ratio: dict[str, Any], kind: dict[str, Any]) -> dict[str, Any]:
@@ -198,7 +216,7 @@ def test_another_kinds_results_are_kept_and_this_kinds_pooled_again(tmp_path: Pa
     assert json.loads(other.read_text(encoding="utf-8")) == replaced  # nothing lost
     # The README says what it was measured on and how the run reproduced.
     assert machines(tmp_path) == (
-        f"{here['cpu']} x{here['cpus']}, Python {here['python']}; the last results of other "
+        f"{kind_name(here)}; the last results of other "
         f"kinds: `{tmp_path.parent.name}/{tmp_path.name}/machines/` ({kind_folder(elsewhere)})"
     )
     assert reproduced(tmp_path) == (
