@@ -96,7 +96,7 @@ def run_one(
     )
     print(f"   {status} in {seconds:.1f} s; wrote {', '.join(written) or 'nothing'}", flush=True)
     for file in written:
-        _pool(RESULTS / file, earlier.get(file), fresh=fresh)
+        _pool(RESULTS / file, earlier.get(file), fresh=fresh, whole=status == "ok")
     if status != "ok":
         print("   " + tail.strip().replace("\n", "\n   "), flush=True)
     return {"status": status, "exit_code": code, "seconds": round(seconds, 1), "wrote": written}
@@ -110,12 +110,17 @@ def with_earlier_runs(earlier: Any, runs: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted({**kept, **runs}.items()))
 
 
-def _pool(path: Path, previous: dict[str, Any] | None, *, fresh: bool = False) -> None:
+def _pool(
+    path: Path, previous: dict[str, Any] | None, *, fresh: bool = False, whole: bool = True
+) -> None:
     """A results file just written, checked against the ranges the last results of this
     kind of machine stated and its figures given their ranges (not ``fresh``).
 
     ``previous``: the file it replaced. Measured on another kind of machine, that file is
     kept under ``machines/KIND/``; this kind's last results are then those kept there.
+    Not ``whole`` (its benchmark failed or timed out, the file may be partial): the file
+    is neither checked nor pooled nor stamped as a whole run, and this kind's last whole
+    results are kept under ``machines/KIND/``, for the next whole run to pool with.
     """
     latest = read_results(path.parent, path.stem)
     if not latest:
@@ -123,8 +128,11 @@ def _pool(path: Path, previous: dict[str, Any] | None, *, fresh: bool = False) -
     kind = machine_kind()
     kept = path.parent / MACHINES / kind_folder(kind) / path.name
     other = kind_of(previous)
-    if other is not None and other != kind:
+    if other is not None and (other != kind or not whole):
         _write(path.parent / MACHINES / kind_folder(other) / path.name, previous)
+    if not whole:
+        print(f"   {path.name}: not pooled (its benchmark did not finish)", flush=True)
+        return
     if other != kind:
         previous = read_results(kept.parent, path.stem) or None
     if previous is not None and kind_of(previous) == kind:

@@ -29,6 +29,7 @@ from benchmarks.whole_runs import (
     SPREAD_KEYS,
     TIMING_KEYS,
     is_number,
+    kind_folder,
     kind_name,
     kind_of,
     moment_range,
@@ -536,7 +537,8 @@ def speeds(results: Path) -> str:
 
 def failed(results: Path) -> str:
     """The benchmarks whose last run did not end well (``summary.json``), and how: their
-    results files are partial, or an earlier run's."""
+    results files are partial (that run's alone, not pooled: the whole runs before it are
+    kept under ``machines/``), or an earlier run's."""
     runs = _mapping(read_results(results, "summary").get("runs"))
     return ", ".join(
         f"{name} ({run.get('status')})"
@@ -545,20 +547,26 @@ def failed(results: Path) -> str:
     )
 
 
-def measured_on(results: Path) -> str:
+def _kinds(results: Path) -> list[Mapping[str, Any]]:
     """The kinds of machine the results were measured on (one, after a whole run)."""
-    kinds = {
-        kind_name(kind): None
-        for path in sorted(results.glob("*.json"))
-        if (kind := kind_of(read_results(results, path.stem))) is not None
-    }
-    return "; ".join(kinds)
+    kinds: list[Mapping[str, Any]] = []
+    for path in sorted(results.glob("*.json")):
+        kind = kind_of(read_results(results, path.stem))
+        kinds += [] if kind is None or kind in kinds else [kind]
+    return kinds
+
+
+def measured_on(results: Path) -> str:
+    """The kinds of machine the results were measured on, named."""
+    return "; ".join(kind_name(kind) for kind in _kinds(results))
 
 
 def machines(results: Path) -> str:
     """The kinds of machine the results were measured on, and the other kinds whose last
-    results the folder keeps (``machines/``)."""
-    others = sorted({p.parent.name for p in (results / MACHINES).glob("*/*.json")})
+    results the folder keeps (``machines/``; not this kind's whole runs kept there while a
+    benchmark of the last run did not finish)."""
+    own = {kind_folder(kind) for kind in _kinds(results)}
+    others = sorted({p.parent.name for p in (results / MACHINES).glob("*/*.json")} - own)
     folder = f"{results.parent.name}/{results.name}/{MACHINES}/"
     kept = f"; the last results of other kinds: `{folder}` ({', '.join(others)})"
     return f"{measured_on(results) or 'not recorded'}{kept if others else ''}"
@@ -616,7 +624,8 @@ def table(results: Path) -> str:
             [
                 "",
                 f"**Did not finish in their last run** (their results may be partial or an "
-                f"earlier run's): {broken}.",
+                f"earlier run's; a partial file is that run's alone, its kind's whole runs kept "
+                f"under `{MACHINES}/`): {broken}.",
             ]
             if (broken := failed(results))
             else []

@@ -117,6 +117,28 @@ def test_the_runner_pools_a_file_a_benchmark_just_wrote(tmp_path: Path) -> None:
     assert len(json.loads(again.read_text(encoding="utf-8"))[RUNS]) == 1
 
 
+def test_a_benchmark_that_did_not_finish_is_not_pooled(tmp_path: Path) -> None:
+    """Its file may be partial: not a whole run. This kind's whole runs wait under
+    ``machines/`` for the next whole run, which pools with them."""
+    here = machine_kind()
+    before = _stamped(_spread(1.0, 0.9, 1.1), here)
+    written = tmp_path / "x.json"
+    written.write_text(json.dumps(_run(_spread(9.0, 8.0, 10.0))), encoding="utf-8")
+    _pool(written, before, whole=False)
+    partial = json.loads(written.read_text(encoding="utf-8"))
+    assert RUNS not in partial and EARLIER not in partial["ratio"]  # this run's own, unstamped
+    kept = tmp_path / MACHINES / kind_folder(here) / "x.json"
+    assert json.loads(kept.read_text(encoding="utf-8")) == before
+    # The run's other benchmarks finished: this kind's folder is not another kind's.
+    (tmp_path / "y.json").write_text(json.dumps(before), encoding="utf-8")
+    assert machines(tmp_path) == kind_name(here)
+    written.write_text(json.dumps(_run(_spread(1.05, 1.0, 1.1))), encoding="utf-8")
+    _pool(written, partial)  # the next whole run
+    pooled = json.loads(written.read_text(encoding="utf-8"))
+    assert pooled["ratio"][EARLIER] == [[0.9, 1.1]] and len(pooled[RUNS]) == 2
+    assert pooled[REPRODUCED]["within"] == 3 and not kept.parent.exists()
+
+
 def _restart(api: float, page: float) -> dict[str, Any]:
     return {"sizes": {"1000": {"restart": {"api_ms": api, "page_ms": page, "n": 1}}}}
 
