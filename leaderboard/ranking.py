@@ -12,7 +12,7 @@ import csv
 import io
 import math
 import sys
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +45,15 @@ from leaderboard.schemas import (
     PendingPublic,
     RowPublic,
 )
-from leaderboard.table import METRIC_COLUMN, ModelEntry, RankedFigures, TaskTable, timed_runs
+from leaderboard.table import (
+    METRIC_COLUMN,
+    ModelEntry,
+    RankedFigures,
+    TaskTable,
+    kept_timed_runs,
+    own_timed_runs,
+    timed_runs,
+)
 from scoring import (
     METRICS,
     WEIGHABLE_METRICS,
@@ -238,8 +246,10 @@ class _Ranking:
     pending: list[PendingPublic] = field(default_factory=list)
     #: The derived-data cache it was ranked with: the rows' timed runs are kept there.
     cache: MemoryCache | None = None
-    #: Each row's slowest and fastest timed run, made when a page first asks.
+    #: Each row's slowest and fastest timed run, made when a page first asks; or some
+    #: rows' alone (position -> the two, None: no runs), made for a page.
     _spread: tuple[FloatArray, FloatArray] | None = None
+    _row_spread: dict[int, tuple[float, float] | None] = field(default_factory=dict)
     #: The rows' positions in ``keys`` in rank order, their keys and names: made when a
     #: chart first asks, shared by its charts (read-only).
     _in_order: tuple[NDArray[np.intp], list[str], list[str]] | None = None
@@ -248,22 +258,43 @@ class _Ranking:
     def intervals_pending(self) -> bool:
         return self.intervals_work is not None
 
+    def prepare_spreads(self, positions: Iterable[int]) -> None:
+        """The throughput spreads (:meth:`throughput_spread`) of the rows at ``positions``
+        in ``keys``, for a page: from every row's runs where those are kept or the rows
+        asked are many, else from the asked rows' own runs (a new version's first page:
+        every row's arrays took 0.2 s at 100,000 rows, a page's own rows milliseconds)."""
+        if self._spread is not None:
+            return
+        asked = [i for i in positions if i not in self._row_spread]
+        if not asked:
+            return
+        # The rows' own stay few (those of a page or two): within the bytes counted for them.
+        if (len(asked) + len(self._row_spread)) * _OWN_SPREADS_SHARE >= len(self.keys) or (
+            kept_timed_runs(self.table, self.figures, self.cache) is not None
+        ):
+            self._whole_spread()
+            return
+        runs = own_timed_runs(self.figures, [int(self.at[i]) for i in asked])
+        for i, low, high in zip(asked, *_extremes(runs), strict=True):
+            self._row_spread[i] = None if math.isnan(low) else (float(low), float(high))
+
     def throughput_spread(self, i: int) -> tuple[float, float] | None:
         """Row ``i``'s slowest and fastest timed run under the ranking's dataset weights
         (None: fewer than two runs), from every
         row's runs at once (``leaderboard.table.timed_runs``, kept per version): walking
-        each row's own cost 6 ms a page of 100, 0.6 s a whole board of 10,000."""
-        if self._spread is None:
-            runs = timed_runs(self.table, self.figures, self.cache)[self.at]
-            if runs.shape[1] == 0:  # no row has runs
-                nothing = np.full(len(runs), np.nan)
-                self._spread = (nothing, nothing)
-            else:  # NaN past a row's runs: left out; all NaN: it has none
-                self._spread = (np.fmin.reduce(runs, axis=1), np.fmax.reduce(runs, axis=1))
-        low, high = self._spread
+        each row's own cost 6 ms a page of 100, 0.6 s a whole board of 10,000; or as
+        :meth:`prepare_spreads` made it for a page."""
+        if i in self._row_spread:
+            return self._row_spread[i]
+        low, high = self._whole_spread()
         if math.isnan(low[i]):
             return None
         return float(low[i]), float(high[i])
+
+    def _whole_spread(self) -> tuple[FloatArray, FloatArray]:
+        if self._spread is None:
+            self._spread = _extremes(timed_runs(self.table, self.figures, self.cache)[self.at])
+        return self._spread
 
     def entry(self, key: str) -> ModelEntry:
         """The row's entry as ranked (its averages with the ranking's dataset weights)."""
@@ -316,6 +347,19 @@ class _Ranking:
         # Made after it is kept: the throughput spread, the charts' rank order.
         later = (2 * np.dtype(np.float64).itemsize + 3 * 8) * len(self.keys)
         return approximate_size(arrays) + per_row + boot + later
+
+
+#: A page's rows' throughput spreads come from their own runs while it asks for fewer
+#: than one row in this many of the board's; from every row's (kept per version) else.
+_OWN_SPREADS_SHARE = 20
+
+
+def _extremes(runs: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Each row's least and greatest run, NaN past its runs left out (all NaN: none)."""
+    if runs.shape[1] == 0:  # no row has runs
+        nothing = np.full(len(runs), np.nan)
+        return nothing, nothing
+    return np.fmin.reduce(runs, axis=1), np.fmax.reduce(runs, axis=1)
 
 
 def build_leaderboard(
@@ -655,6 +699,7 @@ def _board(
         total, page = query.select(order, names=ranking.names, value=ranking.value)
         if ranking.boot is not None:  # the page's rank intervals, ranked in one pass
             ranking.boot.prepare(ranking.index[key] for key in page)
+        ranking.prepare_spreads(ranking.index[key] for key in page)
         for key in page:
             rows.append(_page_row(ranking, key))
     if baseline is not None and query.offset == 0 and not query.q:  # on the first page

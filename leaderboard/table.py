@@ -37,7 +37,13 @@ from evalboard.core.states import Access
 from evalboard.core.tables import Dataset, Task
 from evaluator import summarize
 from leaderboard.aggregates import load_board, source_digest
-from leaderboard.entry import ModelEntry, board_metrics, stored_card, summary_status
+from leaderboard.entry import (
+    ModelEntry,
+    board_metrics,
+    figure_arrays_of,
+    stored_card,
+    summary_status,
+)
 from leaderboard.phases import shown_phase, withheld_dataset_ids
 from scoring import (
     METRICS,
@@ -45,7 +51,6 @@ from scoring import (
     InvalidWeightsError,
     check_weights,
     compute,
-    figure_arrays,
     weighted_mean,
     weighted_means,
 )
@@ -58,6 +63,8 @@ __all__ = [
     "load_table",
     "stored_card",
     "summary_status",
+    "kept_timed_runs",
+    "own_timed_runs",
     "timed_runs",
 ]
 
@@ -343,6 +350,26 @@ def timed_runs(
     return found.means(figures.dataset_weights)
 
 
+def kept_timed_runs(
+    table: TaskTable, figures: RankedFigures, cache: MemoryCache | None
+) -> FloatArray | None:
+    """:func:`timed_runs` where the rows' arrays are kept already, else None."""
+    if cache is None or not table.version:
+        return None
+    kept: _Timed | None = cache.get(("timed", table.version))
+    if kept is None or kept.rows != figures.rows:
+        return None
+    return kept.means(figures.dataset_weights)
+
+
+def own_timed_runs(figures: RankedFigures, rows: Sequence[int]) -> FloatArray:
+    """:func:`timed_runs` of ``figures``' rows at ``rows`` alone, in that order (a row's
+    runs do not depend on the others': the same figures, with fewer NaN columns)."""
+    return _Timed.of([figures.rows[r] for r in rows], [figures.entries[r] for r in rows]).means(
+        figures.dataset_weights
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class RankedFigures:
     """A table's ranked rows (``entries``, at ``rows`` of its models) with their averages
@@ -373,7 +400,7 @@ class RankedFigures:
         majority_by_dataset: dict[str, float] | None,
     ) -> RankedFigures:
         """The figures the entries hold."""
-        values, missing = figure_arrays((m.metrics for m in entries), list(METRICS))
+        values, missing = figure_arrays_of(entries)
         return cls(rows, entries, dataset_weights, majority_by_dataset, values, missing)
 
     @property
@@ -413,6 +440,7 @@ class RankedFigures:
         entry = object.__new__(ModelEntry)
         entry.__dict__.update(self.entries[i].__dict__)
         entry.metrics = self.metrics(i)
+        entry.packed = None  # its own metrics: packed anew where read
         return entry
 
 

@@ -89,8 +89,10 @@ if TYPE_CHECKING:
         fill_missing,
         fill_missing_array,
         goods_transform,
+        packed_figures,
         rankable,
         rankable_present,
+        unpacked_figures,
     )
     from scoring.weighing import RowIntervals, Weighed, weigh
     from scoring.weights import (
@@ -181,8 +183,10 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "fill_missing",
             "fill_missing_array",
             "goods_transform",
+            "packed_figures",
             "rankable",
             "rankable_present",
+            "unpacked_figures",
         ),
         "scoring.weights": (
             "REFERENCE_ROWS",

@@ -40,11 +40,13 @@ __all__ = [
     "WEIGHABLE_METRICS",
     "BoardMetric",
     "figure_arrays",
+    "packed_figures",
     "fill_missing",
     "fill_missing_array",
     "goods_transform",
     "rankable",
     "rankable_present",
+    "unpacked_figures",
 ]
 
 Direction = Literal["higher", "lower"]
@@ -291,6 +293,35 @@ def figure_arrays(
     nans = np.flatnonzero(missing)
     missing[nans] = [cells[i] is None for i in nans.tolist()]
     return values.reshape(shape), missing.reshape(shape)
+
+
+def packed_figures(rows: Iterable[Mapping[str, float | None]], names: Sequence[str]) -> list[bytes]:
+    """Each of ``rows``' :func:`figure_arrays` row, packed: its figures as float64, then
+    a byte per figure, 1 where missing. A row packed once is read again at the cost of a
+    copy (:func:`unpacked_figures`), so a board's new version packs only its new rows.
+
+    >>> values, missing = unpacked_figures(packed_figures([{"perf": 1.5}, {}], ["perf"]), ["perf"])
+    >>> values.tolist(), missing.tolist()
+    ([[1.5], [nan]], [[False], [True]])
+    """
+    values, missing = figure_arrays(rows, names)
+    packed = np.concatenate([values.view(np.uint8), missing.view(np.uint8)], axis=1).tobytes()
+    size = _packed_size(names)
+    return [packed[at : at + size] for at in range(0, len(packed), size)]
+
+
+def unpacked_figures(
+    rows: Sequence[bytes], names: Sequence[str]
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """:func:`figure_arrays` of rows :func:`packed_figures` packed with these ``names``."""
+    width = len(names)
+    cells = np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(len(rows), _packed_size(names))
+    values = np.ascontiguousarray(cells[:, : 8 * width]).view(np.float64)
+    return values, cells[:, 8 * width :].astype(bool)
+
+
+def _packed_size(names: Sequence[str]) -> int:
+    return 9 * len(names)  # a float64 and a flag each
 
 
 def fill_missing_array(

@@ -13,9 +13,11 @@ from evalboard.core.cache import approximate_size
 from evaluator import DatasetOutcome, summarize
 from evaluator.load import WorkerLoad
 from evaluator.result import DatasetMetrics
-from leaderboard.entry import EntryDetails, board_metrics
-from leaderboard.table import RankedFigures, TaskTable, timed_runs
-from scoring import METRICS
+from leaderboard.entry import EntryDetails, board_metrics, figure_arrays_of
+from leaderboard.paging import BoardQuery
+from leaderboard.ranking import build_leaderboard
+from leaderboard.table import RankedFigures, TaskTable, own_timed_runs, timed_runs
+from scoring import METRICS, figure_arrays
 from tests.helpers.entries import finished_entry, throughput_runs
 from tests.helpers.tasks import sentiment_spec
 
@@ -146,7 +148,68 @@ def test_every_rows_timed_runs_at_once_are_each_rows_own_to_the_last_bit(
         majority_by_dataset=None,
     )
     found = timed_runs(table, figures)
-    for entry, row in zip(entries, found, strict=True):
+    for r, (entry, row) in enumerate(zip(entries, found, strict=True)):
         expected = throughput_runs(entry, weights)
         assert row[~np.isnan(row)].tolist() == expected
         assert np.isnan(row[len(expected) :]).all()
+        (alone,) = own_timed_runs(figures, [r])  # as a page's row has them, the others unread
+        assert alone[~np.isnan(alone)].tolist() == expected
+
+
+def _board_of(entries: list[Any]) -> TaskTable:
+    return TaskTable(
+        task=sentiment_spec(),
+        default_weights={"perf": 1.0, "throughput": 1.0},
+        owner_id=None,
+        datasets=[],
+        scoring=[],
+        models=entries,
+        majority_by_dataset=None,
+    )
+
+
+def test_a_pages_throughput_spreads_are_the_whole_boards() -> None:
+    """A page of a few rows takes their spreads from their own runs alone, a long page
+    from every row's at once: the same spreads either way."""
+    entries = [
+        finished_entry(
+            f"m{i:02d}",
+            i,
+            [_outcome("r1", [100.0 + i, 90.0 + 2 * i, 130.0], None, weight=1.0)]
+            + ([_outcome("r2", [50.0, 60.0 + i], None, weight=0.5)] if i % 3 else []),
+            metrics={"perf": 50.0 + i, "throughput": 100.0 + i},
+        )
+        for i in range(30)
+    ]
+    whole = build_leaderboard(None, _board_of(entries), query=BoardQuery(limit=100))
+    spreads = {r.key: r.spread for r in whole.rows}
+    assert all(s for s in spreads.values())
+    for offset in (0, 7, 29):  # a row in 20 of the board or fewer: each its own
+        (row,) = build_leaderboard(
+            None, _board_of(entries), query=BoardQuery(limit=1, offset=offset)
+        ).rows[:1]
+        assert row.spread == spreads[row.key]
+
+
+def test_an_entrys_figures_are_packed_once_and_read_as_the_metrics_give_them() -> None:
+    rows = [{"perf": 80.0, "memory": None}, {"perf": math.nan, "ece": math.inf}, {}]
+    entries = [finished_entry(f"m{i}", i, [], metrics=m) for i, m in enumerate(rows)]
+    values, missing = figure_arrays_of(entries)
+    expected_values, expected_missing = figure_arrays(rows, list(METRICS))
+    np.testing.assert_array_equal(values, expected_values)
+    assert missing.tolist() == expected_missing.tolist()
+    packed = [e.packed for e in entries]
+    assert all(packed) and figure_arrays_of(entries[:1])[0].shape == (1, len(METRICS))
+    assert [e.packed for e in entries] == packed and entries[0].packed is packed[0]
+    # A copy with other averages (dataset weights) reads its own metrics, not the packing.
+    figures = RankedFigures(
+        [0],
+        entries[:1],
+        {},
+        None,
+        np.full((1, len(METRICS)), 1.0),
+        np.zeros((1, len(METRICS)), bool),
+        fresh=True,
+    )
+    copy = figures.entry(0)
+    assert copy.packed is None and figure_arrays_of([copy])[0].tolist() == [[1.0] * len(METRICS)]
