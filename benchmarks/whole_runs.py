@@ -8,12 +8,11 @@ one benchmark between the runs). So ``python -m benchmarks`` carries each figure
 range from the run before into the new results (:func:`carry`): a figure keeps the
 ranges of up to ``KEPT_RUNS - 1`` earlier whole runs on the same kind of machine
 (:func:`machine_kind`: the CPU's name and generation, its count, the Python), and the
-README states
-its median with the range over all of them (:func:`stated_range`), which is what a run
-on such a machine is expected to land in (``python -m benchmarks.reproduce``). A thing
-measured once a run (a restarted server's first request, one model's spread over its
-evaluations) keeps the earlier runs' values
-(:func:`moment_range`): the README states their range beside it.
+README states its median with the range over all of them (:func:`stated_range`), which
+is what a run on such a machine is expected to land in (``python -m benchmarks.reproduce``).
+A thing measured once a run (a restarted server's first request, one model's spread over
+its evaluations) keeps the earlier runs' values (:func:`moment_range`): the README states
+their range beside it.
 
 Earlier runs may have measured earlier code: each file lists the runs it pools
 (``"whole_runs"``: when, the machine kind), and ``python -m benchmarks --fresh`` starts
@@ -47,9 +46,9 @@ __all__ = [
     "SPREAD_KEYS",
     "TIMING_KEYS",
     "carry",
+    "cpu_generation",
     "figures",
     "is_number",
-    "cpu_generation",
     "kind_folder",
     "kind_name",
     "kind_of",
