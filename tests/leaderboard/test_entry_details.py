@@ -9,14 +9,21 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalboard.core.cache import approximate_size
+from evalboard.core.cache import MemoryCache, approximate_size
 from evaluator import DatasetOutcome, summarize
 from evaluator.load import WorkerLoad
 from evaluator.result import DatasetMetrics
 from leaderboard.entry import EntryDetails, board_metrics, figure_arrays_of
 from leaderboard.paging import BoardQuery
 from leaderboard.ranking import build_leaderboard
-from leaderboard.table import RankedFigures, TaskTable, own_timed_runs, timed_runs
+from leaderboard.table import (
+    RankedFigures,
+    TaskTable,
+    _counted,
+    _reaveraged,
+    own_timed_runs,
+    timed_runs,
+)
 from scoring import METRICS, figure_arrays
 from tests.helpers.entries import finished_entry, throughput_runs
 from tests.helpers.tasks import sentiment_spec
@@ -213,3 +220,45 @@ def test_an_entrys_figures_are_packed_once_and_read_as_the_metrics_give_them() -
     )
     copy = figures.entry(0)
     assert copy.packed is None and figure_arrays_of([copy])[0].tolist() == [[1.0] * len(METRICS)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.lists(
+            st.tuples(st.sampled_from(["r1", "r2", "r3"]), st.floats(0.1, 10.0), st.floats(0, 100))
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    weights=st.dictionaries(st.sampled_from(["r1", "r2", "r3"]), st.floats(0.0, 10.0)),
+)
+def test_the_counted_arrays_of_every_row_at_once_are_each_rows_own(
+    rows: list[list[tuple[str, float, float]]], weights: dict[str, float]
+) -> None:
+    """``_counted`` reads rows of different outcomes (other datasets, none) group by
+    group: each row's re-weighed averages are those of the row alone, to the last bit."""
+    entries = []
+    for i, datasets in enumerate(rows):
+        named = {name: (weight, perf) for name, weight, perf in datasets}  # names distinct
+        outcomes = [
+            DatasetOutcome(
+                dataset=name,
+                sha256="0" * 64,
+                weight=weight,
+                metrics=_metrics([100.0 + perf, 90.0]).model_copy(update={"perf": perf}),
+            )
+            for name, (weight, perf) in named.items()
+        ]
+        entries.append(finished_entry(f"m{i}", i, outcomes))
+    together = _counted(_board_of(entries), MemoryCache())
+    assert together is not None
+    found = together.means(weights)
+    for entry, row in zip(entries, found, strict=True):
+        alone = _counted(_board_of([entry]), MemoryCache())
+        assert alone is not None
+        np.testing.assert_array_equal(row, alone.means(weights)[0])
+        # And the row's averages as its outcomes give them, re-averaged (None: NaN).
+        averaged = _reaveraged(entry, weights).metrics
+        expected = [averaged.get(name) for name in METRICS]
+        assert [None if math.isnan(v) else v for v in row.tolist()] == expected
