@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evaluator.provenance import cpu_model
+from evaluator.provenance import cpu_model, cpuinfo
 
 __all__ = [
     "EARLIER",
@@ -99,19 +99,10 @@ def machine_kind() -> dict[str, Any]:
     return {**kind, "cpus": os.cpu_count(), "python": platform.python_version()}
 
 
-def cpu_generation(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+def cpu_generation(path: Path = Path("/proc/cpuinfo")) -> str | None:
     """The CPU's family and model numbers (``family 25 model 1``: what ``/proc/cpuinfo``
     says on x86), None where it does not say them."""
-    try:
-        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            break  # the first processor's fields; the others repeat them
-        name, _, value = line.partition(":")
-        fields[name.strip().lower()] = value.strip()
+    fields = cpuinfo(path)
     family, model = fields.get("cpu family"), fields.get("model")
     return f"family {family} model {model}" if family and model else None
 

@@ -20,6 +20,7 @@ __all__ = [
     "collect",
     "cpu_count",
     "cpu_model",
+    "cpuinfo",
     "evaluator_version",
     "gpu_name",
     "look_up_machine",
@@ -35,11 +36,18 @@ def evaluator_version() -> str:
 @lru_cache(maxsize=1)
 def cpu_model() -> str:
     """The CPU's marketing name (``/proc/cpuinfo``), or what platform knows."""
+    return cpuinfo().get("model name") or platform.processor() or platform.machine()
+
+
+def cpuinfo(path: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
+    """``/proc/cpuinfo``'s fields, names lowercased, each as it first appears (the first
+    processor's); empty where there is no such file."""
+    fields: dict[str, str] = {}
     with suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            name, _, value = line.partition(":")
+            fields.setdefault(name.strip().lower(), value.strip())
+    return fields
 
 
 def cpu_count() -> int:

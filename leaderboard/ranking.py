@@ -50,9 +50,9 @@ from leaderboard.table import (
     ModelEntry,
     RankedFigures,
     TaskTable,
-    kept_timed_runs,
     own_timed_runs,
     timed_runs,
+    timed_runs_kept,
 )
 from scoring import (
     METRICS,
@@ -269,9 +269,8 @@ class _Ranking:
         if not asked:
             return
         # The rows' own stay few (those of a page or two): within the bytes counted for them.
-        if (len(asked) + len(self._row_spread)) * _OWN_SPREADS_SHARE >= len(self.keys) or (
-            kept_timed_runs(self.table, self.figures, self.cache) is not None
-        ):
+        many = (len(asked) + len(self._row_spread)) * _OWN_SPREADS_SHARE >= len(self.keys)
+        if many or timed_runs_kept(self.table, self.figures, self.cache):
             self._whole_spread()
             return
         runs = own_timed_runs(self.figures, [int(self.at[i]) for i in asked])

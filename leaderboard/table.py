@@ -40,6 +40,7 @@ from leaderboard.aggregates import load_board, source_digest
 from leaderboard.entry import (
     ModelEntry,
     board_metrics,
+    counted_arrays,
     figure_arrays_of,
     stored_card,
     summary_status,
@@ -63,9 +64,9 @@ __all__ = [
     "load_table",
     "stored_card",
     "summary_status",
-    "kept_timed_runs",
     "own_timed_runs",
     "timed_runs",
+    "timed_runs_kept",
 ]
 
 logger = logging.getLogger(__name__)
@@ -342,24 +343,25 @@ def timed_runs(
     # Made once by requests that ask at once (every page of a new version does: at
     # 100,000 rows eight requests each made it, 2.5 s each, where one took 0.3 s).
     found = cache.made_once(
-        ("timed", table.version),
-        made,
-        within=table.board_key,
-        usable=lambda kept: kept.rows == figures.rows,
+        _timed_key(table), made, within=table.board_key, usable=lambda kept: _fits(kept, figures)
     )
     return found.means(figures.dataset_weights)
 
 
-def kept_timed_runs(
-    table: TaskTable, figures: RankedFigures, cache: MemoryCache | None
-) -> FloatArray | None:
-    """:func:`timed_runs` where the rows' arrays are kept already, else None."""
+def timed_runs_kept(table: TaskTable, figures: RankedFigures, cache: MemoryCache | None) -> bool:
+    """Whether :func:`timed_runs` finds the rows' arrays kept (made for another request)."""
     if cache is None or not table.version:
-        return None
-    kept: _Timed | None = cache.get(("timed", table.version))
-    if kept is None or kept.rows != figures.rows:
-        return None
-    return kept.means(figures.dataset_weights)
+        return False
+    kept: _Timed | None = cache.get(_timed_key(table))
+    return kept is not None and _fits(kept, figures)
+
+
+def _timed_key(table: TaskTable) -> tuple[str, str]:
+    return ("timed", table.version)
+
+
+def _fits(kept: _Timed, figures: RankedFigures) -> bool:
+    return kept.rows == figures.rows
 
 
 def own_timed_runs(figures: RankedFigures, rows: Sequence[int]) -> FloatArray:
@@ -486,9 +488,9 @@ def _counted(table: TaskTable, cache: MemoryCache) -> _Counted | None:
             if not n:  # no outcome counts: its padding stays
                 continue
             key_of[at, :n] = [index[k] for k in names]
-            own[at, :n] = np.array([details[i].counted_weights for i in members]).reshape(-1, n)
-            packed = b"".join([details[i].counted_figures for i in members])
-            figures[at, :n] = np.frombuffer(packed, dtype=np.float64).reshape(-1, n, len(METRICS))
+            grouped = [details[i] for i in members]
+            own[at, :n] = np.array([d.counted_weights for d in grouped]).reshape(-1, n)
+            figures[at, :n] = counted_arrays(grouped)
         found = _Counted(rows, keys, key_of, own, figures)
     cache.put(cache_key, found, size=found.approximate_size() if found is not None else 0)
     return found
