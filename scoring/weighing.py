@@ -148,14 +148,14 @@ class Weighed:
         scored: tuple[NDArray[np.intp], FloatArray] | None = None,
     ) -> NDArray[np.intp]:
         """The first of each resample among the ``top`` models, on exact scores: of those
-        whose highest score reaches the best lowest one, ties by the tie-breaks. Their
-        scores are taken from ``scored`` (models in position order, and their scores)
-        where it holds them all: whoever else it holds is below one of them in every
-        resample, so never first nor tied (and is not looked at)."""
+        whose highest score reaches the best lowest one, ties by the tie-breaks. Where
+        ``scored`` (models in position order, and their scores) holds them all, its scores
+        are searched as they are: whoever else it holds is below one of them in every
+        resample, so never first nor tied (no copy of the candidates' columns)."""
         low, high = self.low[top], self.high[top]
         candidates = top if np.isnan(low).any() or np.isnan(high).any() else top[high >= low.max()]
         if scored is not None and np.isin(candidates, scored[0]).all():
-            own = scored[1][:, np.searchsorted(scored[0], candidates)]
+            candidates, own = scored
         else:
             own = _scores(resamples, self.weights, candidates)
         best = np.empty(len(own), dtype=np.intp)
