@@ -91,14 +91,20 @@ def create_task(ctx: Context, spec: TaskSpec, *, owner_id: int | None = None) ->
 
 def get_task(ctx: Context, task_id: str) -> TaskSpec:
     with ctx.db.session() as session:
-        task = session.get(Task, task_id)
-        if task is None:
-            known = session.scalars(select(Task.id).order_by(Task.id)).all()
-            raise NotFound(
-                f"Unknown task {task_id!r}; known: {', '.join(known) or 'none yet'}. "
-                "Create one with `evalboard task create TASK.yaml`"
-            )
+        task = _stored_task(session, task_id)
         return parse_task_spec(task.spec, source=f"stored task {task_id}")
+
+
+def _stored_task(session: Session, task_id: str) -> Task:
+    """The task's row; NotFound, naming the tasks there are, where there is none."""
+    task = session.get(Task, task_id)
+    if task is None:
+        known = session.scalars(select(Task.id).order_by(Task.id)).all()
+        raise NotFound(
+            f"Unknown task {task_id!r}; known: {', '.join(known) or 'none yet'}. "
+            "Create one with `evalboard task create TASK.yaml`"
+        )
+    return task
 
 
 def list_tasks(ctx: Context) -> list[Task]:
@@ -324,8 +330,8 @@ def derive_perturbed(ctx: Context, *, task_id: str, name: str) -> list[Dataset]:
 
 def list_datasets(ctx: Context, task_id: str) -> list[Dataset]:
     """A task's datasets: originals by round then name, each followed by its copies."""
-    get_task(ctx, task_id)
     with ctx.db.session() as session:
+        _stored_task(session, task_id)  # an unknown task is refused, not listed empty
         rows = list(session.scalars(select(Dataset).where(Dataset.task_id == task_id)))
     originals = sorted(
         (d for d in rows if d.derived_from_id is None), key=lambda d: (d.round, d.name)

@@ -40,6 +40,9 @@ def test_create_task_twice_is_a_noop_and_a_changed_spec_a_conflict(any_ctx: Cont
 def test_unknown_task_lists_known_ones(task_ctx: Context) -> None:
     with pytest.raises(NotFound, match="Unknown task 'nope'; known: sentiment"):
         get_task(task_ctx, "nope")
+    # An unknown task's datasets are refused the same way, not listed empty.
+    with pytest.raises(NotFound, match="Unknown task 'nope'; known: sentiment"):
+        list_datasets(task_ctx, "nope")
 
 
 def test_unknown_dataset_lists_the_tasks_known_ones(task_ctx: Context, tmp_path: Path) -> None:
