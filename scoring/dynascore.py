@@ -300,6 +300,11 @@ class NormalisedTable:
     _matrix: Matrix
 
     @property
+    def nbytes(self) -> int:
+        """The bytes of its arrays: the goods, their AMRS and the table they came from."""
+        return self.goods.nbytes + self.amrs.nbytes + self._matrix.values.nbytes
+
+    @property
     def amrs_by_metric(self) -> dict[str, float]:
         """AMRS per metric (NaN where undefined; such a metric contributes 0)."""
         return dict(zip(self.metrics, self.amrs.tolist(), strict=True))

@@ -87,6 +87,22 @@ def test_a_warm_board_equals_one_ranked_from_scratch(
     assert sum(r["p_first"] for r in ranked) == pytest.approx(1.0)
 
 
+def test_new_metric_weights_on_a_warm_board_equal_them_ranked_from_scratch(
+    seeded: Seeded,
+) -> None:
+    # What new metric weights reuse (the rows' goods, kept per dataset weighting) must be
+    # that weighting's: each request here follows one with other weights of both kinds.
+    asked = [
+        (None, {"perf": 4.0, "throughput": 1.0, "memory": 1.0}),
+        ({"test": 0.25}, {"perf": 1.0, "throughput": 3.0}),
+        (None, {"perf": 2.0, "memory": 2.0}),
+        ({"test": 0.25}, {"perf": 5.0, "throughput": 1.0, "memory": 1.0}),
+    ]
+    for dataset_weights, weights in asked:
+        warm = _board(seeded.ctx, dataset_weights, weights)
+        assert warm == _from_scratch(seeded.ctx, dataset_weights, weights)
+
+
 def test_pages_of_the_cached_ranking_keep_the_whole_boards_ranks(seeded: Seeded) -> None:
     table = load_table(seeded.ctx, TASK)
     whole = build_leaderboard(seeded.ctx, table).rows
