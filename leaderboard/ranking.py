@@ -214,11 +214,19 @@ def _normalised(
 
     def made() -> tuple[NormalisedTable, int]:
         kept = normalised()
+        read_only(kept.goods, kept.amrs)  # shared by every request that weighs them
         return kept, kept.nbytes + sys.getsizeof(kept.models)
 
-    weighting = tuple(sorted(figures.dataset_weights.items()))
-    key = ("normalised", table.version, weighting, tuple(metrics))
+    key = _weighing_key("normalised", table, figures, metrics)
     return ctx.cache.made_once(key, made, within=table.board_key)
+
+
+def _weighing_key(
+    kind: str, table: TaskTable, figures: RankedFigures, metrics: list[str]
+) -> tuple[Hashable, ...]:
+    """The cache key of what the table's version, its dataset weights and the weighable
+    ``metrics`` decide, and no metric weight changes."""
+    return (kind, table.version, tuple(sorted(figures.dataset_weights.items())), tuple(metrics))
 
 
 def _usable_weights(
@@ -658,12 +666,7 @@ def _interval_inputs(
     """What the board's bootstrap is taken from (None: a ranked model lacks predictions),
     kept under the table's version, dataset weights and weighable metrics, which decide
     it: new metric weights read it, not 10,000 rows' runs and figures."""
-    cache_key = (
-        "interval-inputs",
-        table.version,
-        tuple(sorted(figures.dataset_weights.items())),
-        tuple(metrics),
-    )
+    cache_key = _weighing_key("interval-inputs", table, figures, metrics)
     kept = ctx.cache if table.version else None  # a table built by hand is not cached
     if kept is not None:
         cached = kept.get(cache_key, MISSING)
