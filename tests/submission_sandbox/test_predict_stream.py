@@ -24,11 +24,18 @@ from tests.helpers.fake_sandbox import FakeSandbox
 
 
 class EchoModel:
-    """The model end of a socket pair: answers each request with its uids, in order."""
+    """The model end of a socket pair: answers each request with its uids, in order.
 
-    def __init__(self, sock: socket.socket, *, delay_s: float = 0.0) -> None:
+    With ``answers`` set, it answers only that many requests and reads the rest unanswered
+    (a model still working on them).
+    """
+
+    def __init__(
+        self, sock: socket.socket, *, delay_s: float = 0.0, answers: int | None = None
+    ) -> None:
         self.sock = sock
         self.delay_s = delay_s
+        self.answers = answers
         self.seen: list[int] = []
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -46,6 +53,8 @@ class EchoModel:
                 if message.get("type") == "shutdown":
                     return
                 self.seen.append(message["id"])
+                if self.answers is not None and len(self.seen) > self.answers:
+                    continue
                 time.sleep(self.delay_s)
                 outputs = [{"label": x["uid"]} for x in message["inputs"]]
                 answer = json.dumps({"id": message["id"], "outputs": outputs}) + "\n"
@@ -99,7 +108,9 @@ def test_requests_are_in_flight_before_answers_are_read(
     channel: tuple[ContractClient, socket.socket],
 ) -> None:
     client, model_end = channel
-    model = EchoModel(model_end)
+    # Only the first request is answered: were the second's answer read with the first's,
+    # the slot would be refilled on the next pull instead (answers already here go first).
+    model = EchoModel(model_end, answers=1)
     stream = client.stream(iter(_batches(5)), _deadline(), in_flight=3, latencies=[])
     next(stream)
     deadline = time.monotonic() + 5
