@@ -94,6 +94,14 @@ def _jobs(ctx: Context) -> list[Job]:
         return list(session.scalars(select(Job).order_by(Job.id)))
 
 
+def _held_by(ctx: Context, worker: subprocess.Popen[bytes], *statuses: str) -> list[int]:
+    """The jobs in ``statuses`` under the worker process's lease."""
+    owner = f":{worker.pid}:"
+    return [
+        job.id for job in _jobs(ctx) if job.status in statuses and owner in (job.lease_owner or "")
+    ]
+
+
 def test_ten_jobs_each_finish_once_when_a_worker_is_killed_mid_job(
     tmp_path: Path, postgres_url: str, redis_url: str, keyword_bundle: BundleFactory
 ) -> None:
@@ -129,15 +137,16 @@ def test_ten_jobs_each_finish_once_when_a_worker_is_killed_mid_job(
     try:
         enqueue_submission(ctx, submission)
         deadline = time.monotonic() + 60
-        killed_job: int | None = None
-        while killed_job is None and time.monotonic() < deadline:
-            for job in _jobs(ctx):
-                if job.status == "running" and f":{victim.pid}:" in (job.lease_owner or ""):
-                    killed_job = job.id
+        while not _held_by(ctx, victim, "running") and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert killed_job is not None, logs[0].read_text()[-3000:]
+        assert _held_by(ctx, victim, "running"), logs[0].read_text()[-3000:]
         victim.send_signal(signal.SIGKILL)
         victim.wait(10)
+        # What it held when it died, read after: the job seen running may have finished in
+        # between and the next been claimed (its lease, LEASE_S, outlives this read).
+        held = _held_by(ctx, victim, "building", "running")
+        assert len(held) == 1, held
+        (killed_job,) = held
 
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

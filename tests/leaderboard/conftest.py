@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 import httpx
@@ -20,6 +21,7 @@ import pytest
 from fastapi import FastAPI
 
 from evalboard.core.context import Context
+from evalboard.core.tables import utcnow
 from leaderboard import create_app
 from tests.conftest import make_settings, postgres_database
 from tests.leaderboard.seeding import Seeded, seed
@@ -40,24 +42,29 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
 
 
 @pytest.fixture(scope="session")
-def seeded_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Seeded, Path]:
-    """The platform ``seeded`` copies: seeded once a session, its data folder kept closed."""
+def seeded_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Seeded, Path, date]:
+    """The platform ``seeded`` copies: seeded once a session, its data folder kept closed;
+    with the UTC day its seeding began (its uploads count against that day's quota)."""
     tmp = tmp_path_factory.mktemp("seeded-template")
     ctx = Context.from_settings(make_settings(tmp))
+    day = utcnow().date()
     template = seed(ctx, tmp)
     ctx.db.dispose()
-    return template, ctx.settings.data_dir
+    return template, ctx.settings.data_dir, day
 
 
 @pytest.fixture
-def seeded(ctx: Context, tmp_path: Path, seeded_template: tuple[Seeded, Path]) -> Seeded:
+def seeded(ctx: Context, tmp_path: Path, seeded_template: tuple[Seeded, Path, date]) -> Seeded:
     """A seeded platform of the test's own, for tests that change things: a copy of the
     session's seeded database and artifacts, made before the test's context first opens
     its database (a context already used is seeded afresh)."""
-    template, data_dir = seeded_template
+    template, data_dir, day = seeded_template
     target = ctx.settings.data_dir
     used = any(path.is_file() for path in target.rglob("*"))
-    if used or ctx.settings.database_url != f"sqlite:///{target / 'evalboard.db'}":
+    # Seeded before midnight UTC, its uploads are not today's: a quota test would find
+    # room it should not.
+    stale = day != utcnow().date()
+    if used or stale or ctx.settings.database_url != f"sqlite:///{target / 'evalboard.db'}":
         return seed(ctx, tmp_path)
     shutil.copytree(data_dir, target, dirs_exist_ok=True)
     return dataclasses.replace(
