@@ -6,10 +6,19 @@ files and fifos, more than ``max_files`` members, and more than ``max_bytes`` on
 unpacked. Sizes are counted while writing, not taken from headers (which can lie), and a
 compression ratio above ``max_ratio`` on a large archive is refused as a decompression
 bomb.
+
+Links are where unpackers go wrong: a link's target text may look harmless on its own and
+still leave the bundle through another link (``l2 -> .``, ``m -> l2/l2/../..``). So
+nothing is ever written or read through a link: files, folders and hard links are
+unpacked first, through real folders only, and symbolic links are made last. Each is then
+followed, through the links beside it, on the unpacked tree itself, and the whole archive
+is refused if one leaves the bundle. A member stored under a link's path (``m/x`` beside
+``m -> ...``) is refused; archivers never write one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -17,7 +26,7 @@ import tarfile
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO
 
 from evalboard.core.errors import InvalidBundle
@@ -26,6 +35,11 @@ __all__ = ["ARCHIVE_SUFFIXES", "ArchiveCaps", "is_archive", "unpack_archive"]
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 _CHUNK = 1024 * 1024
+#: Linux's own limits: links followed in one path lookup, and a link target's length.
+_MAX_LINK_HOPS = 40
+_MAX_TARGET = 4095
+_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows
+_LINK_FIX = "keep links relative and inside the bundle, or archive the files themselves"
 
 
 @dataclass(frozen=True)
@@ -38,6 +52,8 @@ class ArchiveCaps:
     max_ratio: float = 200.0
     #: The ratio is only checked past this many unpacked bytes (small text compresses well).
     ratio_floor_bytes: int = 64 * 1024**2
+    #: Path components looked at while following the bundle's links, all links together.
+    max_link_steps: int = 1_000_000
 
 
 def is_archive(path: Path) -> bool:
@@ -52,20 +68,10 @@ def _safe_relative(name: str, archive: Path) -> PurePosixPath:
         path.is_absolute()
         or cleaned.startswith("/")
         or ".." in path.parts
-        or ":" in path.parts[0:1]
+        or PureWindowsPath(cleaned).drive  # C:/x unpacks outside on Windows
     ):
         raise InvalidBundle(f"{archive.name}: member {name!r} points outside the bundle; refused")
     return PurePosixPath(*[part for part in path.parts if part not in ("", ".")])
-
-
-def _link_stays_inside(member: PurePosixPath, target: str, archive: Path) -> None:
-    depth = len(member.parent.parts)
-    for part in PurePosixPath(target).parts:
-        depth += -1 if part == ".." else (0 if part == "." else 1)
-        if depth < 0:
-            break
-    if target.startswith("/") or depth < 0:
-        raise InvalidBundle(f"{archive.name}: link {member} -> {target} leaves the bundle; refused")
 
 
 class _Budget:
@@ -74,6 +80,7 @@ class _Budget:
         self.caps = caps
         self.files = 0
         self.bytes = 0
+        self.link_steps = 0
         self.packed = max(archive.stat().st_size, 1)
 
     def count_file(self) -> None:
@@ -99,13 +106,148 @@ class _Budget:
                 "(a decompression bomb?); refused"
             )
 
+    def count_link_step(self) -> None:
+        self.link_steps += 1
+        if self.link_steps > self.caps.max_link_steps:
+            raise InvalidBundle(
+                f"{self.archive.name}: its links take more than {self.caps.max_link_steps} "
+                "steps to follow; refused: use fewer or shorter links"
+            )
 
-def _copy_counted(source: IO[bytes], target: Path, budget: _Budget) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "xb") as out:
-        while chunk := source.read(_CHUNK):
-            budget.add(len(chunk))
-            out.write(chunk)
+
+class _Tree:
+    """The destination, written through real folders only; its links are made last."""
+
+    def __init__(self, archive: Path, dest: Path, budget: _Budget) -> None:
+        self.archive = archive
+        self.dest = dest
+        self.budget = budget
+        self.files: set[PurePosixPath] = set()
+        self.links: dict[PurePosixPath, str] = {}
+
+    def _refuse(self, why: str) -> InvalidBundle:
+        return InvalidBundle(f"{self.archive.name}: {why}")
+
+    def folder(self, relative: PurePosixPath, *, member: PurePosixPath) -> Path:
+        """Makes ``relative`` and its parents, refusing to pass through a link or a file."""
+        path = self.dest
+        for depth, part in enumerate(relative.parts, start=1):
+            path = path / part
+            prefix = PurePosixPath(*relative.parts[:depth])
+            if prefix not in self.links:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(path)
+            if prefix in self.links or os.path.islink(path):
+                raise self._refuse(
+                    f"{member} would be written through the link {prefix}; refused: "
+                    "archive each file at its real path, not under a link"
+                )
+            if not os.path.isdir(path):
+                raise self._refuse(f"{member} sits under {prefix}, which is a file; refused")
+        return path
+
+    def _twice(self, member: PurePosixPath) -> InvalidBundle:
+        return self._refuse(f"{member} appears twice in the archive; refused: keep one")
+
+    def write(self, member: PurePosixPath, source: IO[bytes], *, mode: int | None) -> None:
+        """Writes a new regular file, counting its bytes; ``mode`` None keeps the default."""
+        if member in self.links:
+            raise self._twice(member)
+        path = self.folder(member.parent, member=member) / member.name
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+        except FileExistsError:
+            raise self._twice(member) from None
+        with open(handle, "wb") as out:
+            while chunk := source.read(_CHUNK):
+                self.budget.add(len(chunk))
+                out.write(chunk)
+        if mode is not None:
+            os.chmod(path, mode)
+        self.files.add(member)
+
+    def copy(self, member: PurePosixPath, linked: PurePosixPath) -> None:
+        """A hard link, unpacked as a copy of an earlier file (read without following links)."""
+        if linked not in self.files:
+            raise self._refuse(
+                f"hard link {member} -> {linked} does not point to an earlier file of the "
+                "bundle; refused"
+            )
+        source = self.dest.joinpath(*linked.parts)
+        with open(os.open(source, os.O_RDONLY | _NOFOLLOW), "rb") as handle:
+            self.write(member, handle, mode=stat.S_IMODE(os.fstat(handle.fileno()).st_mode))
+
+    def add_link(self, member: PurePosixPath, target: str) -> None:
+        """Keeps a symbolic link to make once every file is written."""
+        if member in self.links or member in self.files:
+            raise self._twice(member)
+        if not 0 < len(os.fsencode(target)) <= _MAX_TARGET or "\0" in target:
+            raise self._refuse(
+                f"link {member}: a target must be 1 to {_MAX_TARGET} bytes, without NUL; refused"
+            )
+        if target.startswith("/"):
+            raise self._refuse(f"link {member} -> {target} leaves the bundle; refused: {_LINK_FIX}")
+        self.links[member] = target
+
+    def make_links(self) -> None:
+        """Makes every link, then refuses the archive if one leaves ``dest`` when followed."""
+        for member, target in self.links.items():
+            path = self.folder(member.parent, member=member) / member.name
+            try:
+                os.symlink(target, path)
+            except FileExistsError:
+                raise self._refuse(
+                    f"link {member} is also a file or folder of the archive; refused: keep one"
+                ) from None
+            except OSError as exc:
+                raise self._refuse(f"link {member} cannot be made ({exc}); refused") from None
+        for member, target in self.links.items():
+            self._follow(member, target)
+
+    def _follow(self, link: PurePosixPath, target: str) -> None:
+        """Resolves ``link`` step by step, as the OS would, through the links on disk."""
+        where = list(link.parent.parts)
+        pending = list(reversed(target.split("/")))
+        followed: list[str] = []
+        while pending:
+            part = pending.pop()
+            self.budget.count_link_step()
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not where:
+                    through = f" (through {', '.join(dict.fromkeys(followed))})" if followed else ""
+                    raise self._refuse(
+                        f"link {link} -> {target} leaves the bundle{through}; refused: {_LINK_FIX}"
+                    )
+                where.pop()
+                continue
+            where.append(part)
+            path = self.dest.joinpath(*where)
+            try:
+                mode = os.lstat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # nothing there, nor below: the rest resolves by name alone
+            except OSError as exc:
+                raise self._refuse(
+                    f"link {link} -> {target} cannot be followed ({exc}); refused"
+                ) from None
+            if not stat.S_ISLNK(mode):
+                continue
+            followed.append("/".join(where))
+            if len(followed) > _MAX_LINK_HOPS:
+                raise self._refuse(
+                    f"link {link} -> {target} goes through more than {_MAX_LINK_HOPS} links "
+                    "(a loop?); refused"
+                )
+            inner = os.readlink(path)
+            if inner.startswith("/"):
+                raise self._refuse(
+                    f"link {link} -> {target} leaves the bundle through {followed[-1]}; "
+                    f"refused: {_LINK_FIX}"
+                )
+            where.pop()
+            pending.extend(reversed(inner.split("/")))
 
 
 def _tar_members(archive: Path) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
@@ -117,35 +259,22 @@ def _tar_members(archive: Path) -> Iterator[tuple[tarfile.TarFile, tarfile.TarIn
         raise InvalidBundle(f"{archive.name} is not a readable tar archive: {exc}") from None
 
 
-def _unpack_tar(archive: Path, dest: Path, budget: _Budget) -> None:
+def _unpack_tar(archive: Path, tree: _Tree) -> None:
     for tar, member in _tar_members(archive):
         relative = _safe_relative(member.name, archive)
         if not relative.parts:
             continue
-        target = dest.joinpath(*relative.parts)
-        budget.count_file()
+        tree.budget.count_file()
         if member.isdir():
-            target.mkdir(parents=True, exist_ok=True)
+            tree.folder(relative, member=relative)
         elif member.isfile():
             source = tar.extractfile(member)
             assert source is not None
-            _copy_counted(source, target, budget)
-            os.chmod(target, 0o755 if member.mode & 0o111 else 0o644)
+            tree.write(relative, source, mode=0o755 if member.mode & 0o111 else 0o644)
         elif member.issym():
-            _link_stays_inside(relative, member.linkname, archive)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(member.linkname, target)
+            tree.add_link(relative, member.linkname)
         elif member.islnk():
-            linked = _safe_relative(member.linkname, archive)
-            source_path = dest.joinpath(*linked.parts)
-            if not source_path.is_file() or source_path.is_symlink():
-                raise InvalidBundle(
-                    f"{archive.name}: hard link {relative} -> {member.linkname} does not point "
-                    "to an earlier file of the bundle; refused"
-                )
-            budget.add(source_path.stat().st_size)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source_path, target)
+            tree.copy(relative, _safe_relative(member.linkname, archive))
         else:
             raise InvalidBundle(
                 f"{archive.name}: member {relative} is a device, fifo or other special file; "
@@ -153,7 +282,7 @@ def _unpack_tar(archive: Path, dest: Path, budget: _Budget) -> None:
             )
 
 
-def _unpack_zip(archive: Path, dest: Path, budget: _Budget) -> None:
+def _unpack_zip(archive: Path, tree: _Tree) -> None:
     try:
         zf = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, OSError) as exc:
@@ -163,24 +292,22 @@ def _unpack_zip(archive: Path, dest: Path, budget: _Budget) -> None:
             relative = _safe_relative(info.filename, archive)
             if not relative.parts:
                 continue
-            target = dest.joinpath(*relative.parts)
-            budget.count_file()
+            tree.budget.count_file()
             mode = info.external_attr >> 16
             if info.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-            elif stat.S_ISLNK(mode):
-                link = zf.read(info).decode("utf-8", "replace")
-                _link_stays_inside(relative, link, archive)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.symlink(link, target)
-            elif stat.S_IFMT(mode) not in (0, stat.S_IFREG):
+                tree.folder(relative, member=relative)
+                continue
+            if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFLNK):
                 raise InvalidBundle(f"{archive.name}: member {relative} is a special file; refused")
-            else:
-                try:
-                    with zf.open(info) as source:
-                        _copy_counted(source, target, budget)
-                except (zipfile.BadZipFile, OSError) as exc:
-                    raise InvalidBundle(f"{archive.name}: member {relative}: {exc}") from None
+            try:
+                with zf.open(info) as source:
+                    if stat.S_ISLNK(mode):
+                        target = source.read(_MAX_TARGET + 1)
+                        tree.add_link(relative, target.decode("utf-8", "replace"))
+                    else:
+                        tree.write(relative, source, mode=None)
+            except (zipfile.BadZipFile, OSError) as exc:
+                raise InvalidBundle(f"{archive.name}: member {relative}: {exc}") from None
 
 
 def unpack_archive(archive: Path, dest: Path, *, caps: ArchiveCaps | None = None) -> Path:
@@ -190,25 +317,27 @@ def unpack_archive(archive: Path, dest: Path, *, caps: ArchiveCaps | None = None
     has that folder as its root.
 
     Raises:
-        InvalidBundle: the archive is unsafe or unreadable; nothing is left in ``dest``.
+        InvalidBundle: the archive is unsafe or unreadable; nothing is left in ``dest``, and
+            nothing was written outside it.
     """
     caps = caps or ArchiveCaps()
     dest.mkdir(parents=True, exist_ok=True)
     if any(dest.iterdir()):
         raise ValueError(f"{dest} is not empty")
-    budget = _Budget(archive, caps)
+    tree = _Tree(archive, dest, _Budget(archive, caps))
     name = archive.name.lower()
     try:
         if name.endswith(".zip"):
-            _unpack_zip(archive, dest, budget)
+            _unpack_zip(archive, tree)
         elif name.endswith((".tar.gz", ".tgz", ".tar")):
-            _unpack_tar(archive, dest, budget)
+            _unpack_tar(archive, tree)
         else:
             raise InvalidBundle(
                 f"{archive.name}: unknown archive type; use one of {', '.join(ARCHIVE_SUFFIXES)}"
             )
+        tree.make_links()
     except BaseException:
-        shutil.rmtree(dest, ignore_errors=True)
+        shutil.rmtree(dest, ignore_errors=True)  # removes links, never follows them
         dest.mkdir(parents=True, exist_ok=True)
         raise
     entries = [entry for entry in dest.iterdir() if entry.name not in ("__MACOSX",)]

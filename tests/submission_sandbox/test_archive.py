@@ -126,3 +126,128 @@ def test_garbage_is_not_an_archive(tmp_path: Path) -> None:
     path.write_bytes(b"not an archive at all")
     with pytest.raises(InvalidBundle, match="not a readable tar"):
         unpack_archive(path, tmp_path / "out")
+
+
+_BUNDLE = [("file", "evalboard.yaml", "name: m\n"), ("file", "handler.py", "")]
+#: From the destination tmp_path/x/y/out, with ``l2 -> .``, this really is tmp_path.
+_CHAIN = "l2/l2/l2/../../.."
+
+
+def _make(path: Path, entries: list[tuple[str, str, str]]) -> Path:
+    """A .tar.gz or .zip of ("file", name, text) and ("sym" or "hard", name, target)."""
+    if path.suffix != ".zip":
+        kinds = {"sym": tarfile.SYMTYPE, "hard": tarfile.LNKTYPE}
+        return _tar(
+            path,
+            [
+                _file(name, text.encode()) if kind == "file" else _link(name, text, kinds[kind])
+                for kind, name, text in entries
+            ],
+        )
+    with zipfile.ZipFile(path, "w") as zf:
+        for kind, name, text in entries:
+            assert kind != "hard", "zip has no hard links"
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o120777 if kind == "sym" else 0o100644) << 16
+            zf.writestr(info, text)
+    return path
+
+
+def _everything_under(root: Path) -> set[str]:
+    return {
+        os.path.relpath(os.path.join(folder, name), root)
+        for folder, folders, files in os.walk(root)
+        for name in folders + files
+    }
+
+
+def _assert_refused_leaving_nothing(archive: Path, tmp_path: Path, match: str) -> None:
+    dest = tmp_path / "x" / "y" / "out"
+    dest.mkdir(parents=True)
+    before = _everything_under(tmp_path)
+    with pytest.raises(InvalidBundle, match=match):
+        unpack_archive(archive, dest)
+    assert _everything_under(tmp_path) == before
+    assert list(dest.iterdir()) == []
+
+
+@pytest.mark.parametrize("suffix", [".tar.gz", ".zip"])
+@pytest.mark.parametrize(
+    ("entries", "match"),
+    [
+        (
+            [("sym", "l2", "."), ("sym", "m", _CHAIN), ("file", "m/escape/proof.txt", "pwned")],
+            "m/escape/proof.txt would be written through the link m; refused",
+        ),
+        ([("sym", "l2", "."), ("sym", "m", _CHAIN)], r"link m -> .* leaves the bundle"),
+        ([("sym", "m", _CHAIN), ("sym", "l2", ".")], r"through l2.*refused"),
+        (
+            [("sym", "a/up", ".."), ("sym", "out", "a/up/.."), ("file", "out/escape/e", "x")],
+            "written through the link out",
+        ),
+        ([("sym", "a/up", ".."), ("sym", "out", "a/up/../..")], "link out -> .* leaves"),
+        ([("sym", "a", "b"), ("sym", "b", "a")], "more than 40 links"),
+    ],
+    ids=["chain-write", "chain-link", "chain-made-later", "write-through", "nested-up", "loop"],
+)
+def test_links_are_followed_through_each_other_and_nothing_leaves(
+    tmp_path: Path, suffix: str, entries: list[tuple[str, str, str]], match: str
+) -> None:
+    archive = _make(tmp_path / f"b{suffix}", _BUNDLE + entries)
+    _assert_refused_leaving_nothing(archive, tmp_path, match)
+
+
+def test_a_hard_link_is_not_read_through_a_linked_folder(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("secret")
+    entries = [("sym", "l2", "."), ("sym", "m", _CHAIN), ("hard", "copy", "m/secret.txt")]
+    archive = _make(tmp_path / "b.tar.gz", _BUNDLE + entries)
+    _assert_refused_leaving_nothing(archive, tmp_path, "does not point to an earlier file")
+
+
+@pytest.mark.parametrize("suffix", [".tar.gz", ".zip"])
+@pytest.mark.parametrize(
+    "name", ["absolute", "../escape.txt", "a/../../escape.txt", "C:/escape.txt"]
+)
+def test_absolute_and_dotdot_members_write_nothing_outside(
+    tmp_path: Path, suffix: str, name: str
+) -> None:
+    if name == "absolute":
+        name = str(tmp_path / "escape.txt")
+    archive = _make(tmp_path / f"b{suffix}", [*_BUNDLE, ("file", name, "pwned")])
+    _assert_refused_leaving_nothing(archive, tmp_path, "points outside the bundle; refused")
+
+
+def test_a_member_appearing_twice_is_refused(tmp_path: Path) -> None:
+    archive = _make(tmp_path / "b.tar.gz", [*_BUNDLE, ("file", "a", "1"), ("sym", "a", "b")])
+    _assert_refused_leaving_nothing(archive, tmp_path, "a appears twice in the archive")
+
+
+def test_following_links_is_capped(tmp_path: Path) -> None:
+    archive = _make(tmp_path / "b.tar.gz", [("sym", "deep", "a/b/c/d/e/f")])
+    with pytest.raises(InvalidBundle, match="more than 5 steps"):
+        unpack_archive(archive, tmp_path / "out", caps=ArchiveCaps(max_link_steps=5))
+
+
+@pytest.mark.parametrize("suffix", [".tar.gz", ".zip"])
+def test_links_that_stay_inside_through_other_links_are_kept(tmp_path: Path, suffix: str) -> None:
+    entries = [
+        ("sym", "model.bin", "current/model.bin"),  # before the file and the link it names
+        ("file", "v2/model.bin", "weights"),
+        ("sym", "current", "v2"),
+        ("sym", "snap/x/config", "../../current/./model.bin"),
+    ]
+    root = unpack_archive(_make(tmp_path / f"b{suffix}", _BUNDLE + entries), tmp_path / "out")
+    assert (root / "model.bin").read_text() == "weights"
+    assert (root / "snap" / "x" / "config").read_text() == "weights"
+    assert os.readlink(root / "current") == "v2"
+
+
+def test_a_hard_link_to_an_earlier_file_is_a_copy_with_its_mode(tmp_path: Path) -> None:
+    script, data = _file("run.sh", b"echo hi")
+    script.mode = 0o755
+    archive = _tar(
+        tmp_path / "b.tar.gz", [(script, data), _link("again.sh", "run.sh", tarfile.LNKTYPE)]
+    )
+    root = unpack_archive(archive, tmp_path / "out")
+    assert (root / "again.sh").read_bytes() == b"echo hi"
+    assert os.access(root / "again.sh", os.X_OK)
