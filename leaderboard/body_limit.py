@@ -8,6 +8,11 @@ session middleware) may send up to ``max_request_bytes``; anyone else, including
 request that merely carries an ``Authorization`` header or a cookie, gets 64 KiB (a login
 form is a few hundred bytes). Model uploads go in chunks to ``/uploads`` and have their
 own limits there.
+
+A JSON body or a url-encoded form is read whole and parsed in memory (about 20 times its
+size as Python objects), so even a verified caller may send only ``max_json_bytes`` of
+one; multipart forms (spooled to disk) and upload chunks (streamed) may reach
+``max_request_bytes``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from evalboard.core.context import Context
 from leaderboard.accounts import token_user_id
 from leaderboard.auth import session_principal
+from leaderboard.strict_text import parsed_whole
 
 __all__ = ["ANONYMOUS_MAX_BYTES", "BodyLimitMiddleware"]
 
@@ -58,26 +64,32 @@ class BodyLimitMiddleware:
         self.app = app
         self.ctx = ctx
         self.max_bytes = max_bytes
+        self.max_parsed_bytes = min(ctx.settings.max_json_bytes, max_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        cap = ANONYMOUS_MAX_BYTES
-        checked = False
+        parsed = parsed_whole(scope)
+        wide = self.max_parsed_bytes if parsed else self.max_bytes
+        cap = min(ANONYMOUS_MAX_BYTES, wide)
+        checked = verified = False
 
         async def widen() -> int:
             # Small bodies need no database read; larger ones only from a verified caller.
-            nonlocal cap, checked
+            nonlocal cap, checked, verified
             if not checked:
                 checked = True
-                if await to_thread.run_sync(_verified, self.ctx, scope):
-                    cap = self.max_bytes
+                verified = await to_thread.run_sync(_verified, self.ctx, scope)
+                cap = wide if verified else cap
             return cap
+
+        def refusal() -> JSONResponse:
+            return _too_large(cap, verified=verified, parsed=parsed)
 
         declared = _declared_length(scope)
         if declared is not None and declared > cap and declared > await widen():
-            await _too_large(cap)(scope, receive, send)
+            await refusal()(scope, receive, send)
             return
         received = 0
         started = False
@@ -100,14 +112,26 @@ class BodyLimitMiddleware:
             await self.app(scope, counting_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await _too_large(cap)(scope, receive, send)
+                await refusal()(scope, receive, send)
 
 
-def _too_large(cap: int) -> JSONResponse:
-    return JSONResponse(
-        {
-            "detail": f"The request body is larger than the {cap} bytes allowed; sign in (a valid "
+def _too_large(cap: int, *, verified: bool, parsed: bool) -> JSONResponse:
+    allowed = f"the {cap} bytes ({cap / 1024**2:.1f} MiB) allowed"
+    if not verified:
+        detail = (
+            f"The request body is larger than the {cap} bytes allowed; sign in (a valid "
             "token or session) for larger forms, and send models in chunks to /uploads"
-        },
-        status_code=413,
-    )
+        )
+    elif parsed:
+        detail = (
+            f"The JSON or url-encoded body is larger than {allowed} for one (it is parsed "
+            "in memory; EVALBOARD_MAX_JSON_BYTES): send files as multipart/form-data, "
+            "models in chunks to /uploads as application/octet-stream, or ask the operator "
+            "to raise the limit"
+        )
+    else:
+        detail = (
+            f"The request body is larger than {allowed} for one request "
+            "(EVALBOARD_MAX_REQUEST_BYTES); send models in chunks to /uploads"
+        )
+    return JSONResponse({"detail": detail}, status_code=413)

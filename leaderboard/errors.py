@@ -8,6 +8,7 @@ rendered as HTML.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -121,10 +122,26 @@ MAX_ECHOED_INPUT = 200
 def _without_large_input(error: dict[str, Any]) -> dict[str, Any]:
     shown = {k: v for k, v in error.items() if k not in ("input", "url")}
     if "input" in error:
-        value = jsonable_encoder(error["input"])
-        if len(repr(value)) <= MAX_ECHOED_INPUT:
-            shown["input"] = value
+        try:
+            value = jsonable_encoder(error["input"])
+            if len(repr(value)) <= MAX_ECHOED_INPUT:
+                shown["input"] = value
+        except RecursionError:
+            pass  # nested too deep to repeat (StrictTextMiddleware refuses such JSON first)
     return shown
+
+
+def _finite(value: Any) -> Any:
+    """The value with NaN and the infinities as the strings JSON's extensions spell them
+    with: Python's parser reads ``NaN``, ``Infinity`` and ``1e400``, strict JSON (the
+    response) cannot hold them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _method_not_allowed(request: Request) -> Response:
@@ -175,7 +192,7 @@ def install_error_handlers(app: FastAPI) -> None:
         # FastAPI's own handler repeats each bad value: a 60 MB body would come back whole.
         assert isinstance(exc, RequestValidationError)
         errors = [_without_large_input(dict(e)) for e in exc.errors()]
-        return JSONResponse({"detail": jsonable_encoder(errors)}, status_code=422)
+        return JSONResponse({"detail": _finite(jsonable_encoder(errors))}, status_code=422)
 
     app.add_exception_handler(EvalboardError, domain)
     app.add_exception_handler(RequestValidationError, invalid)

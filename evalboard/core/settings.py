@@ -138,6 +138,19 @@ class Settings(BaseSettings):
         description="Largest single request body from a signed-in caller (a dataset form, "
         "an upload chunk); callers with no credentials get 64 KiB.",
     )
+    # A JSON body (or url-encoded form) is read whole and parsed into Python objects, about
+    # 20 times its size in memory (48 MB of predictions took 0.9 GB more). The largest one
+    # a task sends is a predictions submission: at ~170 bytes an example with a long uid
+    # and three probabilities, the largest shared test set (TweetEval sentiment, 12,284)
+    # with two perturbed copies comes to 6.3 MB. 32 MiB leaves room for five times that
+    # and caps one request near 0.7 GB; files go as multipart, models in chunks.
+    max_json_bytes: int = Field(
+        32 * 1024**2,
+        ge=1,
+        description="Largest JSON or url-encoded body, even from a signed-in caller (it is "
+        "parsed in memory, about 20 times its size); other bodies (multipart forms, "
+        "upload chunks) may reach max_request_bytes.",
+    )
 
     @model_validator(mode="after")
     def _fill_defaults_and_refuse_weak_secrets(self) -> Settings:
