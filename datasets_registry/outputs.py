@@ -6,6 +6,8 @@ QA: an ``answer`` that is a span of the input's ``context`` (``''`` for no answe
 optionally ``conf`` in [0, 1]. Text generation: a ``text`` (any string, ``''`` included),
 scored against the example's ``references``; the task fixes the generation settings
 (:class:`GenerationSettings`) so that results reproduce.
+Any output, in any field (extra ones included), holds finite numbers only: it is JSON,
+which has no NaN or infinities.
 
 :meth:`OutputSpec.parse` turns one raw output into a typed :class:`LabelOutput`,
 :class:`SpanOutput` or :class:`TextOutput`, or raises :class:`BadOutput` with everything
@@ -28,7 +30,7 @@ datasets_registry.outputs.BadOutput: has label 'great', which is not one of the 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -131,6 +133,48 @@ def _short(value: Any) -> str:
     return shown if len(shown) <= 120 else shown[:117] + "..."
 
 
+def _non_finite(raw: Mapping[str, Any]) -> list[str]:
+    """Each field of ``raw`` (a nested one as ``probs.pos`` or ``spans[0]``) that holds NaN
+    or an infinity: JSON has no such numbers, so an output carrying one could be neither
+    stored nor read back, whatever field holds it (a model's runner cannot even send one:
+    "Out of range float values are not JSON compliant")."""
+    if _finite(raw.values()):  # the hot path: a model's every output, no names built
+        return []
+    found: list[str] = []
+    pending: list[tuple[str, Any]] = [(str(key), value) for key, value in raw.items()]
+    while pending:
+        where, value = pending.pop()
+        if isinstance(value, Mapping):
+            pending.extend((f"{where}.{key}", item) for key, item in value.items())
+        elif isinstance(value, list | tuple):
+            pending.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
+        elif not _finite((value,)):
+            found.append(where)
+    return sorted(found)
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _finite(values: Iterable[Any]) -> bool:
+    """Whether no NaN or infinity is among ``values``, at any depth (a stack, not
+    recursion: a deeply nested output cannot overflow it)."""
+    pending = list(values)
+    while pending:
+        value = pending.pop()
+        kind = type(value)
+        if kind in _PLAIN:
+            continue
+        if kind is float or isinstance(value, float):
+            if not math.isfinite(value):
+                return False
+        elif kind is dict or isinstance(value, Mapping):
+            pending.extend(value.values())
+        elif kind is list or isinstance(value, tuple | list):
+            pending.extend(value)
+    return True
+
+
 def _is_probability(value: Any) -> bool:
     if type(value) is float:  # what a model's JSON gives: the per-output check's hot path
         return 0.0 <= value <= 1.0  # NaN compares false; an infinity is out of range
@@ -196,10 +240,20 @@ class OutputSpec(BaseModel):
         if type(raw) is not dict and not isinstance(raw, Mapping):
             return [f"is {_short(raw)}, not an object"]
         if self.type == "span":
-            return self._span_problems(raw, context)
-        if self.type == "text":
-            return self._text_problems(raw)
-        return self._label_problems(raw)
+            problems = self._span_problems(raw, context)
+        elif self.type == "text":
+            problems = self._text_problems(raw)
+        else:
+            problems = self._label_problems(raw)
+        non_finite = _non_finite(raw)
+        if non_finite:
+            named = ", ".join(map(repr, non_finite[:5]))
+            more = f" (and {len(non_finite) - 5} more)" if len(non_finite) > 5 else ""
+            problems.append(
+                f"has NaN or an infinity in {named}{more}; outputs are JSON, whose numbers "
+                "are finite: give a finite number or leave the field out"
+            )
+        return problems
 
     @property
     def _known(self) -> str:

@@ -79,15 +79,23 @@ class Quality:
         ]
 
     def jsonl(self) -> bytes:
-        """The per-example records as JSON lines (the drill-down file)."""
+        """The per-example records as JSON lines (the drill-down file).
+
+        Raises:
+            ValueError: a record holds NaN or an infinity, which JSON has not: written,
+                :func:`read_records` could not read the file back (the output contract
+                refuses such outputs before they are scored).
+        """
         return b"".join(
-            json.dumps(record, ensure_ascii=False, sort_keys=True).encode() + b"\n"
+            json.dumps(record, ensure_ascii=False, sort_keys=True, allow_nan=False).encode() + b"\n"
             for record in self.records
         )
 
 
 def read_records(data: bytes) -> list[dict[str, Any]]:
-    """The per-example records of a drill-down file (what :meth:`Quality.jsonl` wrote)."""
+    """The per-example records of a drill-down file (what :meth:`Quality.jsonl` wrote):
+    strict JSON, as written (NaN or an infinity raises ``orjson.JSONDecodeError``, a
+    ``ValueError``)."""
     return [orjson.loads(line) for line in data.splitlines() if line]
 
 

@@ -452,6 +452,17 @@ def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> R
     kept = {key for key, f in inputs.files.items() if drawn_files.get(key) == f}
     examples = Statistics(ctx, table, inputs.files, drawn_uids if kept else {})
     try:
+        unreadable = _unreadable(examples, [key for key in inputs.files if key not in kept])
+        if unreadable is not None:
+            model, exc = unreadable
+            logger.warning(
+                "no intervals for task %s: model %s's prediction files (%s) cannot be read: %s",
+                table.task.id,
+                model,
+                ", ".join(inputs.files[model]),
+                exc,
+            )
+            return None
         if inputs.baseline is not None and len(examples.uids) < len(originals):
             examples[next(iter(inputs.files))]  # the examples' digests, for the floor's
         floor = (
@@ -490,6 +501,18 @@ def board_resamples(ctx: Context, table: TaskTable, inputs: IntervalInputs) -> R
     if size <= ctx.cache.budget_bytes // 4:
         ctx.cache.put(resamples_key, resamples, size=size)
     return resamples
+
+
+def _unreadable(examples: Statistics, models: Iterable[str]) -> tuple[str, Exception] | None:
+    """The first of ``models`` (those the draws lack, which drawing reads anyway) whose
+    statistics cannot be read, and why: named, where the bootstrap's own error would not
+    say whose file it was."""
+    for model in models:
+        try:
+            examples[model]
+        except (OSError, KeyError, ValueError) as exc:  # Unpaired is the caller's
+            return model, exc
+    return None
 
 
 def _task_key(table: TaskTable, inputs: IntervalInputs) -> str:

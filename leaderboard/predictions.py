@@ -15,7 +15,10 @@ What a submission must cover: every dataset the public board counts that is not 
 it, within the phase's per-user limit (:mod:`leaderboard.phases`); a hidden set outside an
 open phase is answered as an unknown dataset. A file that does not fit a hidden set is
 refused without saying how (no ids, no counts: else refusals would tell its size and ids),
-and the refusal uses one of the phase's submissions.
+and the refusal uses one of the phase's submissions. While the board counts a hidden set
+that no open phase holds (no phase, or one revealed onto the public board), predictions
+cannot cover it and their row would never be complete: such a submission is refused once
+its files are checked, before anything is scored, recorded or counted against a quota.
 """
 
 from __future__ import annotations
@@ -93,8 +96,12 @@ def _listed(name: str, problems: Sequence[str]) -> str:
     return f"Predictions for {name!r} do not fit the task: {shown}{more}; nothing was recorded"
 
 
-def _chosen(ctx: Context, task_id: str, names: Sequence[str]) -> tuple[list[Dataset], set[int]]:
-    """The named datasets (copies after their originals) and the open-phase hidden ones."""
+def _chosen(
+    ctx: Context, task_id: str, names: Sequence[str]
+) -> tuple[list[Dataset], set[int], bool]:
+    """The named datasets (copies after their originals), the open-phase hidden ones, and
+    whether the board counts a hidden set that takes no predictions (then no row made of
+    predictions is ever complete: :mod:`leaderboard.table` ranks only complete rows)."""
     datasets = list_datasets(ctx, task_id)
     by_name = {d.name: d for d in datasets}
     in_phase: set[int] = set()
@@ -127,7 +134,22 @@ def _chosen(ctx: Context, task_id: str, names: Sequence[str]) -> tuple[list[Data
             f"Predictions must cover every dataset the board counts; missing: "
             f"{', '.join(sorted(needed))}"
         )
-    return chosen, {d.id for d in chosen if d.id in in_phase or d.derived_from_id in in_phase}
+    uncoverable = any(
+        d.access == Access.HIDDEN and d.id not in withheld and d.name not in takes for d in datasets
+    )
+    phase_sets = {d.id for d in chosen if d.id in in_phase or d.derived_from_id in in_phase}
+    return chosen, phase_sets, uncoverable
+
+
+def _never_ranked(task_id: str) -> UsageError:
+    # Neither names nor counts the hidden sets: outside a phase they are not for the
+    # submitter to know (a named one is answered as unknown).
+    return UsageError(
+        f"Task {task_id!r} cannot rank predictions now: its board also counts hidden data, "
+        "which predictions can cover only while a private phase holds it, so the row would "
+        "stay pending for ever. Nothing was recorded and no quota was used; submit a model "
+        "instead (it is run on every dataset), or ask the task's owner to open a phase"
+    )
 
 
 def create_predictions(
@@ -138,8 +160,9 @@ def create_predictions(
     Raises:
         NotFound: a dataset that takes no predictions (unknown, or hidden outside an open
             phase: the two read the same).
-        UsageError: a file that does not fit its dataset (ids, duplicates, outputs), or a
-            dataset the board counts left out.
+        UsageError: a file that does not fit its dataset (ids, duplicates, outputs), a
+            dataset the board counts left out, or a board that counts a hidden set no
+            open phase holds (predictions could never complete the row).
         PermissionDenied: the caller may not submit models to the task.
         QuotaExceeded: the daily quota or a phase's limit is spent.
     """
@@ -152,22 +175,25 @@ def create_predictions(
         )
     if not body.predictions:
         raise UsageError("Give predictions for at least one dataset")
-    chosen, phase_sets = _chosen(ctx, task_id, list(body.predictions))
-    outputs: dict[str, dict[str, dict[str, Any]]] = {}
-    scored: list[tuple[Dataset, DatasetMetrics, bytes]] = []
+    chosen, phase_sets, uncoverable = _chosen(ctx, task_id, list(body.predictions))
+    # Every file checked first (what is wrong with them is the caller's to fix either way),
+    # then the board's coverage, then the scoring.
     by_id = {d.id: d for d in chosen}
+    matched: list[tuple[Dataset, list[dict[str, Any]], list[dict[str, Any]], str | None]] = []
     for dataset in chosen:
         examples = read_examples(ctx, dataset)
         try:
             given = _matched(spec, dataset, examples, body.predictions[dataset.name])
         except _HiddenMismatch:
+            if uncoverable:  # never to be ranked: no phase submission spent on it
+                raise _never_ranked(task_id) from None
             refused_attempt(ctx, principal, task_id=task_id, dataset_ids=phase_sets)
             raise UsageError(
                 f"Predictions for {dataset.name!r} do not match its examples (an id unknown, "
                 "missing or repeated; a hidden set does not say which); this used one of the "
                 "phase's submissions, and nothing was recorded"
             ) from None
-        originals = None
+        original = None
         if dataset.perturbation is not None:
             original = by_id.get(dataset.derived_from_id or -1)
             if original is None:
@@ -175,7 +201,13 @@ def create_predictions(
                     f"{dataset.name!r} is a perturbed copy: give its original's predictions in "
                     "the same submission"
                 )
-            originals = outputs[original.name]
+        matched.append((dataset, examples, given, original.name if original else None))
+    if uncoverable:
+        raise _never_ranked(task_id)
+    outputs: dict[str, dict[str, dict[str, Any]]] = {}
+    scored: list[tuple[Dataset, DatasetMetrics, bytes]] = []
+    for dataset, examples, given, original_name in matched:
+        originals = outputs[original_name] if original_name is not None else None
         quality = score(spec, examples, given, originals=originals)
         outputs[dataset.name] = {str(e["uid"]): o for e, o in zip(examples, given, strict=True)}
         metrics = DatasetMetrics(

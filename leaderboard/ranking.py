@@ -763,6 +763,9 @@ def _board(
         warnings=list(ranking.warnings),
         phase=table.phase,
         withheld_sets=table.withheld_sets,
+        hidden_sets_left_out=sum(
+            figures.dataset_weights.get(name) == 0 for name in table.hidden_left_out
+        ),
     )
 
 
@@ -881,9 +884,9 @@ def to_csv(board: LeaderboardPublic) -> str:
         writer.writerow(
             [
                 row.rank if row.rank is not None else "",
-                row.name,
-                row.user or "",
-                row.kind,
+                _text(row.name),
+                _text(row.user or ""),
+                _text(row.kind),
                 row.submission_id if row.submission_id is not None else "",
                 _fmt(row.dynascore),
                 _fmt(ds.low if ds else None),
@@ -894,7 +897,7 @@ def to_csv(board: LeaderboardPublic) -> str:
                 "yes" if row.not_above_baseline else "",
                 "yes" if row.predictions_only else "",
                 *(_fmt(row.metrics.get(n)) for n in names),
-                *(row.methods.get(n, "") for n in methods),
+                *(_text(row.methods.get(n, "")) for n in methods),
                 _fmt(perf.low if perf else None),
                 _fmt(perf.high if perf else None),
             ]
@@ -904,3 +907,15 @@ def to_csv(board: LeaderboardPublic) -> str:
 
 def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.6g}"
+
+
+#: What makes a spreadsheet read a cell as a formula (OWASP's CSV injection list).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _text(value: str) -> str:
+    """A text cell a spreadsheet shows as text: one that would start a formula (a name
+    such as ``=HYPERLINK(...)``) gets a leading ``'``. Only text cells: the numbers are
+    written by :func:`_fmt` and a negative one (``-0.5``) is a number to a spreadsheet,
+    which a quote would turn into text for every reader of the file."""
+    return f"'{value}" if value.startswith(_FORMULA_STARTS) else value

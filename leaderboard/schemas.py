@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from evalboard.core.states import Access, JobStatus, Role, RoundStatus, UploadState
 from evalboard.core.tables import TOKEN_LABEL_MAX, as_utc
+from submission_sandbox import Manifest
 
 __all__ = [
     "BaselineUpdate",
@@ -385,6 +386,11 @@ class LeaderboardPublic(BaseModel):
     withheld_sets: int = Field(
         0, description="Hidden sets of private phases the board leaves out (never named)."
     )
+    hidden_sets_left_out: int = Field(
+        0,
+        description="Hidden sets these dataset weights leave out (never named): they count "
+        "on the owner's weighting only, so that no two weightings tell a model's score on them.",
+    )
 
 
 # Phases and predictions ----------------------------------------------------------------------
@@ -421,7 +427,12 @@ class PhasePublic(BaseModel):
 
 
 class PredictionsCreate(_In):
-    name: str = Field(min_length=1, max_length=128, description="The row's name on the board.")
+    # A model manifest's own rule (one place: ``Manifest.name``), as a bundle's row is named:
+    # no formula (``=HYPERLINK(...)``) to open a downloaded CSV with, no control characters.
+    name: Annotated[str, Manifest.model_fields["name"]] = Field(
+        description="The row's name on the board: lowercase letters, digits and dashes, as a "
+        "model manifest's name."
+    )
     description: str = Field("", max_length=2000, description="What made the predictions.")
     predictions: dict[Annotated[str, Field(max_length=128)], list[dict[str, Any]]] = Field(
         description="Dataset name -> one object per example: its uid and the model's output "

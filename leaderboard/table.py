@@ -16,7 +16,8 @@ until the owner reveals the phase to the public.
 
 A viewer may weigh the datasets otherwise (:meth:`TaskTable.reweighted`): every average,
 the baseline's included, is then taken again with those weights; a perturbed copy
-follows its original's weight.
+follows its original's weight. Hidden sets then weigh 0: they count on the owner's
+weighting only, so that no two weightings tell a model's score on them.
 """
 
 from __future__ import annotations
@@ -107,9 +108,21 @@ class TaskTable:
 
     @property
     def weighable_datasets(self) -> list[str]:
-        """The original scoring datasets a viewer may weigh: hidden sets keep the owner's
-        weight, and their names are never shown."""
+        """The original scoring datasets a viewer may weigh: hidden sets are never named,
+        and a viewer's weights leave them out (:attr:`hidden_left_out`)."""
         return [d.name for d in self.originals if d.access != Access.HIDDEN]
+
+    @property
+    def hidden_left_out(self) -> list[str]:
+        """The hidden original sets a viewer's dataset weights leave out (weigh 0): kept at
+        the owner's weight, two weightings would solve for every model's score on them and
+        for their weight, which only the task's owner may see. They count on the owner's
+        weighting alone."""
+        return [
+            d.name
+            for d in self.originals
+            if d.access == Access.HIDDEN and self.dataset_weights.get(d.name, 0.0) > 0
+        ]
 
     @property
     def majority_perf(self) -> float | None:
@@ -120,7 +133,7 @@ class TaskTable:
         self, weights: Mapping[str, float] | None, *, cache: MemoryCache | None = None
     ) -> TaskTable:
         """This table with the original scoring datasets weighed by ``weights`` (names not
-        given keep the owner's weight); None gives the table itself.
+        given keep the owner's weight, hidden sets weigh 0); None gives the table itself.
 
         With a ``cache``, a versioned table keeps its rows' figures per outcome as arrays
         (:class:`_Counted`), so weights no request asked for before cost arithmetic, not
@@ -156,11 +169,12 @@ class TaskTable:
         if weights is None:
             return _own_figures(self, cache)
         chosen = check_weights(weights, known=self.weighable_datasets, what="dataset", partial=True)
-        merged = {**self.dataset_weights, **chosen}
+        left_out = dict.fromkeys(self.hidden_left_out, 0.0)
+        merged = {**self.dataset_weights, **chosen, **left_out}
         if not sum(merged.values()) > 0:
             raise InvalidWeightsError(
-                f"Every scoring dataset would weigh 0 with {_text(chosen)}; give at least one "
-                "a weight above 0"
+                f"Every dataset you may weigh would weigh 0 with {_text(chosen)}; give at least "
+                "one a weight above 0"
             )
         counted = _counted(self, cache) if cache is not None and self.version else None
         if counted is None:

@@ -189,20 +189,27 @@ def ranked_first(board: dict) -> dict:
 
 
 async def test_viewers_reweigh_datasets_and_hidden_sets_stay_unnamed(
-    client: httpx.AsyncClient,
+    client: httpx.AsyncClient, shared: Seeded
 ) -> None:
     board = (await client.get(f"/tasks/{TASK}/leaderboard")).json()
     assert board["dataset_weights"] == {"test": 1.0}  # hidden-test is scored, never named
+    assert board["hidden_sets_left_out"] == 0
     half = await client.get(f"/tasks/{TASK}/leaderboard", params={"dataset_weights": "test:0.5"})
     assert half.status_code == 200 and half.json()["dataset_weights"] == {"test": 0.5}
-    # Hidden sets keep the owner's weight: a smaller weight on the visible one moves perf.
-    before = {r["key"]: r["metrics"]["perf"] for r in board["rows"]}
-    after = {r["key"]: r["metrics"]["perf"] for r in half.json()["rows"]}
-    assert before.keys() == after.keys() and before != after
+    # A viewer's weights leave the hidden set out: kept at the owner's weight, two
+    # weightings would solve for each model's score on it (which only the owner may see).
+    assert half.json()["hidden_sets_left_out"] == 1
+    on_test = {m.key: m.per_dataset["test"]["perf"] for m in load_table(shared.ctx, TASK).ranked}
+    before = {r["key"]: r["metrics"]["perf"] for r in board["rows"] if r["rank"]}
+    after = {r["key"]: r["metrics"]["perf"] for r in half.json()["rows"] if r["rank"]}
+    assert before.keys() == after.keys() == on_test.keys() and before != after
+    assert after == pytest.approx(on_test)
     for params, says in [
         ({"dataset_weights": "hidden-test:2"}, "Unknown dataset 'hidden-test' in the weights"),
         ({"dataset_weights": "test:-1"}, "test:-1 is negative"),
         ({"dataset_weights": "test:1e400"}, "not a finite number"),
+        # Not the hidden set alone: every set a viewer may weigh at 0 is refused.
+        ({"dataset_weights": "test:0"}, "Every dataset you may weigh would weigh 0"),
     ]:
         response = await client.get(f"/tasks/{TASK}/leaderboard", params=params)
         assert response.status_code == 422
@@ -282,10 +289,11 @@ async def test_timed_runs_give_a_spread_and_a_busy_worker_is_marked(
     row = next(r for r in board["rows"] if r["name"] == "bow-logreg")
     assert row["contended"] is True and "60% of the worker's CPU" in row["load_note"]
     assert row["spread"]["throughput"]["low"] < row["spread"]["throughput"]["high"]
-    # The slowest and fastest run under each board's dataset weights, as the row's own runs.
+    # The slowest and fastest run under each board's dataset weights, as the row's own runs
+    # (the hidden set: the owner's weight on the owner's board, left out on a viewer's).
     entry = next(m for m in load_table(seeded.ctx, TASK).models if m.name == "bow-logreg")
-    for shown in (board, reweighed):
-        runs = throughput_runs(entry, shown["dataset_weights"])
+    for shown, hidden in ((board, {}), (reweighed, {"hidden-test": 0.0})):
+        runs = throughput_runs(entry, {**shown["dataset_weights"], **hidden})
         spread = next(r for r in shown["rows"] if r["name"] == "bow-logreg")["spread"]
         assert spread["throughput"] == {"low": min(runs), "high": max(runs)}
     others = [r for r in board["rows"] if r["rank"] and r["name"] != "bow-logreg"]

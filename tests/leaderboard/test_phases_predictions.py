@@ -192,6 +192,9 @@ async def test_phase_list_names_its_sets_but_never_their_size(app, seeded):
 
 
 async def test_predictions_are_scored_marked_and_ranked_by_the_one_rule(app, seeded):
+    # Before the phase, the board would count a hidden set predictions cannot cover: such a
+    # file is refused up front (tests/leaderboard/test_predictions_hostile.py).
+    await _phase(app, seeded)  # so the board counts the sets predictions can cover
     answer = await _post(
         app,
         f"/tasks/{TASK}/predictions",
@@ -201,7 +204,6 @@ async def test_predictions_are_scored_marked_and_ranked_by_the_one_rule(app, see
     )
     assert answer.status_code == 201, answer.text
     assert answer.json()["predictions_only"] and answer.json()["status"] == "finished"
-    await _phase(app, seeded)  # so the board counts the sets predictions can cover
     board = (await _get(app, f"/tasks/{TASK}/leaderboard", None, seeded)).json()
     row = next(r for r in board["rows"] if r["name"] == "oracle-preds")
     assert row["predictions_only"] and row["metrics"]["perf"] == pytest.approx(100.0)
