@@ -137,7 +137,8 @@ def _store(ctx: Context, data: bytes, written: list[str]) -> tuple[str, str]:
 
 
 def _check_name(name: str) -> None:
-    if not re.match(_NAME_PATTERN, name) or len(name) > 100:
+    # fullmatch: with match, "$" would let a final newline through.
+    if not re.fullmatch(_NAME_PATTERN, name) or len(name) > 100:
         raise InvalidDataset(
             f"Dataset name {name!r} must be letters, digits, '.', '_' or '-' (at most 100)"
         )

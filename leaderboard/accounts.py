@@ -120,7 +120,7 @@ ANONYMOUS = Principal(user_id=None)
 
 
 def _check_name(name: str) -> None:
-    if not _USER_NAME.match(name):
+    if not _USER_NAME.fullmatch(name):  # with match, "$" would let a final newline through
         raise UsageError(
             f"User name {name!r} must be 1-64 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"

@@ -349,7 +349,9 @@ def submissions_of(ctx: Context, user_id: int, *, limit: int = 200) -> list[Subm
 
 def _manageable(ctx: Context, principal: Principal, submission_id: int) -> Submission:
     principal.require_signed_in()
-    submission = get_submission(ctx, submission_id)
+    # One the caller may not see reads as missing, as its page does: "not yours" would
+    # tell that an unpublished submission of that number exists.
+    submission = visible_submission(ctx, principal, submission_id)
     if not principal.may_see_logs(task_id=submission.task_id, submitter_id=submission.user_id):
         raise PermissionDenied(
             f"Submission {submission_id} is not yours; only its submitter, the task owner or an "
@@ -427,7 +429,7 @@ def rerun(
 def set_baseline(
     ctx: Context, principal: Principal, submission_id: int, is_baseline: bool
 ) -> Submission:
-    submission = get_submission(ctx, submission_id)
+    submission = visible_submission(ctx, principal, submission_id)  # as _manageable
     principal.require_owner(submission.task_id, doing="mark baselines")
     with ctx.db.session() as session:
         session.execute(

@@ -1,4 +1,8 @@
-"""Sign-in throttling: a few wrong passwords per name and client, then a pause.
+"""Password throttling: a few wrong passwords per name and client, then a pause.
+
+Every place that checks a password goes through it (:meth:`LoginThrottle.verified`): the
+sign-in form, and changing one's password, where a stolen token or session would
+otherwise guess the account's password at full speed.
 
 Kept in the process's memory (``app.state.login_throttle``): a server of several
 processes limits each one, which still turns an online guessing attack from thousands of
@@ -11,10 +15,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
+
+from starlette.requests import Request
 
 from evalboard.core.errors import QuotaExceeded
 
-__all__ = ["LoginThrottle", "TooManyAttempts"]
+__all__ = ["LoginThrottle", "TooManyAttempts", "client_address", "login_throttle"]
+
+T = TypeVar("T")
 
 
 class TooManyAttempts(QuotaExceeded):
@@ -72,3 +81,27 @@ class LoginThrottle:
     def succeeded(self, name: str, client: str) -> None:
         with self._lock:
             self._failures.pop((name.lower(), client), None)
+
+    def verified(self, name: str, client: str, verify: Callable[[], T | None]) -> T | None:
+        """``verify()`` (a password check: None when wrong) under the limit: refused
+        (:class:`TooManyAttempts`) before it runs once the limit is reached, a wrong one
+        counted, a right one clearing the count."""
+        self.check(name, client)
+        found = verify()
+        if found is None:
+            self.failed(name, client)
+        else:
+            self.succeeded(name, client)
+        return found
+
+
+def login_throttle(request: Request) -> LoginThrottle:
+    """The server's throttle (made by ``create_app``)."""
+    throttle = request.app.state.login_throttle
+    assert isinstance(throttle, LoginThrottle)
+    return throttle
+
+
+def client_address(request: Request) -> str:
+    """The address a request came from, as the throttle keys it."""
+    return request.client.host if request.client else ""

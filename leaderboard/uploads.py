@@ -269,11 +269,23 @@ async def write_chunk(
 
 
 def _read_parts(ctx: Context, upload: Upload, out: IO[bytes] | None) -> None:
-    """Read the chunks in order (into ``out`` when given) while checking the sha256."""
+    """Read the chunks in order (into ``out`` when given) while checking the sha256.
+
+    Two requests writing the chunk at one offset at once both store it, the later over
+    the earlier, while only the first recorded counts: the stored chunks may then not
+    join into the file (none starts where the one before ends), which is the client's
+    to resend, not a server fault.
+    """
     digest = hashlib.sha256()
     offset = 0
     while offset < upload.size:
         part = _part_key(upload.id, offset)
+        if not ctx.artifacts.exists(part):
+            raise UsageError(
+                f"The chunks received do not join into the {upload.size}-byte file (none "
+                f"starts at byte {offset}: were two chunks sent at once?); upload the file "
+                "again, one chunk at a time"
+            )
         with ctx.artifacts.open(part) as source:
             while block := source.read(_COPY):
                 digest.update(block)

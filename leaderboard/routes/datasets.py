@@ -18,7 +18,6 @@ from datasets_registry import (
     ColumnMapping,
     add_dataset,
     export_examples,
-    get_dataset,
     get_task,
     list_datasets,
     parse_mapping,
@@ -65,10 +64,15 @@ def visible_datasets(ctx: Context, principal: Principal, task_id: str) -> list[D
 
 
 def _visible(ctx: Context, principal: Principal, task_id: str, name: str) -> Dataset:
-    dataset = get_dataset(ctx, task_id=task_id, name=name)
-    if dataset.access == Access.HIDDEN and not principal.owns(task_id):
-        raise NotFound(f"Task {task_id!r} has no dataset {name!r} you may see")
-    return dataset
+    """The named dataset, where the caller may see it. A hidden one reads as a missing one,
+    in the same words, and the names offered are those the caller may see: else the answer
+    would tell a hidden set's name, or that one is called so."""
+    visible = visible_datasets(ctx, principal, task_id)
+    found = next((d for d in visible if d.name == name), None)
+    if found is None:
+        known = sorted(d.name for d in visible)
+        raise NotFound.among(f"Dataset {name!r} of task {task_id!r}", known)
+    return found
 
 
 @router.get("", summary="List the datasets you may see")

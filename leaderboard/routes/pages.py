@@ -17,7 +17,7 @@ from leaderboard.auth import CtxDep, PrincipalDep, sign_in, sign_out
 from leaderboard.routes._page import flash, form_csrf, local_path, redirect, render
 from leaderboard.routes.tasks import task_public
 from leaderboard.submissions import cancel, rerun, submission_status
-from leaderboard.throttle import LoginThrottle
+from leaderboard.throttle import client_address, login_throttle
 from scoring import METRICS, WEIGHABLE_METRICS
 
 __all__ = ["router"]
@@ -42,13 +42,14 @@ def login_form(
 async def login(request: Request, ctx: CtxDep, principal: PrincipalDep) -> Any:
     form = await form_csrf(request)
     name, password = str(form.get("name", "")), str(form.get("password", ""))
-    client = request.client.host if request.client else ""
-    throttle = _login_throttle(request)
-    throttle.check(name, client)
-    user = await run_in_threadpool(authenticate, ctx, name, password)
+    user = await run_in_threadpool(
+        login_throttle(request).verified,
+        name,
+        client_address(request),
+        lambda: authenticate(ctx, name, password),
+    )
     target = local_path(str(form.get("next", "/ui")))
     if user is None:
-        throttle.failed(name, client)
         return render(
             request,
             "login.html",
@@ -57,7 +58,6 @@ async def login(request: Request, ctx: CtxDep, principal: PrincipalDep) -> Any:
             next=target,
             error="Wrong name or password.",
         )
-    throttle.succeeded(name, client)
     sign_in(request, user)
     flash(request, f"Signed in as {user.name}.")
     return redirect(target)
@@ -68,12 +68,6 @@ async def logout(request: Request, ctx: CtxDep) -> RedirectResponse:
     await form_csrf(request)
     await run_in_threadpool(sign_out, request, ctx)
     return redirect("/ui")
-
-
-def _login_throttle(request: Request) -> LoginThrottle:
-    throttle = request.app.state.login_throttle  # made by create_app
-    assert isinstance(throttle, LoginThrottle)
-    return throttle
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Path, Query, Request, status
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
 
@@ -36,6 +36,7 @@ from leaderboard.schemas import (
     UserPublic,
     from_row,
 )
+from leaderboard.throttle import client_address, login_throttle
 
 __all__ = ["router", "user_public"]
 
@@ -108,8 +109,17 @@ def remove_role(
     status_code=status.HTTP_204_NO_CONTENT,
     summary="Change your password (every session of yours ends)",
 )
-async def change_password(body: PasswordChange, ctx: CtxDep, principal: SignedInDep) -> None:
-    if await run_in_threadpool(authenticate, ctx, principal.name, body.current) is None:
+async def change_password(
+    body: PasswordChange, request: Request, ctx: CtxDep, principal: SignedInDep
+) -> None:
+    # Throttled as signing in is: else a stolen token guesses the password at full speed.
+    user = await run_in_threadpool(
+        login_throttle(request).verified,
+        principal.name,
+        client_address(request),
+        lambda: authenticate(ctx, principal.name, body.current),
+    )
+    if user is None:
         raise PermissionDenied("The current password is wrong; nothing changed")
     await run_in_threadpool(set_password, ctx, principal.name, body.new)
 

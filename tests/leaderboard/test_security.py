@@ -14,9 +14,12 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from datasets_registry import add_dataset
+from evalboard.core.errors import InvalidDataset, UsageError
 from evalboard.core.tables import Submission
-from leaderboard.accounts import authenticate
+from leaderboard.accounts import authenticate, create_user
 from leaderboard.body_limit import ANONYMOUS_MAX_BYTES
+from tests.helpers.tasks import write_jsonl
 from tests.leaderboard.conftest import make_client
 from tests.leaderboard.seeding import PASSWORD, TASK, Seeded
 from tests.leaderboard.test_pages import _csrf
@@ -110,6 +113,28 @@ async def test_repeated_wrong_passwords_are_throttled(app: FastAPI) -> None:
         assert locked.status_code == 429 and "Too many wrong passwords" in locked.text
         # Another account from the same client is not locked by alice's failures.
         assert (await attempt("bob", PASSWORD)).status_code == 303
+
+
+async def test_guessing_through_a_password_change_is_throttled(
+    app: FastAPI, seeded: Seeded
+) -> None:
+    """A stolen token or session must not guess the account's password at full speed."""
+    async with make_client(app, seeded.tokens["alice"]) as alice:
+
+        async def change(current: str) -> httpx.Response:
+            return await alice.put(
+                "/users/me/password", json={"current": current, "new": "a-new-long-password"}
+            )
+
+        for _ in range(10):
+            assert (await change("wrong-guess")).status_code == 403
+        locked = await change(PASSWORD)
+        assert locked.status_code == 429 and "Too many wrong passwords" in locked.text
+    # The sign-in form counts the same failures: one limit per name and client.
+    async with make_client(app) as client:
+        token = _csrf((await client.get("/ui/login")).text)
+        form = {"name": "alice", "password": PASSWORD, "csrf_token": token}
+        assert (await client.post("/ui/login", data=form)).status_code == 429
 
 
 def test_an_unknown_name_costs_as_much_as_a_wrong_password(seeded: Seeded) -> None:
@@ -284,3 +309,53 @@ async def test_a_weight_given_twice_is_refused(client: httpx.AsyncClient) -> Non
     response = await client.get(f"/tasks/{TASK}/leaderboard", params={"weights": "perf:1,perf:0"})
     assert response.status_code == 422
     assert "given twice" in response.text
+
+
+async def test_a_hidden_dataset_reads_as_a_missing_one(app: FastAPI, seeded: Seeded) -> None:
+    """Neither the names offered nor the wording tells a hidden set's name to a viewer."""
+    async with make_client(app) as viewer:
+        hidden = await viewer.get(f"/tasks/{TASK}/datasets/hidden-test")
+        missing = await viewer.get(f"/tasks/{TASK}/datasets/no-such-set")
+    assert hidden.status_code == missing.status_code == 404
+    assert "hidden" not in missing.json()["detail"]
+    assert hidden.json()["detail"] == missing.json()["detail"].replace(
+        "'no-such-set'", "'hidden-test'"
+    )
+    async with make_client(app, seeded.tokens["owner"]) as owner:
+        assert (await owner.get(f"/tasks/{TASK}/datasets/hidden-test")).status_code == 200
+        missing = await owner.get(f"/tasks/{TASK}/datasets/no-such-set")
+    assert "hidden-test" in missing.json()["detail"]  # the owner's own, named
+
+
+async def test_another_users_unpublished_submission_reads_as_missing(
+    app: FastAPI, seeded: Seeded
+) -> None:
+    """Managing it answers as reading it does: "not yours" would tell that it exists."""
+    roberta = seeded.submissions["roberta-large"]  # alice's
+    with seeded.ctx.db.session() as session:
+        submission = session.get(Submission, roberta)
+        assert submission is not None
+        submission.published = False
+    async with make_client(app, seeded.tokens["bob"]) as bob:
+        answers = [
+            await bob.get(f"/submissions/{roberta}"),
+            await bob.post(f"/submissions/{roberta}/cancel"),
+            await bob.post(f"/submissions/{roberta}/rerun"),
+            await bob.put(f"/submissions/{roberta}/baseline", json={"is_baseline": True}),
+        ]
+    assert [a.status_code for a in answers] == [404] * 4
+    assert {a.json()["detail"] for a in answers} == {f"No submission {roberta}"}
+    async with make_client(app, seeded.tokens["bob"]) as bob:  # a published one: it exists
+        refused = await bob.post(f"/submissions/{seeded.submissions['bow-logreg']}/cancel")
+    assert refused.status_code == 403
+
+
+@pytest.mark.parametrize("name", ["newline\n", "a\nb", "trailing\r\n"])
+def test_a_name_with_a_line_break_is_refused(seeded: Seeded, tmp_path: Path, name: str) -> None:
+    """A dataset so named could never be downloaded (a header cannot hold it)."""
+    rows = [{"uid": "1", "statement": "fine", "label": "positive"}]
+    path = write_jsonl(tmp_path / "d.jsonl", rows)
+    with pytest.raises(InvalidDataset, match="must be letters"):
+        add_dataset(seeded.ctx, task_id=TASK, name=name, path=path)
+    with pytest.raises(UsageError, match="User name"):
+        create_user(seeded.ctx, name, password="a-long-enough-password")

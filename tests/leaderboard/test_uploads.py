@@ -208,3 +208,43 @@ async def test_someone_elses_upload_is_not_found(
         url = f"/uploads/{upload['id']}"
         assert (await alice.get(url)).status_code == 404
         assert (await alice.patch(url, params={"offset": 0}, content=b"x")).status_code == 404
+
+
+async def test_a_chunk_written_twice_at_once_is_refused_plainly_at_completion(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    """Two requests with the chunk at one offset: the later stored over the earlier, the
+    earlier recorded. The chunks then do not join; completing says so (not a server error
+    that keeps the upload, and one of the user's open-upload slots, until it expires)."""
+    from collections.abc import AsyncIterator
+
+    from evalboard.core.errors import Conflict, UsageError
+    from evalboard.core.states import UploadState
+    from leaderboard.accounts import principal_for_token
+    from leaderboard.schemas import UploadCreate
+    from leaderboard.uploads import complete_upload, create_upload, get_upload, write_chunk
+
+    ctx = seeded.ctx
+    bob = principal_for_token(ctx, seeded.tokens["bob"])
+    assert bob is not None
+    data = make_bundle(tmp_path).read_bytes()
+    sha256 = hashlib.sha256(data).hexdigest()
+    upload = create_upload(
+        ctx, bob, UploadCreate(task=TASK, filename="m.tar.gz", size=len(data), sha256=sha256)
+    )
+
+    async def once(body: bytes) -> AsyncIterator[bytes]:
+        yield body
+
+    async def overtaken() -> AsyncIterator[bytes]:
+        yield data[:90_000]
+        # Meanwhile another request writes a shorter chunk at the same offset, recorded first.
+        await write_chunk(ctx, bob, upload.id, offset=0, chunks=once(data[:40_000]))
+
+    with pytest.raises(Conflict, match="at the same time"):
+        await write_chunk(ctx, bob, upload.id, offset=0, chunks=overtaken())
+    rest = await write_chunk(ctx, bob, upload.id, offset=40_000, chunks=once(data[40_000:]))
+    assert rest.received == len(data)
+    with pytest.raises(UsageError, match="do not join into the"):
+        complete_upload(ctx, bob, upload.id)
+    assert get_upload(ctx, bob, upload.id).state == UploadState.REJECTED
