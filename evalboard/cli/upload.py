@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from submission_sandbox import Manifest
 
-__all__ = ["upload", "upload_bundle"]
+__all__ = ["UploadInterrupted", "upload", "upload_bundle"]
 
 
 def _sha256(path: Path) -> str:
@@ -74,6 +74,60 @@ def _announced(archive: Path, manifest: Manifest, release_of: int | None) -> dic
     return body
 
 
+class UploadInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an upload the server holds: ``upload_id`` continues it (``--resume``)."""
+
+    def __init__(self, upload_id: str) -> None:
+        super().__init__(upload_id)
+        self.upload_id = upload_id
+
+
+def _send(
+    client: httpx.Client,
+    archive: Path,
+    state: dict[str, Any],
+    *,
+    step: int,
+    on_progress: Callable[[int, int], None] | None,
+    retries: int,
+) -> dict[str, Any]:
+    """Send the chunks the server does not hold yet; after a dropped connection or a server
+    error, ask what it holds and go on from there, ``retries`` times in a row at most."""
+    import httpx
+
+    size = archive.stat().st_size
+    failures = 0
+    stale = False  # after a failure, what the server holds must be asked before sending
+    with archive.open("rb") as handle:
+        while stale or state["received"] < size:
+            try:
+                if stale:
+                    state = checked(client.get(f"/uploads/{state['id']}"))
+                    stale = False
+                    continue
+                offset = int(state["received"])
+                if on_progress is not None:
+                    on_progress(offset, size)
+                handle.seek(offset)
+                response = client.patch(
+                    f"/uploads/{state['id']}",
+                    params={"offset": offset},
+                    content=handle.read(step),
+                    headers={"Content-Type": "application/octet-stream"},
+                )
+                if response.status_code == 409 or response.status_code >= 500:
+                    raise httpx.TransportError(f"server answered {response.status_code}")
+                state = checked(response)
+                failures = 0
+            except httpx.TransportError:
+                failures += 1
+                if failures > retries:
+                    raise
+                time.sleep(min(2.0**failures * 0.25, 10))
+                stale = True
+    return state
+
+
 def upload_bundle(
     source: Path,
     *,
@@ -108,37 +162,49 @@ def upload_bundle(
         else:
             state = checked(client.post("/uploads", json=_announced(archive, manifest, release_of)))
         step = chunk_size or int(state["chunk_size"])
-        failures = 0
-        with archive.open("rb") as handle:
-            while state["received"] < size:
-                offset = int(state["received"])
-                if on_progress is not None:
-                    on_progress(offset, size)
-                handle.seek(offset)
-                data = handle.read(step)
-                try:
-                    response = client.patch(
-                        f"/uploads/{state['id']}",
-                        params={"offset": offset},
-                        content=data,
-                        headers={"Content-Type": "application/octet-stream"},
-                    )
-                    if response.status_code == 409 or response.status_code >= 500:
-                        raise httpx.TransportError(f"server answered {response.status_code}")
-                    state = checked(response)
-                    failures = 0
-                except httpx.TransportError:
-                    failures += 1
-                    if failures > retries:
-                        raise PlatformError(
-                            f"The connection to {server} kept failing; resume later with "
-                            f"--resume {state['id']}"
-                        ) from None
-                    time.sleep(min(2.0**failures * 0.25, 10))
-                    state = checked(client.get(f"/uploads/{state['id']}"))
-        if on_progress is not None:
-            on_progress(size, size)
-        return checked(client.post(f"/uploads/{state['id']}/complete", timeout=600))
+        try:
+            state = _send(
+                client, archive, state, step=step, on_progress=on_progress, retries=retries
+            )
+            if on_progress is not None:
+                on_progress(size, size)
+            # Completing twice returns the same submission: a resume after this is safe too.
+            return checked(client.post(f"/uploads/{state['id']}/complete", timeout=600))
+        except httpx.TransportError:
+            raise PlatformError(
+                f"The connection to {server} kept failing; resume later with --resume {state['id']}"
+            ) from None
+        except KeyboardInterrupt:
+            raise UploadInterrupted(state["id"]) from None
+
+
+def _upload_showing_progress(
+    bundle: Path, server: str, token: str, resume: str | None, release_of: int | None
+) -> dict[str, Any]:
+    """:func:`upload_bundle`, with a progress bar where stderr is a terminal."""
+    if err_console.is_terminal:
+        bar = Progress(
+            TextColumn("uploading {task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=err_console,
+        )
+        with bar:
+            task_id = bar.add_task(bundle.name, total=None)
+            return upload_bundle(
+                bundle,
+                server=server,
+                token=token,
+                resume=resume,
+                release_of=release_of,
+                on_progress=lambda done, total: bar.update(task_id, completed=done, total=total),
+            )
+    else:
+        return upload_bundle(
+            bundle, server=server, token=token, resume=resume, release_of=release_of
+        )
 
 
 def upload(
@@ -158,29 +224,17 @@ def upload(
     as_json: bool = typer.Option(False, "--json", help="Print the submission as JSON."),
 ) -> None:
     """Upload a model; its evaluation is queued at once."""
-    if err_console.is_terminal:
-        bar = Progress(
-            TextColumn("uploading {task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            console=err_console,
+    try:
+        status = _upload_showing_progress(bundle, server, token, resume, release_of)
+    except UploadInterrupted as stop:
+        err_console.print(
+            f"Interrupted; the server keeps the upload for a while: continue it with "
+            f"`evalboard model upload {bundle} --resume {stop.upload_id}` "
+            "(same --server and --token)",
+            highlight=False,
+            soft_wrap=True,
         )
-        with bar:
-            task_id = bar.add_task(bundle.name, total=None)
-            status = upload_bundle(
-                bundle,
-                server=server,
-                token=token,
-                resume=resume,
-                release_of=release_of,
-                on_progress=lambda done, total: bar.update(task_id, completed=done, total=total),
-            )
-    else:
-        status = upload_bundle(
-            bundle, server=server, token=token, resume=resume, release_of=release_of
-        )
+        raise typer.Exit(130) from None
     if as_json:
         print_json(status)
         return
