@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from evalboard.core.errors import InvalidBundle
+from evalboard.core.errors import InvalidBundle, UsageError
 from submission_sandbox.archive import ArchiveCaps, is_archive, unpack_archive
 from submission_sandbox.manifest import Manifest, Runtime, load_manifest
 
@@ -25,6 +25,7 @@ __all__ = ["Bundle", "bundle_digest", "iter_bundle_files", "load_bundle", "packa
 
 _IGNORED_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".mypy_cache", ".pytest_cache", ".venv"}
 _IGNORED_FILES = {".DS_Store", "Thumbs.db"}
+_PACKAGE_SUFFIXES = (".tar.gz", ".tgz")  # package_bundle writes a gzip tarball
 
 
 @dataclass(frozen=True)
@@ -154,19 +155,46 @@ def package_bundle(source: Path, output: Path | None = None) -> tuple[Path, str]
     """Write ``source`` (a bundle directory) as a reproducible .tar.gz; returns (path, sha256).
 
     The sha256 returned is the bundle's canonical digest (the one the server records), not
-    the archive file's.
+    the archive file's. The archive appears whole or not at all.
+
+    Raises:
+        InvalidBundle: the bundle does not validate, or ``output`` lies inside it.
+        UsageError: ``output`` is not named .tar.gz/.tgz, or cannot be written.
     """
+    if output is not None and output.is_dir():
+        raise UsageError(f"{output} is a directory; name the archive, e.g. {output}/model.tar.gz")
+    if output is not None and not output.name.endswith(_PACKAGE_SUFFIXES):
+        raise UsageError(
+            f"{output}: the archive written is a gzip tarball; name it .tar.gz or .tgz "
+            f"(e.g. {output.with_name(output.name.partition('.')[0] or 'model')}.tar.gz)"
+        )
     bundle = load_bundle(source)
     output = output or source.resolve().parent / f"{bundle.manifest.name}.tar.gz"
     if output.resolve().is_relative_to(bundle.path):
         raise InvalidBundle(f"write the archive outside the bundle, not to {output}")
+    partial = output.with_name(f".{output.name}.partial")
+    try:
+        _write_archive(bundle.path, partial)
+        os.replace(partial, output)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise UsageError(
+            f"cannot write {output}: {exc.strerror}; choose a writable path ending .tar.gz"
+        ) from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return output, bundle.sha256
+
+
+def _write_archive(root: Path, output: Path) -> None:
     # gzip by hand: tarfile's "w:gz" writes the file name and time into the gzip header.
     with (
         open(output, "wb") as raw,
         gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zipped,
         tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar,
     ):
-        for relative, path in iter_bundle_files(bundle.path):
+        for relative, path in iter_bundle_files(root):
             info = tarfile.TarInfo(str(relative))
             info.size = path.stat().st_size
             info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
@@ -174,4 +202,3 @@ def package_bundle(source: Path, output: Path | None = None) -> tuple[Path, str]
             info.uname = info.gname = ""
             with open(path, "rb") as handle:
                 tar.addfile(info, handle)
-    return output, bundle.sha256

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -108,6 +110,104 @@ _SPAN_PREDICT = """        outputs = []
         return outputs"""
 
 
+def _model_name(name: str | None, directory: Path) -> str:
+    """The bundle's name, checked by the manifest's own rule before anything is written."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from submission_sandbox import Manifest
+
+    field = Manifest.model_fields["name"]
+    chosen = name if name is not None else directory.resolve().name.lower().replace("_", "-")
+    rule = TypeAdapter(Annotated[str, field])
+    try:
+        return rule.validate_python(chosen)
+    except ValidationError as exc:
+        problem = exc.errors()[0]["msg"]
+    slug = re.sub(r"[^a-z0-9]+", "-", chosen.lower()).strip("-")[:64].strip("-") or "my-model"
+    origin = "--name" if name is not None else "the directory's name"
+    allowed = (field.description or "").partition(": ")[2].rstrip(".")
+    raise UsageError(
+        f"{origin} {chosen!r} is not a valid model name: {problem} ({allowed}); pass --name {slug}"
+    )
+
+
+def _check_directory(directory: Path) -> None:
+    """Refuse a bundle directory that exists and is not empty, or cannot be made."""
+    try:
+        existing = next(path for path in [directory, *directory.parents] if path.exists())
+        if not existing.is_dir():
+            raise UsageError(
+                f"cannot create the bundle directory {directory}: {existing} is a file, not a "
+                "directory; choose a new directory"
+            )
+        if existing == directory and any(directory.iterdir()):
+            raise UsageError(f"{directory} is not empty; choose a new directory")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot use {directory} as the bundle directory: {exc.strerror}; "
+            "choose a directory you can write"
+        ) from None
+
+
+def _make_directory(directory: Path) -> Path | None:
+    """Create ``directory`` (checked); returns the topmost folder made, to undo."""
+    try:
+        created = next(
+            (path for path in reversed([directory, *directory.parents]) if not path.exists()),
+            None,
+        )
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot create the bundle directory {directory}: {exc.strerror}; "
+            "choose a directory you can write"
+        ) from None
+    return created
+
+
+def _undo(directory: Path, created: Path | None) -> None:
+    """Remove what ``init`` made: the folders it created, or the files it put in an empty
+    one."""
+    if created is not None:
+        shutil.rmtree(created, ignore_errors=True)
+        return
+    for path in directory.iterdir():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _manifest_text(model_name: str, spec: TaskSpec, runtime: str) -> str:
+    """``evalboard.yaml`` as YAML a value cannot break; ``runtime`` is the template's lines."""
+    import yaml
+
+    fields: dict[str, Any] = {"name": model_name, "task": spec.id, **yaml.safe_load(runtime)}
+    if "labels" in fields:
+        # The template's text leaves labels unquoted (a label "yes" or "a: b" would change
+        # meaning); its order is the sorted labels.
+        fields["labels"] = sorted(spec.output.labels or [])
+    fields |= {"batch_size": 32, "gpus": 0}
+    return yaml.dump(
+        fields, Dumper=_manifest_dumper(), sort_keys=False, allow_unicode=True, width=2**16
+    )
+
+
+def _manifest_dumper() -> type[Any]:
+    """A safe dumper writing block mappings and one-line lists (the onnx train.py replaces
+    the `labels:` line)."""
+    import yaml
+
+    class ManifestDumper(yaml.SafeDumper):
+        pass
+
+    def one_line(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+    ManifestDumper.add_representer(list, one_line)
+    return ManifestDumper
+
+
 @app.command("init")
 def init(
     directory: Path = typer.Argument(..., help="Where to create the bundle (new or empty)."),
@@ -128,43 +228,53 @@ def init(
         raise UsageError(f"Unknown template {kind!r}; known: {', '.join(TEMPLATES)}")
     from submission_sandbox import MANIFEST_NAME
 
+    _check_directory(directory)
+    model_name = _model_name(name, directory)
     spec = _task(task_id, task_file)
-    if directory.exists() and any(directory.iterdir()):
-        raise UsageError(f"{directory} is not empty; choose a new directory")
-    model_name = name or directory.resolve().name.lower().replace("_", "-")
-    head = f"name: {model_name}\ntask: {spec.id}\n"
-    tail = "batch_size: 32\ngpus: 0\n"
-    directory.mkdir(parents=True, exist_ok=True)
-    if kind == "transformers":
-        try:
+    created = _make_directory(directory)
+    try:
+        if kind == "transformers":
             runtime = write_transformers_template(directory, spec, SAMPLE_SENTENCES)
-            (directory / MANIFEST_NAME).write_text(head + runtime + tail)
-        except BaseException:
-            shutil.rmtree(directory)  # nothing half-written
-            raise
+            (directory / MANIFEST_NAME).write_text(_manifest_text(model_name, spec, runtime))
+        elif kind != "python":
+            runtime = write_trained_template(kind, directory, spec, name=model_name)
+            (directory / MANIFEST_NAME).write_text(_manifest_text(model_name, spec, runtime))
+            train_placeholder(directory, spec, SAMPLE_SENTENCES)
+        else:
+            runtime = "runtime: python\nentry: handler:Model\n"
+            (directory / MANIFEST_NAME).write_text(_manifest_text(model_name, spec, runtime))
+            _write_handler(directory, spec, model_name)
+    except OSError as exc:
+        _undo(directory, created)  # nothing half-written
+        raise UsageError(
+            f"cannot write the bundle in {directory}: {exc.strerror}; "
+            "choose a directory you can write"
+        ) from None
+    except BaseException:
+        _undo(directory, created)
+        raise
+    if kind == "transformers":
         console.print(
             f"Created bundle [bold]{directory}[/bold] (transformers) for task "
             f"[bold]{spec.id}[/bold] with a tiny random placeholder in model/.\n"
             "Next: model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR) of your "
             f"own into {directory}/model, then `evalboard model test {directory}`."
         )
-        return
-    if kind != "python":
-        try:
-            runtime = write_trained_template(kind, directory, spec, name=model_name)
-            (directory / MANIFEST_NAME).write_text(head + runtime + tail)
-            train_placeholder(directory, spec, SAMPLE_SENTENCES)
-        except BaseException:
-            shutil.rmtree(directory)  # nothing half-written
-            raise
+    elif kind != "python":
         console.print(
             f"Created bundle [bold]{directory}[/bold] ({kind}) for task [bold]{spec.id}[/bold], "
             "trained on placeholder sentences.\n"
             f"Next: `python {directory}/train.py YOUR.jsonl`, then "
             f"`evalboard model test {directory}`."
         )
-        return
-    (directory / MANIFEST_NAME).write_text(head + "runtime: python\nentry: handler:Model\n" + tail)
+    else:
+        console.print(
+            f"Created bundle [bold]{directory}[/bold] for task [bold]{spec.id}[/bold].\n"
+            f"Next: edit handler.py, then `evalboard model test {directory}`."
+        )
+
+
+def _write_handler(directory: Path, spec: TaskSpec, model_name: str) -> None:
     if spec.output.type == "span":
         output_doc = '{"answer": a substring of the context, "conf": 0..1}.'
         init_code, predict_code = "", _SPAN_PREDICT
@@ -183,10 +293,6 @@ def init(
             predict=predict_code,
         )
     )
-    console.print(
-        f"Created bundle [bold]{directory}[/bold] for task [bold]{spec.id}[/bold].\n"
-        f"Next: edit handler.py, then `evalboard model test {directory}`."
-    )
 
 
 @app.command("test")
@@ -198,6 +304,11 @@ def test(
     timeout_s: float = typer.Option(600, help="Wall-clock limit for the whole test."),
 ) -> None:
     """Run the bundle in the server's sandbox on sample inputs and check every output."""
+    if not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise UsageError(
+            f"--timeout-s {timeout_s:g}: the limit must be a positive, finite number of "
+            "seconds, e.g. --timeout-s 60"
+        )
     from datasets_registry import OutputProblem
     from evaluator import check_bundle_fits, measure
     from submission_sandbox import SandboxFailure, check_bundle_task, load_bundle, open_sandbox
