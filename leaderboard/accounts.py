@@ -32,6 +32,7 @@ __all__ = [
     "ANONYMOUS",
     "Principal",
     "authenticate",
+    "check_grant",
     "create_token",
     "create_user",
     "end_sessions",
@@ -176,16 +177,27 @@ def _grant(session: Session, user_id: int, role: Role, task_id: str | None) -> R
     )
 
 
-def grant_role(ctx: Context, name: str, role: Role, *, task_id: str | None = None) -> None:
-    """Give ``role`` to a user (per task or platform-wide); granting twice is a no-op."""
+def check_grant(ctx: Context, role: Role, *, task_id: str | None = None) -> None:
+    """Refuse what :func:`grant_role` refuses, before anything is made (a new user whose
+    grant is refused is not left behind)."""
+    with ctx.db.session() as session:
+        _check_grant(session, role, task_id)
+
+
+def _check_grant(session: Session, role: Role, task_id: str | None) -> None:
     if role is Role.ADMIN:
         raise UsageError("admin is not a grant; create the user with --admin")
     if role is Role.OWNER and task_id is None:
         raise UsageError("owner is a per-task role; name the task (--task T)")
+    if task_id is not None and session.get(Task, task_id) is None:
+        raise NotFound(f"Unknown task {task_id!r}")
+
+
+def grant_role(ctx: Context, name: str, role: Role, *, task_id: str | None = None) -> None:
+    """Give ``role`` to a user (per task or platform-wide); granting twice is a no-op."""
     user = get_user(ctx, name)
     with ctx.db.session() as session:
-        if task_id is not None and session.get(Task, task_id) is None:
-            raise NotFound(f"Unknown task {task_id!r}")
+        _check_grant(session, role, task_id)
         if _grant(session, user.id, role, task_id) is None:
             session.add(RoleGrant(user_id=user.id, role=role.value, task_id=task_id))
     end_sessions(ctx, user.id)  # a changed role signs in afresh

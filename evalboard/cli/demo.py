@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from evalboard.cli._context import context
+from evalboard.cli._listener import bind_listener
 from evalboard.cli._output import console, err_console, print_table, progress, warn
 
 __all__ = ["demo"]
@@ -67,23 +68,6 @@ def _print_board(ctx: Any, task_id: str) -> None:
         warn(f"not ranked: {pending.name} ({pending.status})")
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise typer.BadParameter(
-            f"cannot listen on {host}:{port} ({exc.strerror}); pick another with --port "
-            "(0: any free port)",
-            param_hint="--port",
-        ) from None
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
-
-
 def demo(
     serve: bool = typer.Option(
         True, "--serve/--no-serve", help="Serve the leaderboard afterwards (--no-serve: exit)."
@@ -106,7 +90,7 @@ def demo(
     from evaluator import WorkerPool
 
     ctx = context()
-    listener = _bind(host, port) if serve else None  # fail before minutes of work
+    listener = bind_listener(host, port) if serve else None  # fail before minutes of work
     try:
         with progress() as bar:
             result = run_demo(

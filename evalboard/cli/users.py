@@ -9,6 +9,7 @@ from rich.table import Table
 
 from evalboard.cli._context import context
 from evalboard.cli._output import console, print_table
+from evalboard.core.errors import UsageError
 from evalboard.core.states import Role
 
 __all__ = ["token_app", "user_app"]
@@ -43,13 +44,20 @@ def add(
     ),
 ) -> None:
     """Add a user: a researcher, plus any --role given (owner needs --task)."""
-    from leaderboard.accounts import create_user, grant_role
+    from leaderboard.accounts import check_grant, create_user, grant_role
 
     ctx = context()
+    grants = [item for item in role if item is not Role.RESEARCHER]
+    if task is not None and not grants:
+        raise UsageError(
+            f"--task {task} names the task of a role; give the role too (--role owner, "
+            "annotator or monitor)"
+        )
+    for item in grants:  # a refused grant leaves no user behind
+        check_grant(ctx, item, task_id=task)
     create_user(ctx, name, password=_password(password), is_admin=admin)
-    for item in role:
-        if item is not Role.RESEARCHER:
-            grant_role(ctx, name, item, task_id=task)
+    for item in grants:
+        grant_role(ctx, name, item, task_id=task)
     roles = ", ".join(
         ["admin"] * admin
         + ["researcher"]
@@ -84,6 +92,12 @@ def password(
     """Set a user's password; every browser session of the user ends."""
     from leaderboard.accounts import set_password
 
+    if new is None and not sys.stdin.isatty():
+        # Never an empty password by default: that would end password sign-in silently.
+        raise UsageError(
+            "No new password given and no terminal to ask on; pass --password P "
+            "(--password '' for API tokens only)"
+        )
     set_password(context(), name, _password(new))
     console.print(f"{name}'s password is changed; their sessions have ended.")
 

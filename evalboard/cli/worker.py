@@ -10,7 +10,7 @@ import typer
 
 from evalboard.cli._context import context
 from evalboard.cli._output import err_console, warn
-from evalboard.cli._sandbox import SANDBOX_HELP
+from evalboard.cli._sandbox import SANDBOX_HELP, chosen_sandbox
 from evalboard.core.errors import UsageError
 from evalboard.core.states import DEFAULT_LEASE_S
 
@@ -49,6 +49,9 @@ def worker(
             f"Unknown queue(s) {', '.join(unknown) or '(none)'} in --queues; "
             f"known: {', '.join(_QUEUES)}"
         )
+    # A typo is refused before any job is claimed (each would fail on it, attempt after
+    # attempt); `auto` is still chosen per job, as its bundle and limits decide.
+    chosen_sandbox(sandbox, choose=False)
     if "gpu" in names:
         from evaluator import gpu_name
 

@@ -20,6 +20,9 @@ __all__ = ["MIN_SECRET_LENGTH", "PUBLISHED_SECRETS", "Settings", "get_settings"]
 PUBLISHED_SECRETS = frozenset({"evalboard-development-secret-change-me"})
 MIN_SECRET_LENGTH = 32
 _MAKE_ONE = "(e.g. `python3 -c 'import secrets; print(secrets.token_hex(32))'`)"
+#: Broker URL schemes a worker can use (Redis, RabbitMQ); kombu's name for the transport
+#: is what comes before ``://`` (and before any ``+``).
+BROKER_SCHEMES = ("redis", "rediss", "sentinel", "amqp", "amqps", "pyamqp")
 
 
 def _default_data_dir() -> Path:
@@ -151,6 +154,19 @@ class Settings(BaseSettings):
         "parsed in memory, about 20 times its size); other bodies (multipart forms, "
         "upload chunks) may reach max_request_bytes.",
     )
+
+    @model_validator(mode="after")
+    def _refuse_unknown_broker(self) -> Settings:
+        # A model-level check: its message never echoes the URL, which may hold a password.
+        scheme, found, _ = self.broker_url.partition("://")
+        if self.broker_url and (not found or scheme.partition("+")[0] not in BROKER_SCHEMES):
+            given = f"scheme {scheme!r}" if found else "no scheme"
+            raise ValueError(
+                f"EVALBOARD_BROKER_URL has {given}; supported: "
+                f"{', '.join(s + '://' for s in BROKER_SCHEMES)} (unset it for the inline "
+                "worker)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _fill_defaults_and_refuse_weak_secrets(self) -> Settings:

@@ -103,7 +103,12 @@ def _targets(
     top: int | None,
     ranking: Ranking | None,
 ) -> list[int]:
-    if (submission_ids is None) == (top is None):
+    if submission_ids is None and top is None:
+        raise UsageError(
+            "Name the target submissions: the top K of the leaderboard (--top K) or "
+            "submission ids (--submission ID, repeated)"
+        )
+    if submission_ids is not None and top is not None:
         raise UsageError("Choose the targets either by submission ids or as the top K, not both")
     if top is not None:
         if top < 1:
