@@ -178,6 +178,10 @@ def load_task_spec(path: Path) -> TaskSpec:
         raise InvalidTaskSpec(
             f"Task file {path} is not UTF-8 text; is it the right file?"
         ) from None
+    except OSError as exc:  # a directory, no permission: the path, not the spec
+        raise InvalidTaskSpec(
+            f"Cannot read the task file {path}: {exc.strerror or exc}; give a readable YAML file"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

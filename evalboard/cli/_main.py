@@ -8,6 +8,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 import typer
+from rich.text import Text
 
 from evalboard import __version__
 from evalboard.cli._output import err_console
@@ -87,6 +88,14 @@ def __getattr__(name: str) -> typer.Typer:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _show_error(message: str) -> None:
+    """``error: MESSAGE`` on stderr, the prefix styled and the message as written: a name,
+    a path or a pattern in it (``^[a-z0-9]*$``) is never read as rich markup."""
+    # soft_wrap: one line in a pipe or a CI log, however long (a terminal wraps it).
+    line = Text.assemble(("error:", "bold red"), " ", message)
+    err_console.print(line, highlight=False, soft_wrap=True)
+
+
 def _show_click_error(exc: typer.TyperException) -> None:
     """A usage mistake as one error line and one hint line, never a traceback."""
     message = exc.format_message().strip()
@@ -94,7 +103,7 @@ def _show_click_error(exc: typer.TyperException) -> None:
         # A group called without its sub-command: typer has printed its help already.
         return
     ctx = getattr(exc, "ctx", None)
-    err_console.print(f"[bold red]error:[/bold red] {message}", highlight=False, soft_wrap=True)
+    _show_error(message)
     if ctx is not None:
         usage = ctx.get_usage().removeprefix("Usage: ")
         err_console.print(
@@ -133,10 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         _show_click_error(exc)
         return 2
     except EvalboardError as exc:
-        # soft_wrap: one line in a pipe or a CI log, however long (a terminal wraps it).
-        err_console.print(
-            f"[bold red]error:[/bold red] {exc.message}", highlight=False, soft_wrap=True
-        )
+        _show_error(exc.message)
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("Interrupted.")
@@ -144,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if not _is_scoring_error(exc):
             raise
-        err_console.print(f"[bold red]error:[/bold red] {exc}", highlight=False)
+        _show_error(str(exc))
         return 2
     return result if isinstance(result, int) else 0
 

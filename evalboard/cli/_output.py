@@ -44,6 +44,7 @@ def print_or_describe(data: Any, *, as_json: bool, describe: Callable[[Any], Non
 
 
 def _plain(cell: object) -> str:
+    # A str cell is the code's own markup, read as a terminal reads it; data is Text.
     text = Text.from_markup(cell) if isinstance(cell, str) else cell
     value = text.plain if isinstance(text, Text) else str(text)
     return " ".join(value.split("\t")).replace("\n", " ")
@@ -55,6 +56,10 @@ def print_table(table: Table, *, to: Console | None = None) -> None:
     Off a terminal (``| grep``, ``| cut -f2``, a log) rich would squeeze the table into
     80 columns and cut values with an ellipsis; the plain rendering keeps every value
     whole, a header line first, one row per line, no title and no markup.
+
+    A ``str`` cell is read as rich markup (``"[red]failed[/red]"``), on a terminal and off
+    it alike; a cell that holds data (a name, a title, free text) goes in as ``Text(value)``
+    so that its square brackets show as written.
     """
     target = to or console
     if target.is_terminal:
@@ -72,7 +77,8 @@ def say(text: str, *, to: Console | None = None) -> None:
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+    """``warning: MESSAGE`` on stderr; the message is never read as markup."""
+    err_console.print(Text.assemble(("warning:", "yellow"), " ", message), highlight=False)
 
 
 class _PlainProgress:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -12,6 +13,7 @@ from rich.table import Table
 
 from evalboard.cli._context import context
 from evalboard.cli._output import console, print_json, print_table
+from evalboard.core.errors import UsageError
 from evalboard.core.states import Access
 
 if TYPE_CHECKING:
@@ -181,6 +183,12 @@ def export(
     """Export a dataset as canonical JSON lines."""
     from datasets_registry import export_examples, get_dataset
 
+    if out is not None:
+        # Refused before the export is read, as evaluate refuses its --json.
+        if out.is_dir():
+            raise UsageError(f"--out {out} is a directory; give a file name")
+        if out.exists() and not os.access(out, os.W_OK):
+            raise UsageError(f"--out {out} is read-only; give another file")
     ctx = context()
     dataset = get_dataset(ctx, task_id=task, name=name)
     examples = export_examples(ctx, dataset, labels=labels, may_see_hidden=as_owner)
@@ -188,8 +196,24 @@ def export(
     if out is None:
         sys.stdout.write(lines)
     else:
-        out.write_text(lines, encoding="utf-8")
-        console.print(f"Wrote {len(examples)} examples to {out}.")
+        _write_whole(out, lines)
+        console.print(f"Wrote {len(examples)} examples to {out}.", highlight=False, markup=False)
+
+
+def _write_whole(target: Path, text: str) -> None:
+    """Write whole or not at all: a failed export leaves no half file behind."""
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, target)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise UsageError(
+            f"--out: cannot write {target}: {exc.strerror or exc}; give a file in a writable folder"
+        ) from None
+    except BaseException:  # interrupted: nothing half-written stays
+        partial.unlink(missing_ok=True)
+        raise
 
 
 @app.command("perturb")

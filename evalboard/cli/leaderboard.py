@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from evalboard.cli._context import context
-from evalboard.cli._output import console, print_json, print_table
+from evalboard.cli._output import print_json, print_table, say
 
 __all__ = ["leaderboard"]
 
@@ -55,7 +56,7 @@ def leaderboard(
         print_json(board.model_dump(mode="json"))
         return
     if not board.rows:
-        console.print(f"No model of {task} has results on every scoring dataset yet.")
+        say(f"No model of {task} has results on every scoring dataset yet.")
     else:
         table_out = Table(
             "#",
@@ -76,10 +77,11 @@ def leaderboard(
                 str(row.rank or ""),
                 f"{row.rank_interval[0]}-{row.rank_interval[1]}" if row.rank_interval else "",
                 f"{row.p_first:.2f}" if row.p_first is not None else "",
-                name,
-                row.user or "",
+                # Names and intervals are data, not markup: "[not above baseline]" shows.
+                Text(name),
+                Text(row.user or ""),
                 _fmt(row.dynascore),
-                f"[{_fmt(gap.low)}, {_fmt(gap.high)}]" if gap else "",
+                Text(f"[{_fmt(gap.low)}, {_fmt(gap.high)}]" if gap else ""),
                 *(_fmt(row.metrics.get(m.name)) for m in board.metrics),
             )
         print_table(table_out)
@@ -93,4 +95,4 @@ def leaderboard(
         notes.append(f"AMRS (units per perf point): {rates}")
     notes += [f"not ranked yet: {p.name} ({p.status})" for p in board.pending]
     for note in notes:
-        console.print(note, highlight=False)
+        say(note)

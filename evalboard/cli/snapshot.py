@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from evalboard.cli._output import print_json, print_or_describe, print_table, say
 from evalboard.cli._server import SERVER, TASK, TOKEN, ask, checked, download, server_client
@@ -61,7 +62,7 @@ def list_(
     table = Table("number", "taken", "models", "title", "csv sha256", title=f"Snapshots of {task}")
     for s in snapshots:
         table.add_row(
-            str(s["number"]), s["created_at"], str(s["models"]), s["title"], s["csv_sha256"]
+            str(s["number"]), s["created_at"], str(s["models"]), Text(s["title"]), s["csv_sha256"]
         )
     print_table(table)
 

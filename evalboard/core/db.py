@@ -18,7 +18,13 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DataError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DatabaseError,
+    DataError,
+    NoSuchModuleError,
+    OperationalError,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from evalboard.core.errors import InvalidText, PlatformError
@@ -40,11 +46,14 @@ _CAUSES = (
     ("database is locked", "the database is locked by another process; try again"),
     ("deadlock detected", "two writes waited on each other and this one was stopped; try again"),
 )
+#: What SQLite says of a file that is not, or no longer, a database it can read (random
+#: bytes, a bad header, damaged pages): no server to check, the file itself is the fault.
+_CORRUPT = ("file is not a database", "malformed")
 
 
-def database_fault(exc: BaseException) -> PlatformError:
+def database_fault(exc: BaseException, *, sqlite_file: str | None = None) -> PlatformError:
     """A :class:`PlatformError` saying what is wrong with the database, without the URL's
-    host, port or user (logged instead)."""
+    host, port or user (logged instead); ``sqlite_file`` is logged when it is corrupt."""
     said = str(exc).lower()
     cause = next((why for needle, why in _CAUSES if needle in said), None)
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -52,6 +61,14 @@ def database_fault(exc: BaseException) -> PlatformError:
     if detail != _last_logged:  # an outage is one line in the log, not one per request
         _last_logged = detail
         logger.info("database error: %s", detail)
+    if _is_corrupt(exc):
+        # The file is logged, not said: the message may reach a stranger as a 503, and a
+        # host's paths are not theirs to read.
+        logger.warning("the SQLite file %s is not a readable database", sqlite_file)
+        return PlatformError(
+            "The SQLite file EVALBOARD_DATABASE_URL names is not a readable database "
+            "(corrupt?); restore it from a backup or point EVALBOARD_DATABASE_URL elsewhere"
+        )
     return PlatformError(
         f"The database is unavailable: {cause or 'its server does not answer'}. "
         "Check EVALBOARD_DATABASE_URL and the database server; the server log has details"
@@ -101,6 +118,7 @@ class Database:
                 f"EVALBOARD_DATABASE_URL is not a database URL; use {_SUPPORTED}"
             ) from None
         backend = self.url.get_backend_name()
+        self._sqlite_file = self.url.database if backend == "sqlite" else None
         if backend not in ("sqlite", "postgresql"):
             raise PlatformError(
                 f"EVALBOARD_DATABASE_URL names a {backend!r} database, which Evalboard does "
@@ -135,7 +153,7 @@ class Database:
         try:
             migrate(self.engine)
         except Exception as exc:  # a database we cannot reach is an operator's problem
-            raise database_fault(exc) from None
+            raise database_fault(exc, sqlite_file=self._sqlite_file) from None
         self._migrated = True
 
     @contextmanager
@@ -148,12 +166,20 @@ class Database:
             session.commit()
         except OperationalError as exc:
             _rollback_quietly(session)
-            raise database_fault(exc) from None
+            raise database_fault(exc, sqlite_file=self._sqlite_file) from None
         except DataError as exc:
             # A value the database cannot hold (PostgreSQL: a NUL in text, a number out of
             # range) that the edge let through: the caller's input, not our fault.
             _rollback_quietly(session)
             raise _refused_value(exc) from None
+        except DatabaseError as exc:
+            # The driver's plain DatabaseError is a fault of the database itself (SQLite:
+            # "database disk image is malformed"); an IntegrityError and the other kinds
+            # stay the caller's to handle.
+            _rollback_quietly(session)
+            if type(exc) is not DatabaseError:
+                raise
+            raise database_fault(exc, sqlite_file=self._sqlite_file) from None
         except OverflowError as exc:
             # SQLite's driver says the same of an integer past 64 bits (an id in a path).
             session.rollback()
@@ -177,6 +203,11 @@ class Database:
 
 #: What sqlite3 raises (an OverflowError) for an integer no SQLite column holds.
 _SQLITE_OVERFLOW = "too large to convert to SQLite INTEGER"
+
+
+def _is_corrupt(exc: BaseException) -> bool:
+    said = str(exc).lower()
+    return any(needle in said for needle in _CORRUPT)
 
 
 def _refused_value(exc: BaseException) -> InvalidText:

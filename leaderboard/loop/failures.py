@@ -128,6 +128,15 @@ def read_failures(ctx: Context, task_id: str, path: Path) -> list[Failure]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise InvalidDataset(f"Failures file {path} does not exist") from None
+    except UnicodeDecodeError:
+        raise InvalidDataset(
+            f"Failures file {path} is not UTF-8 text; is it the right file?"
+        ) from None
+    except OSError as exc:  # a directory, no permission
+        raise InvalidDataset(
+            f"Cannot read the failures file {path}: {exc.strerror or exc}; give a readable "
+            "JSONL file"
+        ) from None
     failures = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
