@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from evalboard.core.errors import InvalidBundle, UsageError
+from evalboard.core.whole_files import written_whole
 from submission_sandbox.archive import ArchiveCaps, is_archive, unpack_archive
 from submission_sandbox.manifest import Manifest, Runtime, load_manifest
 
@@ -172,18 +173,8 @@ def package_bundle(source: Path, output: Path | None = None) -> tuple[Path, str]
     output = output or source.resolve().parent / f"{bundle.manifest.name}.tar.gz"
     if output.resolve().is_relative_to(bundle.path):
         raise InvalidBundle(f"write the archive outside the bundle, not to {output}")
-    partial = output.with_name(f".{output.name}.partial")
-    try:
+    with written_whole(output, fix="choose a writable path ending .tar.gz") as partial:
         _write_archive(bundle.path, partial)
-        os.replace(partial, output)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise UsageError(
-            f"cannot write {output}: {exc.strerror}; choose a writable path ending .tar.gz"
-        ) from None
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
     return output, bundle.sha256
 
 

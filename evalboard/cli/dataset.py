@@ -15,6 +15,7 @@ from evalboard.cli._context import context
 from evalboard.cli._output import console, print_json, print_table
 from evalboard.core.errors import UsageError
 from evalboard.core.states import Access
+from evalboard.core.whole_files import written_whole
 
 if TYPE_CHECKING:
     from datasets_registry import Format
@@ -196,24 +197,9 @@ def export(
     if out is None:
         sys.stdout.write(lines)
     else:
-        _write_whole(out, lines)
+        with written_whole(out, fix="give a file in a writable folder") as partial:
+            partial.write_text(lines, encoding="utf-8")
         console.print(f"Wrote {len(examples)} examples to {out}.", highlight=False, markup=False)
-
-
-def _write_whole(target: Path, text: str) -> None:
-    """Write whole or not at all: a failed export leaves no half file behind."""
-    partial = target.with_name(f".{target.name}.partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, target)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise UsageError(
-            f"--out: cannot write {target}: {exc.strerror or exc}; give a file in a writable folder"
-        ) from None
-    except BaseException:  # interrupted: nothing half-written stays
-        partial.unlink(missing_ok=True)
-        raise
 
 
 @app.command("perturb")

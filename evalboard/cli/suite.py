@@ -3,7 +3,6 @@ server, list the versions, and download one as the file ``evalboard gate --suite
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -11,7 +10,7 @@ from rich.table import Table
 
 from evalboard.cli._output import err_console, print_json, print_table, say
 from evalboard.cli._server import SERVER, TASK, TOKEN, ask, download, server_client
-from evalboard.core.errors import UsageError
+from evalboard.core.whole_files import written_whole
 
 __all__ = ["app"]
 
@@ -58,13 +57,8 @@ def list_(
 
 def _write(target: Path, data: bytes) -> None:
     """Write whole or not at all: a CI job never reads half a suite."""
-    partial = target.with_name(f".{target.name}.partial")
-    try:
+    with written_whole(target, fix="choose a writable path") as partial:
         partial.write_bytes(data)
-        os.replace(partial, target)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise UsageError(f"Cannot write {target}: {exc.strerror}") from None
 
 
 @app.command("export")

@@ -81,7 +81,7 @@ def test_init_where_no_directory_can_be_made_is_bad_input(cli: Cli, task_file: P
         ("out", ("is a directory", ".tar.gz")),
         ("b.zip", (".tar.gz or .tgz", "b.tar.gz")),
         ("b.tar", (".tar.gz or .tgz",)),
-        ("missing/b.tar.gz", ("cannot write", "No such file or directory")),
+        ("missing/b.tar.gz", ("Cannot write", "No such file or directory")),
     ],
 )
 def test_package_refuses_an_output_it_cannot_write_and_leaves_nothing(
