@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import signal
 import sys
 from functools import cache
 from typing import TYPE_CHECKING
@@ -155,8 +156,19 @@ def main(argv: list[str] | None = None) -> int:
     return result if isinstance(result, int) else 0
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def entry() -> None:
     """The console script: run the command, then end the process."""
+    # A termination (what `timeout`, a CI's cancel and `kill` send) or a closed terminal
+    # ends a command as Ctrl-C does, through the cleanups that remove its sandbox's
+    # container and put its jobs back; by default the process died at once and left
+    # them. The commands that serve (serve, worker) install their own handlers.
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _interrupted)
     # What the CLI has imported (typer, rich, pydantic, the commands) lives as long as the
     # process: frozen, the collector's passes no longer walk it. Without this, the full
     # pass that the next imports (the evaluator's, numpy) set off walked all of it, 20-40

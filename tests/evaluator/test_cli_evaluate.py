@@ -8,9 +8,12 @@ import json
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -445,3 +448,46 @@ def test_a_bad_setting_exits_2_as_every_command_reports_it(
     assert (code, stdout, stderr) == elsewhere
     assert code == 2 and stderr.count("error:") == 1 and "Traceback" not in stderr
     assert stderr.startswith("error: An EVALBOARD_* setting cannot be used")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_terminated_evaluate_removes_its_container(
+    tmp_path: Path, keyword_bundle: BundleFactory
+) -> None:
+    """SIGTERM (a `timeout`, a CI's cancel, `kill`) ends a command as Ctrl-C does: its
+    sandbox's container removed, not left for a later reaper."""
+    import docker
+    from submission_sandbox.build import LABEL
+
+    data = write_jsonl(tmp_path / "mini.jsonl", sentiment_rows())
+    command = [
+        str(Path(sys.executable).parent / "evalboard"),
+        "evaluate",
+        str(keyword_bundle(delay_s=1.0)),  # a second a batch: it is still running when told
+        "--task-file",
+        str(_task_file(tmp_path)),
+        "--dataset",
+        str(data),
+        "--sandbox",
+        "docker",
+        "--no-energy",
+    ]
+    env = {**os.environ, "EVALBOARD_DATA_DIR": str(tmp_path / "data")}
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    engine = docker.from_env()
+    owned = {"label": f"{LABEL}.owner={socket.gethostname()}:{process.pid}"}
+    try:
+        deadline = time.monotonic() + 120
+        while not engine.containers.list(filters=owned):
+            assert process.poll() is None, process.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "the model's container never started"
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 130, stderr[-2000:]
+        assert "Traceback" not in stderr
+        assert engine.containers.list(all=True, filters=owned) == []
+    finally:
+        process.kill()
+        engine.close()
