@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from datasets_registry.outputs import OutputSpec
 from evalboard.core.errors import InvalidTaskSpec
-from evalboard.core.limits import SandboxLimits
+from evalboard.core.limits import MAX_SIZE_BYTES, SandboxLimits
 from evalboard.core.validation import describe_validation_error
 from scoring import DEFAULT_WEIGHTS, TEXT_METRICS, WEIGHABLE_METRICS, check_weights
 
@@ -73,7 +73,7 @@ class TaskSpec(BaseModel):
         # Dynaboard's (perf 4, the rest 1), but 0 for a metric the board adds off.
         default_factory=lambda: dict(DEFAULT_WEIGHTS)
     )
-    memory_cap_gib: float = Field(16, gt=0)
+    memory_cap_gib: float = Field(16, gt=0, le=MAX_SIZE_BYTES / 1024**3)
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
     model_wrong: ModelWrongRule = Field(default_factory=ModelWrongRule)
     validation: ValidationSpec = Field(default_factory=ValidationSpec)

@@ -11,10 +11,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["SandboxLimits", "parse_bytes"]
+__all__ = ["MAX_SIZE_BYTES", "MAX_TIMEOUT_S", "SandboxLimits", "parse_bytes"]
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+#: The largest size a sandbox may be given (memory, /tmp): far above any machine's, far
+#: below what Docker's 64-bit fields overflow at (a task's 10**20 g failed at run time).
+MAX_SIZE_BYTES = 64 * 1024**4
+#: The longest a whole run may take: a week.
+MAX_TIMEOUT_S = 7 * 24 * 3600
 
 
 def parse_bytes(value: str | int) -> int:
@@ -41,19 +46,26 @@ class SandboxLimits(BaseModel):
 
     cpus: float = Field(2.0, gt=0, le=64, description="CPU quota, in cores.")
     memory: str = Field("4g", description="Memory limit, swap included (no swap).")
-    timeout_s: float = Field(3600, gt=0, description="Wall-clock limit for the whole run.")
+    timeout_s: float = Field(
+        3600, gt=0, le=MAX_TIMEOUT_S, description="Wall-clock limit for the whole run."
+    )
     gpus: int = Field(0, ge=0, le=1, description="GPU devices; at most one is ever given.")
-    pids: int = Field(256, ge=16, description="Processes and threads inside the sandbox.")
+    pids: int = Field(
+        256, ge=16, le=4_194_304, description="Processes and threads inside the sandbox."
+    )
     tmpfs: str = Field("256m", description="Size of the writable /tmp.")
     max_output_bytes: int = Field(
-        64 * 1024**2, description="Largest single response line from the model."
+        64 * 1024**2, ge=1, le=1024**3, description="Largest single response line from the model."
     )
-    max_log_bytes: int = Field(1024**2, description="Model log kept (its tail).")
+    max_log_bytes: int = Field(1024**2, ge=1, le=1024**3, description="Model log kept (its tail).")
 
     @field_validator("memory", "tmpfs")
     @classmethod
     def _valid_size(cls, value: str) -> str:
-        parse_bytes(value)
+        if parse_bytes(value) > MAX_SIZE_BYTES:
+            raise ValueError(
+                f"Size {value!r} is more than the {MAX_SIZE_BYTES // 1024**4}t allowed"
+            )
         return value
 
     @property

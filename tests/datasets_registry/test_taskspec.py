@@ -42,6 +42,12 @@ def test_qa_shorthand_model_wrong() -> None:
         ),
         ({"output": {"type": "multiclass", "labels": ["only"]}}, "at least two labels"),
         ({"limits": {"memory": "lots"}}, "Size 'lots' is not understood"),
+        # Limits no sandbox can be given, refused here, not at the run (Docker's overflow,
+        # a deadline past the clock's range, Infinity in the spec's JSON).
+        ({"limits": {"memory": "99999999999999999999g"}}, "is more than the 64t"),
+        ({"limits": {"timeout_s": 1e300}}, "timeout_s: Input should be less than or equal"),
+        ({"limits": {"timeout_s": float("nan")}}, "timeout_s: Input should be"),
+        ({"memory_cap_gib": float("inf")}, "memory_cap_gib: Input should be"),
         ({"colour": "blue"}, "colour: unknown field"),
         ({"perf_metric": "squad_f1"}, "squad_f1 goes with output type span"),
     ],
