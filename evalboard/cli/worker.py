@@ -64,6 +64,17 @@ def worker(
     workers = concurrency or ctx.settings.worker_concurrency
     from evalboard.cli._readiness import start_heartbeat
 
+    stop = threading.Event()
+    if not ctx.settings.broker_url:  # Celery stops on these signals its own way
+
+        def _stop(signum: int, frame: FrameType | None) -> None:
+            err_console.print("Stopping: letting running jobs finish...")
+            stop.set()
+
+        # Before the heartbeat says the worker is live: a stop asked for from then on is
+        # a clean one (exit 0), never the interpreter's default.
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
     heartbeat = start_heartbeat(ctx, sandbox=sandbox)
     try:
         if ctx.settings.broker_url:
@@ -78,14 +89,6 @@ def worker(
                 loglevel=loglevel,
             )
             return
-        stop = threading.Event()
-
-        def _stop(signum: int, frame: FrameType | None) -> None:
-            err_console.print("Stopping: letting running jobs finish...")
-            stop.set()
-
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGINT, _stop)
         err_console.print(
             f"Worker polling {ctx.db.url.render_as_string()} for queues "
             f"{', '.join(names)} with {workers} thread(s)",
