@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from evalboard.cli import _context, main
 from evalboard.core.settings import get_settings
+from tests.helpers.tasks import SENTIMENT
 
 
 @dataclass
@@ -64,3 +66,11 @@ def cli_process(cli_env: Path) -> Cli:
         return CliResult(result.returncode, result.stdout, result.stderr)
 
     return run
+
+
+@pytest.fixture
+def task_file(tmp_path: Path) -> Path:
+    """The sentiment task's spec as a YAML file."""
+    path = tmp_path / "sentiment.yaml"
+    path.write_text(yaml.safe_dump(SENTIMENT))
+    return path

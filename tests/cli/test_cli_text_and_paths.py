@@ -31,13 +31,6 @@ def _one_error_line(result: CliResult) -> str:
 
 
 @pytest.fixture
-def task_file(tmp_path: Path) -> Path:
-    path = tmp_path / "sentiment.yaml"
-    path.write_text(yaml.safe_dump(SENTIMENT))
-    return path
-
-
-@pytest.fixture
 def with_dataset(cli: Cli, task_file: Path, tmp_path: Path) -> Cli:
     data = tmp_path / "t1.jsonl"
     data.write_text(EXAMPLES)

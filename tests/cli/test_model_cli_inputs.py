@@ -9,15 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import Cli, CliResult
-
-SENTIMENT = """\
-id: sentiment
-name: Three-way sentiment
-input: [{name: statement, type: string}]
-output: {type: multiclass, labels: [negative, neutral, positive]}
-perf_metric: macro_f1
-limits: {cpus: 1, memory: 1g, timeout_s: 120}
-"""
+from tests.submission_sandbox.test_cli_model import SENTIMENT
 
 
 @pytest.fixture

@@ -6,21 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from evalboard.cli import _context
 from evalboard.core.settings import get_settings
 from tests.cli.conftest import Cli
-from tests.helpers.tasks import SENTIMENT
 
 DYNASENT_MAP = ["--map", "statement=sentence", "--map", "label=gold_label", "--map", "uid=text_id"]
-
-
-@pytest.fixture
-def task_file(tmp_path: Path) -> Path:
-    path = tmp_path / "sentiment.yaml"
-    path.write_text(yaml.safe_dump(SENTIMENT))
-    return path
 
 
 @pytest.fixture
