@@ -166,9 +166,11 @@ def entry() -> None:
     # ends a command as Ctrl-C does, through the cleanups that remove its sandbox's
     # container and put its jobs back; by default the process died at once and left
     # them. The commands that serve (serve, worker) install their own handlers.
+    # A signal the parent ignores stays ignored (nohup's SIGHUP).
     for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _interrupted)
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) is signal.SIG_DFL:
+            signal.signal(number, _interrupted)
     # What the CLI has imported (typer, rich, pydantic, the commands) lives as long as the
     # process: frozen, the collector's passes no longer walk it. Without this, the full
     # pass that the next imports (the evaluator's, numpy) set off walked all of it, 20-40

@@ -184,23 +184,34 @@ def test_ctrl_c_during_an_upload_says_how_to_resume_it(cli_env: Path, bundle: Pa
         release.wait(30)  # a slow network: the user presses Ctrl-C meanwhile
         _send(handler, 503, "application/json", b'{"detail": "gone"}')
 
-    executable = Path(sys.executable).parent / "evalboard"
+    # The console script, with Ctrl-C's handler set: a suite run as a background job
+    # inherits SIGINT ignored, which Python would keep (the signal would never arrive).
+    entry = (
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "from evalboard.cli import entry; entry()"
+    )
     server = _serve(answer)
     url = next(server)
+    process = subprocess.Popen(
+        [sys.executable, "-c", entry, "model", "upload", str(bundle), "--token", "eb_x"]
+        + ["--server", url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "EVALBOARD_DATA_DIR": str(cli_env)},
+    )
     try:
-        process = subprocess.Popen(
-            [str(executable), "model", "upload", str(bundle), "--token", "eb_x", "--server", url],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "EVALBOARD_DATA_DIR": str(cli_env)},
-        )
-        assert patched.wait(60), process.communicate(timeout=5)
+        if not patched.wait(120):
+            process.kill()
+            pytest.fail(f"the upload never sent a chunk: {process.communicate(timeout=30)}")
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=60)
     finally:
         release.set()
         server.close()
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=30)
     assert process.returncode == 130, err
     assert "Traceback" not in err
     assert f"evalboard model upload {bundle} --resume up-7" in err

@@ -88,9 +88,17 @@ def test_top_k_without_ranked_models_says_what_to_do(ctx: Context, task: str) ->
         open_round(ctx, task, top=2, ranking=lambda _ctx, _task: [])
 
 
-@pytest.mark.parametrize("choice", [{}, {"submission_ids": [1], "top": 1}])
-def test_targets_either_by_id_or_top(ctx: Context, task: str, choice: dict[str, object]) -> None:
-    with pytest.raises(UsageError, match="either by submission ids or as the top K"):
+@pytest.mark.parametrize(
+    ("choice", "says"),
+    [
+        ({}, r"Name the target submissions: the top K .* or submission ids"),
+        ({"submission_ids": [1], "top": 1}, "either by submission ids or as the top K"),
+    ],
+)
+def test_targets_either_by_id_or_top(
+    ctx: Context, task: str, choice: dict[str, object], says: str
+) -> None:
+    with pytest.raises(UsageError, match=says):
         open_round(ctx, task, **choice)  # type: ignore[arg-type]
 
 
