@@ -280,17 +280,18 @@ def _read_parts(ctx: Context, upload: Upload, out: IO[bytes] | None) -> None:
     offset = 0
     while offset < upload.size:
         part = _part_key(upload.id, offset)
-        if not ctx.artifacts.exists(part):
+        try:
+            with ctx.artifacts.open(part) as source:
+                while block := source.read(_COPY):
+                    digest.update(block)
+                    if out is not None:
+                        out.write(block)
+        except FileNotFoundError:  # no extra look-up per part: the open says so
             raise UsageError(
                 f"The chunks received do not join into the {upload.size}-byte file (none "
                 f"starts at byte {offset}: were two chunks sent at once?); upload the file "
                 "again, one chunk at a time"
-            )
-        with ctx.artifacts.open(part) as source:
-            while block := source.read(_COPY):
-                digest.update(block)
-                if out is not None:
-                    out.write(block)
+            ) from None
         offset += ctx.artifacts.size(part)
     if digest.hexdigest() != upload.sha256:
         raise UsageError(
