@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalboard.core.errors import UsageError
 from evalboard.core.scratch import scratch_tree
@@ -180,8 +180,11 @@ def _check_importable(kind: str) -> None:
         )
 
 
-def write_transformers_template(directory: Path, spec: TaskSpec, sentences: list[str]) -> str:
-    """A placeholder ``save_pretrained`` classifier in ``directory/model``; the runtime lines.
+def write_transformers_template(
+    directory: Path, spec: TaskSpec, sentences: list[str]
+) -> dict[str, Any]:
+    """A placeholder ``save_pretrained`` classifier in ``directory/model``; the manifest's
+    runtime fields.
 
     Raises:
         UsageError: a span task (the placeholder is a classifier).
@@ -225,14 +228,16 @@ def write_transformers_template(directory: Path, spec: TaskSpec, sentences: list
             )
         finally:
             directory.chmod(0o755)
-    return "runtime: transformers\nmodel: model\n"
+    return {"runtime": "transformers", "model": "model"}
 
 
-def write_trained_template(kind: str, directory: Path, spec: TaskSpec, *, name: str) -> str:
+def write_trained_template(
+    kind: str, directory: Path, spec: TaskSpec, *, name: str
+) -> dict[str, Any]:
     """Write the ``sklearn`` or ``onnx`` template into ``directory`` and train it once.
 
     Returns:
-        The manifest's runtime lines (the caller writes the manifest's head).
+        The manifest's runtime fields (the caller writes the manifest).
 
     Raises:
         UsageError: a span task, or scikit-learn (skl2onnx) missing here.
@@ -251,10 +256,8 @@ def write_trained_template(kind: str, directory: Path, spec: TaskSpec, *, name: 
     )
     if kind == "sklearn":
         (directory / "handler.py").write_text(_JOBLIB_HANDLER.format(name=name, fields=fields))
-        manifest = "runtime: python\nentry: handler:Model\n"
-    else:
-        manifest = f"runtime: onnx\nmodel: model.onnx\nlabels: [{', '.join(sorted(labels))}]\n"
-    return manifest
+        return {"runtime": "python", "entry": "handler:Model"}
+    return {"runtime": "onnx", "model": "model.onnx", "labels": sorted(labels)}
 
 
 def train_placeholder(directory: Path, spec: TaskSpec, sentences: list[str]) -> None:

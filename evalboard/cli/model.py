@@ -178,16 +178,11 @@ def _undo(directory: Path, created: Path | None) -> None:
             path.unlink(missing_ok=True)
 
 
-def _manifest_text(model_name: str, spec: TaskSpec, runtime: str) -> str:
-    """``evalboard.yaml`` as YAML a value cannot break; ``runtime`` is the template's lines."""
+def _manifest_text(model_name: str, spec: TaskSpec, runtime: dict[str, Any]) -> str:
+    """``evalboard.yaml`` as YAML a value cannot break; ``runtime``: the template's fields."""
     import yaml
 
-    fields: dict[str, Any] = {"name": model_name, "task": spec.id, **yaml.safe_load(runtime)}
-    if "labels" in fields:
-        # The template's text leaves labels unquoted (a label "yes" or "a: b" would change
-        # meaning); its order is the sorted labels.
-        fields["labels"] = sorted(spec.output.labels or [])
-    fields |= {"batch_size": 32, "gpus": 0}
+    fields = {"name": model_name, "task": spec.id, **runtime, "batch_size": 32, "gpus": 0}
     return yaml.dump(
         fields, Dumper=_manifest_dumper(), sort_keys=False, allow_unicode=True, width=2**16
     )
@@ -241,7 +236,7 @@ def init(
             (directory / MANIFEST_NAME).write_text(_manifest_text(model_name, spec, runtime))
             train_placeholder(directory, spec, SAMPLE_SENTENCES)
         else:
-            runtime = "runtime: python\nentry: handler:Model\n"
+            runtime = {"runtime": "python", "entry": "handler:Model"}
             (directory / MANIFEST_NAME).write_text(_manifest_text(model_name, spec, runtime))
             _write_handler(directory, spec, model_name)
     except OSError as exc:
